@@ -1,0 +1,1 @@
+//! Kernel engine (placeholder: being written).
