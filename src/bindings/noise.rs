@@ -1,0 +1,130 @@
+//! Bindings of [`crate::noise`]: conversion and GIL release only.
+
+use std::sync::Mutex;
+
+use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+use crate::error::DpError;
+use crate::noise::{continuous, grid, rng_from_seed, DpRng};
+
+/// ChaCha20 generator. `ChaChaRng()` is keyed from the OS CSPRNG (secure default);
+/// `ChaChaRng(seed)` is reproducible and meant for research and tests only.
+#[pyclass(module = "dpcore._core", name = "ChaChaRng", frozen)]
+pub struct PyChaChaRng {
+    inner: Mutex<DpRng>,
+    seeded: bool,
+}
+
+impl PyChaChaRng {
+    fn with<T>(&self, f: impl FnOnce(&mut DpRng) -> T) -> T {
+        let mut guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
+    }
+}
+
+#[pymethods]
+impl PyChaChaRng {
+    #[new]
+    #[pyo3(signature = (seed=None))]
+    fn new(seed: Option<u64>) -> Self {
+        PyChaChaRng { inner: Mutex::new(rng_from_seed(seed)), seeded: seed.is_some() }
+    }
+
+    /// True when the generator was created from an explicit seed (not secure).
+    #[getter]
+    fn seeded(&self) -> bool {
+        self.seeded
+    }
+
+    /// A uniformly random 64-bit integer (used to derive seeds for sub-generators).
+    fn next_u64(&self) -> u64 {
+        use rand_core::Rng;
+        self.with(|r| r.next_u64())
+    }
+
+    fn __repr__(&self) -> String {
+        if self.seeded {
+            "ChaChaRng(<seeded: reproducible, not secure>)".to_string()
+        } else {
+            "ChaChaRng(<OS-seeded>)".to_string()
+        }
+    }
+}
+
+fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise, DpError> {
+    match noise {
+        "laplace" => Ok(grid::DiscreteNoise::Laplace { num, den }),
+        "gaussian" => Ok(grid::DiscreteNoise::Gaussian { num, den }),
+        other => Err(DpError::invalid("noise", format!("must be 'laplace' or 'gaussian', got {other:?}"))),
+    }
+}
+
+/// Snap `values` to the grid 2^grid_exponent and add exact discrete noise (units of the grid).
+/// With `n_samples`, return `n_samples` independent releases as rows of a 2-D array.
+#[pyfunction]
+#[pyo3(signature = (values, grid_exponent, noise, num, den, rng, n_samples=None))]
+fn grid_release<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, f64>,
+    grid_exponent: i32,
+    noise: &str,
+    num: u128,
+    den: u128,
+    rng: &PyChaChaRng,
+    n_samples: Option<usize>,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let noise = parse_noise(noise, num, den)?;
+    let view = values.as_array();
+    let out = py.detach(|| {
+        rng.with(|r| match n_samples {
+            None => grid::release(view, grid_exponent, &noise, r).map(|a| a.into_dyn()),
+            Some(n) => grid::release_repeated(view, n, grid_exponent, &noise, r).map(|a| a.into_dyn()),
+        })
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `n` raw exact discrete Laplace / Gaussian integers with rational parameter `num/den`.
+#[pyfunction]
+fn discrete_samples<'py>(
+    py: Python<'py>,
+    noise: &str,
+    num: u128,
+    den: u128,
+    n: usize,
+    rng: &PyChaChaRng,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let noise = parse_noise(noise, num, den)?;
+    let out = py.detach(|| rng.with(|r| grid::sample_integers(n, &noise, r)))?;
+    Ok(out.into_pyarray(py))
+}
+
+/// A vector with density ∝ exp(-||b||/scale) in R^dim (Gamma(dim, scale) norm, uniform direction).
+#[pyfunction]
+fn gamma_norm_vector<'py>(py: Python<'py>, dim: usize, scale: f64, rng: &PyChaChaRng) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let out = py.detach(|| rng.with(|r| continuous::gamma_norm_vector(dim, scale, r)))?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `n` standard Gumbel variates.
+#[pyfunction]
+fn gumbel<'py>(py: Python<'py>, n: usize, rng: &PyChaChaRng) -> Bound<'py, PyArray1<f64>> {
+    py.detach(|| rng.with(|r| continuous::gumbel(n, r))).into_pyarray(py)
+}
+
+/// `n` standard exponential variates.
+#[pyfunction]
+fn exponential<'py>(py: Python<'py>, n: usize, rng: &PyChaChaRng) -> Bound<'py, PyArray1<f64>> {
+    py.detach(|| rng.with(|r| continuous::exponential(n, r))).into_pyarray(py)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyChaChaRng>()?;
+    m.add_function(wrap_pyfunction!(grid_release, m)?)?;
+    m.add_function(wrap_pyfunction!(discrete_samples, m)?)?;
+    m.add_function(wrap_pyfunction!(gamma_norm_vector, m)?)?;
+    m.add_function(wrap_pyfunction!(gumbel, m)?)?;
+    m.add_function(wrap_pyfunction!(exponential, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! Randomness and floating-point-safe noise.
+//!
+//! * [`rng`] — ChaCha20 generators: OS-seeded by default, reproducible from an explicit `u64` seed
+//!   (research and tests only), and independent per-chunk streams for parallel code.
+//! * [`exact`] — exact samplers on the integers using only integer arithmetic and uniform random
+//!   bits: `Bernoulli(exp(-γ))` for rational γ, the discrete Laplace and the discrete Gaussian
+//!   (Canonne, Kamath & Steinke, *The Discrete Gaussian for Differential Privacy*, NeurIPS 2020,
+//!   Algorithms 1–3).
+//! * [`grid`] — the released-noise mechanisms: the input is snapped to a power-of-two grid
+//!   `g = 2^k` and exact discrete noise (in units of `g`) is added, so the released value is an
+//!   exact multiple of `g`. No floating-point inverse-CDF or Box–Muller sample ever reaches a
+//!   released value (Mironov, CCS 2012). The calibration (choice of `k`, integer sensitivity after
+//!   snapping, rational noise scale) is done by the Python layer (`dpcore.noise`), which documents
+//!   the granularity and the sensitivity inflation `Δ → Δ + (rounding slack)` it accounts for.
+//! * [`continuous`] — floating-point helper draws that are *not* released directly: Gamma-norm
+//!   vectors with uniform direction, Gumbel and exponential variates (selection / internal use).
+
+pub mod continuous;
+pub mod exact;
+pub mod grid;
+pub mod rng;
+
+pub use rng::{derive_streams, rng_from_seed, DpRng};
