@@ -1,0 +1,40 @@
+"""Shared fixtures for dpcore's test suite.
+
+The suite runs against the *installed* dpcore (the wheel that scripts/test.sh builds, or a
+``maturin develop`` install); the header printed by pytest says which one was imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"
+
+
+def pytest_report_header(config):
+    try:
+        import dpcore
+
+        where = f"dpcore {dpcore.__version__} imported from {Path(dpcore.__file__).parent}"
+    except Exception as exc:  # pragma: no cover - reported, and every test will fail loudly
+        where = f"dpcore NOT importable: {exc!r}"
+    return [where, f"shared datasets: {SHARED_DATASETS} ({'present' if SHARED_DATASETS.is_dir() else 'absent'})"]
+
+
+@pytest.fixture(scope="session")
+def shared_datasets_dir() -> Path:
+    """``../shared/datasets`` beside the repository (present in CI and on the dev machines).
+
+    In CI (``CI`` set) a missing directory is a failure; elsewhere the test is skipped with an
+    explicit reason (reported by ``-ra``), never silently.
+    """
+    if not SHARED_DATASETS.is_dir():
+        msg = f"shared datasets directory not found at {SHARED_DATASETS}"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return SHARED_DATASETS

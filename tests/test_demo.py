@@ -1,0 +1,97 @@
+"""Smoke run of the main job (``python -m dpcore.demo``) with tiny sizes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dpcore import demo
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    code = demo.main(["--quick", "--outdir", str(out), "--seed", "0"])
+    return code, out
+
+
+def test_quick_demo_writes_outputs(quick_run):
+    code, out = quick_run
+    assert code == 0
+    assert (out / "results.json").is_file()
+    png = out / "demo_adult.png"
+    assert png.is_file() and png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_demo_numbers_are_sane(quick_run):
+    _, out = quick_run
+    r = json.loads((out / "results.json").read_text())
+    k, p, a = r["kernel"], r["private"], r["audit"]
+    # 1. dpcore's fused predictions equal scikit-learn's; the model beats the majority class
+    assert k["max_abs_diff_vs_sklearn"] <= 1e-8
+    assert k["gram_max_abs_diff"] <= 1e-10
+    assert k["majority_accuracy"] < k["test_accuracy"] <= 1.0
+    assert [c["n"] for c in k["learning_curve"]] == sorted(c["n"] for c in k["learning_curve"])
+    # 2. private releases are close to the truth (Laplace scale 2/n ~ 6e-5 here) and the
+    #    budget is fully spent, with the over-spend refused
+    fp = p["fraction_positive"]
+    assert abs(fp["true"] - 7841 / 32561) < 1e-12
+    assert abs(fp["private"] - fp["true"]) < 5e-3
+    mf = p["mean_features"]
+    assert len(mf["true"]) == len(mf["private"]) == 113
+    assert 0 < mf["l2_error"] < 0.05
+    assert p["overspend_refused"] is True
+    assert p["remaining"][0] == pytest.approx(0.0, abs=1e-12)
+    # 3. the audit bound never exceeds the claimed epsilon
+    assert 0.0 <= a["epsilon_lower_bound"] <= a["claimed_epsilon"]
+    assert a["broken_epsilon_lower_bound"] >= a["epsilon_lower_bound"]
+    assert np.isfinite(a["broken_epsilon_lower_bound"])
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "run", interrupted)
+    assert demo.main(["--quick", "--outdir", str(tmp_path)]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_missing_optional_dependencies_give_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(demo, "_missing_demo_dependencies", lambda need_plot: ["scikit-learn"])
+    assert demo.main(["--quick", "--outdir", str(tmp_path)]) == 1
+    assert "dpcore[demo]" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(SystemExit) as exc:
+        demo.main(["--epsilon", "-1"])
+    assert exc.value.code == 2
+
+
+def test_module_entry_point_help():
+    out = subprocess.run([sys.executable, "-m", "dpcore.demo", "--help"], capture_output=True,
+                         text=True, check=True)
+    assert "--quick" in out.stdout and "--outdir" in out.stdout
+
+
+def test_readme_quick_tour_runs():
+    """The README's Python tour is executed as written (it documents only what exists)."""
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    assert blocks, "README.md has no python code block"
+    ns: dict = {}
+    for block in blocks:
+        exec(compile(block, str(readme), "exec"), ns)
+    assert ns["acc"].remaining() == (0.0, 0.0)
+    assert ns["res"].epsilon_lower_bound <= 1.0
+    assert ns["f"].shape == (100,) and ns["K"].shape == (5, 2000)
