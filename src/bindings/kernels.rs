@@ -1,5 +1,105 @@
+//! Python bindings of [`crate::kernels`]: argument conversion, cheap validation, GIL release.
+//!
+//! Arrays arrive as `float64` (the Python layer converts `float32` once); any memory layout is
+//! accepted without copying (C, Fortran or strided views). Errors become `ValueError`s whose
+//! message starts with the argument's name.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use crate::kernels::{self, Kernel};
+
+/// `K(A, B)` (`b=None`: the Gram matrix `K(A, A)` with an exact RBF diagonal).
+#[pyfunction]
+#[pyo3(signature = (a, b, kernel, gamma, degree, coef0))]
+fn kernel_matrix<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, f64>,
+    b: Option<PyReadonlyArray2<'py, f64>>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let av = a.as_array();
+    let out = match &b {
+        None => py.detach(|| {
+            kernels::check_inputs(av, av, None)?;
+            Ok::<_, crate::DpError>(kernels::gram_matrix(av, &k))
+        })?,
+        Some(b) => {
+            let bv = b.as_array();
+            py.detach(|| {
+                kernels::check_inputs(av, bv, None)?;
+                Ok::<_, crate::DpError>(kernels::kernel_matrix(av, bv, &k))
+            })?
+        }
+    };
+    Ok(out.into_pyarray(py))
+}
+
+/// `K(Z, X) @ mu` without materialising `K(Z, X)`.
+#[pyfunction]
+#[pyo3(signature = (z, x, mu, kernel, gamma, degree, coef0))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_predict<'py>(
+    py: Python<'py>,
+    z: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    mu: PyReadonlyArray1<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
+    let out = py.detach(|| {
+        kernels::check_inputs(zv, xv, Some(muv))?;
+        Ok::<_, crate::DpError>(kernels::kernel_predict(zv, xv, muv, &k))
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `K(z_i, z_i)` for every row of `z`.
+#[pyfunction]
+#[pyo3(signature = (z, kernel, gamma, degree, coef0))]
+fn kernel_diag<'py>(
+    py: Python<'py>,
+    z: PyReadonlyArray2<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let zv = z.as_array();
+    let out = py.detach(|| {
+        kernels::check_inputs(zv, zv, None)?;
+        Ok::<_, crate::DpError>(kernels::kernel_diag(zv, &k))
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `R_φ²` for inputs in the ball of radius `radius`.
+#[pyfunction]
+#[pyo3(signature = (radius, kernel, gamma, degree, coef0))]
+fn feature_map_radius_sq(
+    radius: f64,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<f64> {
+    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    Ok(kernels::feature_map_radius_sq(&k, radius)?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_diag, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_map_radius_sq, m)?)?;
     Ok(())
 }
