@@ -21,7 +21,6 @@ with :func:`dpcore.calibrate.per_step_epsilon` (or the total with
 
 from __future__ import annotations
 
-import math
 import numbers
 import threading
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Tuple
 
+from ._exact import float_down, float_up
 from ._validation import check_delta, check_epsilon
 
 __all__ = ["BudgetAccountant", "BudgetExceededError", "BudgetRecord"]
@@ -67,20 +67,6 @@ class BudgetRecord:
     delta: float
     label: str
     timestamp: float
-
-
-def _float_down(x: Fraction) -> float:
-    f = float(x)
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def _float_up(x: Fraction) -> float:
-    f = float(x)
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
 
 
 class BudgetAccountant:
@@ -129,7 +115,7 @@ class BudgetAccountant:
     def spent(self) -> Tuple[float, float]:
         """(ε, δ) spent so far, each rounded *up* to a float."""
         with self._lock:
-            return _float_up(self._eps_spent), _float_up(self._delta_spent)
+            return float_up(self._eps_spent), float_up(self._delta_spent)
 
     @property
     def log(self) -> List[BudgetRecord]:
@@ -153,7 +139,7 @@ class BudgetAccountant:
 
     def _remaining_floats(self) -> Tuple[float, float]:
         e, d = self._remaining_exact()
-        return _float_down(e), _float_down(d)
+        return float_down(e), float_down(d)
 
     def _fits(self, epsilon: float, delta: float) -> bool:
         return (
@@ -238,14 +224,14 @@ class BudgetAccountant:
             )
         with self._lock:
             eps_rem, _ = self._remaining_exact()
-            step = _float_down(eps_rem / k)
+            step = float_down(eps_rem / k)
             if step <= 0.0:
                 raise BudgetExceededError((0.0, 0.0), self._remaining_floats(), f"{k} steps")
             return step
 
     def __repr__(self) -> str:
         with self._lock:
-            eps_spent, delta_spent = _float_up(self._eps_spent), _float_up(self._delta_spent)
+            eps_spent, delta_spent = float_up(self._eps_spent), float_up(self._delta_spent)
             n = len(self._records)
         return (
             f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}; "

@@ -29,6 +29,7 @@ from typing import Iterable, Optional, Tuple
 
 from scipy import special
 
+from ._exact import float_down, float_up
 from ._validation import check_delta, check_epsilon, check_positive, check_sensitivity
 
 __all__ = [
@@ -65,25 +66,9 @@ def _check_k(k, name: str = "k") -> int:
     return k
 
 
-def _float_down(x: Fraction) -> float:
-    """Largest float ``f`` with ``Fraction(f) <= x`` (x >= 0, finite)."""
-    f = float(x)  # round-to-nearest
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def _float_up(x: Fraction) -> float:
-    """Smallest float ``f`` with ``Fraction(f) >= x`` (x >= 0)."""
-    f = float(x)
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 def _div_down(epsilon: float, k: int) -> float:
     """Largest float q with ``k * Fraction(q) <= Fraction(epsilon)`` (exact basic composition)."""
-    return _float_down(Fraction(epsilon) / k)
+    return float_down(Fraction(epsilon) / k)
 
 
 def _bisect(pred, lo: float, hi: float, *, rtol: float = _RTOL) -> Tuple[float, float]:
@@ -505,7 +490,7 @@ def compose_basic(epsilons: Iterable[float], deltas: Optional[Iterable[float]] =
             )
     eps_total = sum((Fraction(e) for e in eps_list), Fraction(0))
     delta_total = sum((Fraction(d) for d in delta_list), Fraction(0))
-    return _float_up(eps_total), _float_up(delta_total)
+    return float_up(eps_total), float_up(delta_total)
 
 
 def _advanced_epsilon(eps0: float, k: int, delta_prime: float) -> float:
@@ -544,7 +529,7 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     k = _check_k(k)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
     eps_total = _advanced_epsilon(epsilon, k, delta_prime)
-    delta_total = _float_up(k * Fraction(delta) + Fraction(delta_prime))
+    delta_total = float_up(k * Fraction(delta) + Fraction(delta_prime))
     return eps_total, delta_total
 
 

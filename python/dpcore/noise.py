@@ -56,6 +56,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import _core
+from ._exact import float_up
 from ._validation import check_delta, check_epsilon, check_sensitivity
 
 ChaChaRng = _core.ChaChaRng
@@ -130,12 +131,6 @@ def _floor_log2(x: float) -> int:
     return exponent - 1
 
 
-def _float_up(x: Fraction) -> float:
-    """The smallest float ≥ the exact rational ``x`` (reported bounds must stay bounds)."""
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
-
-
 def _check_dim(dim) -> int:
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
@@ -170,6 +165,10 @@ class LaplacePlan:
     scale: float
     sensitivity_inflation: float
 
+    def noise_args(self) -> tuple:
+        """``(noise, num, den)`` for the Rust grid sampler: discrete Laplace with scale num/den."""
+        return ("laplace", self.scale_num, self.scale_den)
+
 
 @dataclass(frozen=True)
 class GaussianPlan:
@@ -199,6 +198,10 @@ class GaussianPlan:
     sigma2_units: int
     sigma: float
     sensitivity_inflation: float
+
+    def noise_args(self) -> tuple:
+        """``(noise, num, den)`` for the Rust grid sampler: discrete Gaussian with σ² = num/den."""
+        return ("gaussian", self.sigma2_units, 1)
 
 
 def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePlan:
@@ -247,7 +250,7 @@ def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePla
         scale_num=tau.numerator,
         scale_den=tau.denominator,
         scale=float(tau * g),
-        sensitivity_inflation=_float_up(delta_int * g / Fraction(sensitivity)),
+        sensitivity_inflation=float_up(delta_int * g / Fraction(sensitivity)),
     )
 
 
@@ -292,13 +295,13 @@ def gaussian_plan(sensitivity: float, epsilon: float, delta: float, dim: int = 1
         delta=delta,
         dim=dim,
         rho=rho,
-        rho_used=_float_up(rho_used),
+        rho_used=float_up(rho_used),
         grid_exponent=k,
         granularity=float(g),
-        sensitivity_units=_float_up(delta_units),
+        sensitivity_units=float_up(delta_units),
         sigma2_units=sigma2,
         sigma=math.sqrt(sigma2) * float(g),
-        sensitivity_inflation=_float_up(delta_units * g / Fraction(sensitivity)),
+        sensitivity_inflation=float_up(delta_units * g / Fraction(sensitivity)),
     )
 
 
@@ -315,10 +318,28 @@ def _as_values(value) -> tuple[np.ndarray, tuple, bool]:
     return flat, shape, scalar
 
 
-def _reshape(out: np.ndarray, shape: tuple, scalar: bool):
-    if scalar:
-        return float(out[0])
-    return out.reshape(shape)
+def _grid_release(flat: np.ndarray, plan, random_state, n_samples: Optional[int] = None) -> np.ndarray:
+    """Snap ``flat`` to the plan's grid and add its exact discrete noise (``n_samples`` rows if given)."""
+    rng = check_random_state(random_state)
+    return _core.grid_release(flat, plan.grid_exponent, *plan.noise_args(), rng, n_samples)
+
+
+def _release(value, plan_for, random_state, accountant, epsilon: float, delta: float, label: str):
+    """Validate, calibrate, charge the accountant, then release (nothing is sampled before the charge)."""
+    flat, shape, scalar = _as_values(value)
+    plan = plan_for(flat.size)
+    rng = check_random_state(random_state)
+    if accountant is not None:
+        accountant.spend(epsilon, delta, label=label)
+    out = _grid_release(flat, plan, rng)
+    return float(out[0]) if scalar else out.reshape(shape)
+
+
+def _sample_releases(value, plan_for, n_samples, random_state) -> np.ndarray:
+    flat, _, scalar = _as_values(value)
+    n_samples = _check_n_samples(n_samples)
+    out = _grid_release(flat, plan_for(flat.size), random_state, n_samples)
+    return out[:, 0] if scalar else out
 
 
 def laplace_mechanism(
@@ -349,13 +370,15 @@ def laplace_mechanism(
     float or numpy.ndarray
         Same shape as ``value``; every entry is an exact multiple of the plan's granularity.
     """
-    flat, shape, scalar = _as_values(value)
-    plan = laplace_plan(sensitivity, epsilon, flat.size)
-    rng = check_random_state(random_state)
-    if accountant is not None:
-        accountant.spend(epsilon, 0.0, label="laplace_mechanism")
-    out = _core.grid_release(flat, plan.grid_exponent, "laplace", plan.scale_num, plan.scale_den, rng)
-    return _reshape(out, shape, scalar)
+    return _release(
+        value,
+        lambda dim: laplace_plan(sensitivity, epsilon, dim),
+        random_state,
+        accountant,
+        epsilon,
+        0.0,
+        "laplace_mechanism",
+    )
 
 
 def gaussian_mechanism(
@@ -389,13 +412,15 @@ def gaussian_mechanism(
     float or numpy.ndarray
         Same shape as ``value``.
     """
-    flat, shape, scalar = _as_values(value)
-    plan = gaussian_plan(sensitivity, epsilon, delta, flat.size)
-    rng = check_random_state(random_state)
-    if accountant is not None:
-        accountant.spend(epsilon, delta, label="gaussian_mechanism")
-    out = _core.grid_release(flat, plan.grid_exponent, "gaussian", plan.sigma2_units, 1, rng)
-    return _reshape(out, shape, scalar)
+    return _release(
+        value,
+        lambda dim: gaussian_plan(sensitivity, epsilon, delta, dim),
+        random_state,
+        accountant,
+        epsilon,
+        delta,
+        "gaussian_mechanism",
+    )
 
 
 def _check_n_samples(n_samples) -> int:
@@ -411,12 +436,7 @@ def sample_laplace_mechanism(value, sensitivity: float, epsilon: float, n_sample
     Returns shape ``(n_samples,)`` for a scalar ``value`` and ``(n_samples, value.size)`` otherwise.
     No budget is charged: this is a tool for empirical privacy audits, not for releasing data.
     """
-    flat, _, scalar = _as_values(value)
-    n_samples = _check_n_samples(n_samples)
-    plan = laplace_plan(sensitivity, epsilon, flat.size)
-    rng = check_random_state(random_state)
-    out = _core.grid_release(flat, plan.grid_exponent, "laplace", plan.scale_num, plan.scale_den, rng, n_samples)
-    return out[:, 0] if scalar else out
+    return _sample_releases(value, lambda dim: laplace_plan(sensitivity, epsilon, dim), n_samples, random_state)
 
 
 def sample_gaussian_mechanism(
@@ -427,12 +447,9 @@ def sample_gaussian_mechanism(
     Returns shape ``(n_samples,)`` for a scalar ``value`` and ``(n_samples, value.size)`` otherwise.
     No budget is charged.
     """
-    flat, _, scalar = _as_values(value)
-    n_samples = _check_n_samples(n_samples)
-    plan = gaussian_plan(sensitivity, epsilon, delta, flat.size)
-    rng = check_random_state(random_state)
-    out = _core.grid_release(flat, plan.grid_exponent, "gaussian", plan.sigma2_units, 1, rng, n_samples)
-    return out[:, 0] if scalar else out
+    return _sample_releases(
+        value, lambda dim: gaussian_plan(sensitivity, epsilon, delta, dim), n_samples, random_state
+    )
 
 
 def _check_rational(num, den, name: str) -> tuple[int, int]:
