@@ -16,6 +16,8 @@ from ._core import __version__
 from .kernels import kernel_matrix, kernel_predict, feature_map_radius
 from .noise import laplace_mechanism, gaussian_mechanism, check_random_state
 from .accountant import BudgetAccountant, BudgetExceededError
+from .pinp import PINP, PINPBudgetExhausted
+from .erm import KernelSVM, KernelLogisticRegression
 from . import audit, calibrate, datasets, noise
 
 __all__ = [
@@ -28,6 +30,10 @@ __all__ = [
     "check_random_state",
     "BudgetAccountant",
     "BudgetExceededError",
+    "PINP",
+    "PINPBudgetExhausted",
+    "KernelSVM",
+    "KernelLogisticRegression",
     "audit",
     "calibrate",
     "datasets",

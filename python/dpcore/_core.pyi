@@ -84,3 +84,71 @@ def exponential(n: int, rng: ChaChaRng) -> npt.NDArray[np.float64]:
     """Standard exponential variates."""
 
 # ---- end noise ----
+
+# ---- pinp ----
+class PinpSession:
+    """Mutable core of one PINP session (update buffer, counters, ChaCha20 generator)."""
+    def __init__(
+        self, dim: int, kernel: str, gamma: float, degree: int, coef0: float, grid_exponent: int,
+        num: int, den: int, sigma: float, eta: float, max_updates: int, max_queries: int,
+        seed: Optional[int] = None,
+    ) -> None: ...
+    def restore(self, points: npt.NDArray[np.float64], alphas: npt.NDArray[np.float64], n_answered: int) -> None: ...
+    def answer(
+        self, z: npt.NDArray[np.float64], x: npt.NDArray[np.float64], mu: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int8], str]:
+        """Answer ``z`` in order: ``(answers, noise draws, update signs, stop reason)``; stop is
+        "completed", "updates" (B reached) or "queries" (T reached)."""
+    @property
+    def n_answered(self) -> int: ...
+    @property
+    def n_updates(self) -> int: ...
+    def snapshot(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
+
+def pinp_sample_sessions(
+    exact: npt.NDArray[np.float64], gram: npt.NDArray[np.float64], kernel: str, gamma: float,
+    degree: int, coef0: float, grid_exponent: int, num: int, den: int, sigma: float, eta: float,
+    max_updates: int, max_queries: int, seeds: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.float64]:
+    """Audit helper: one fresh PINP session per seed on the same queries (NaN = refused)."""
+
+# ---- end pinp ----
+
+# ---- erm ----
+# Certified kernel ERM (src/erm.rs): (1/n) sum loss(y_i f(x_i)) + lam/2 ||w||^2, no bias,
+# y in {-1, +1}; loss: "hinge" | "logistic". The public API is dpcore.KernelSVM /
+# dpcore.KernelLogisticRegression.
+
+def erm_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    loss: str,
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    lam: float,
+    tol: float,
+    max_iter: int,
+    cache_bytes: int,
+    shrinking: bool,
+) -> dict:
+    """Fit; returns ``{"a", "mu", "decision", "primal", "dual", "gap", "w_norm", "n_iter",
+    "converged", "stop_reason", "history", "full_gram"}`` (``a = alpha / C in [0, 1]``,
+    ``mu = y * C * a``, ``gap`` certified from ``a`` alone)."""
+
+def erm_certificate(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    a: npt.NDArray[np.float64],
+    loss: str,
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    lam: float,
+) -> dict:
+    """Certificate of the dual point ``a in [0, 1]^n``: ``{"mu", "decision", "primal", "dual",
+    "gap", "w_norm"}``."""
+
+# ---- end erm ----

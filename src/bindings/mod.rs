@@ -7,8 +7,10 @@ use pyo3::prelude::*;
 
 use crate::error::DpError;
 
+mod erm;
 mod kernels;
 mod noise;
+mod pinp;
 
 impl From<DpError> for PyErr {
     fn from(e: DpError) -> PyErr {
@@ -21,7 +23,9 @@ impl From<DpError> for PyErr {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    erm::register(m)?;
     kernels::register(m)?;
     noise::register(m)?;
+    pinp::register(m)?;
     Ok(())
 }

@@ -1,0 +1,83 @@
+"""Subprocess helper for tests/test_pinp.py: a PINP session that answers queries until killed.
+
+Usage: python _pinp_worker.py STATE_PATH {create|resume} SEED
+
+After every batch that ``predict`` *returned*, prints ``n_answered n_updates remaining_updates``
+(flushed), so the parent knows a lower bound on what must survive a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+
+class StandInModel:
+    """Exact hinge-loss kernel SVM when λ > max K(x, x) (all margins < 1): μ = y / (λ n).
+
+    With every margin y_i f(x_i) < 1 the hinge is differentiable at the optimum and stationarity
+    gives w* = Σ y_i φ(x_i) / (λ n) exactly, so the duality gap is 0 (a certified exact solution).
+    """
+
+    def __init__(self, X, y, lam, gamma):
+        import dpcore
+
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        n = X.shape[0]
+        self.X_fit_, self.n_samples_fit_, self.lam, self.lipschitz_ = X, n, float(lam), 1.0
+        self.mu_ = y / (lam * n)
+        self.kernel_params_ = dict(kernel="rbf", gamma=float(gamma), degree=3, coef0=1.0)
+        f = dpcore.kernel_predict(X, X, self.mu_, kernel="rbf", gamma=gamma)
+        assert np.all(y * f < 1.0), "closed form is not the optimum (a margin is >= 1)"
+        self.duality_gap_ = 0.0
+        self.w_error_bound_ = 0.0
+        self.w_norm_ = float(np.sqrt(self.mu_ @ f))
+
+    def decision_function(self, Z):
+        import dpcore
+
+        return dpcore.kernel_predict(Z, self.X_fit_, self.mu_, **self.kernel_params_)
+
+
+def unit_ball(rng, m, d):
+    Z = rng.normal(size=(m, d))
+    return Z / np.maximum(1.0, np.linalg.norm(Z, axis=1))[:, None]
+
+
+def build_model(n=40, d=3, lam=1.25, gamma=0.5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = unit_ball(rng, n, d)
+    y = np.where(X[:, 0] >= 0, 1.0, -1.0)
+    return StandInModel(X, y, lam, gamma)
+
+
+#: Session parameters shared by the worker and the test (ε large so that updates happen).
+SESSION = dict(epsilon=1e8, delta=1e-6, beta=0.1, n_queries=10**6, data_radius=1.0)
+
+
+def main() -> None:
+    from dpcore import PINP, PINPBudgetExhausted
+
+    path, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    model = build_model()
+    if mode == "create":
+        pinp = PINP(model, **SESSION, state_path=path, random_state=seed)
+    else:
+        pinp = PINP.load(path, model, random_state=seed)
+    rng = np.random.default_rng(seed)
+    print("READY", flush=True)
+    while True:
+        Z = unit_ball(rng, 5, 3)
+        try:
+            pinp.predict(Z)
+        except PINPBudgetExhausted:
+            print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates}", flush=True)
+            print("DONE", flush=True)
+            return
+        print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
