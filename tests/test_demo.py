@@ -95,3 +95,23 @@ def test_readme_quick_tour_runs():
     assert ns["acc"].remaining() == (0.0, 0.0)
     assert ns["res"].epsilon_lower_bound <= 1.0
     assert ns["f"].shape == (100,) and ns["K"].shape == (5, 2000)
+
+
+def test_quick_demo_pinp_step(quick_run):
+    _, out = quick_run
+    pp = json.loads((out / "results.json").read_text())["pinp"]
+    # the served model is a dpcore.KernelSVM with a certified optimum, better than the majority class
+    assert pp["duality_gap"] <= 1e-6 and pp["w_error_bound"] > 0
+    assert pp["majority_accuracy"] < pp["nonprivate_accuracy"] <= 1.0
+    assert [s["epsilon"] for s in pp["sessions"]] == [0.1, 0.5, 1.0, 2.0, 5.0]
+    for s in pp["sessions"]:
+        if "accuracy" not in s:  # refused (B < 1) — must say why
+            assert s["status"].startswith("refused")
+            continue
+        assert s["answered"] == pp["n_queries"] and s["updates"] <= s["B"]
+        # Theorem-3-style bound holds (probability >= 1 - beta; deterministic with the fixed seed)
+        assert s["max_abs_error"] <= s["error_bound"]
+        assert 0.0 <= s["accuracy"] <= 1.0
+    # the calibration's noise scale falls as n grows at fixed lambda
+    scales = [r["C=2LR/λ"]["noise_scale"] for r in pp["scaling"]]
+    assert all(a > b for a, b in zip(scales, scales[1:]))

@@ -74,6 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ε claimed by the audited Laplace release")
     p.add_argument("--audit-samples", type=int, default=1_000_000,
                    help="samples per dataset of the neighbouring pair in the audit")
+    p.add_argument("--pinp-n", type=int, default=10_000,
+                   help="training size of the dpcore.KernelSVM model served by PINP")
+    p.add_argument("--pinp-lam", type=float, default=1e-3, help="regularisation λ of the PINP model")
+    p.add_argument("--pinp-queries", type=int, default=2000,
+                   help="number of Adult test rows sent to PINP as queries (T)")
+    p.add_argument("--pinp-epsilons", type=float, nargs="+", default=[0.1, 0.5, 1.0, 2.0, 5.0],
+                   help="privacy budgets ε of the PINP sessions (one fresh session each)")
+    p.add_argument("--pinp-delta", type=float, default=1e-6, help="δ of each PINP session")
+    p.add_argument("--pinp-beta", type=float, default=0.05, help="failure probability β of PINP")
     p.add_argument("--seed", type=int, default=None,
                    help="seed for reproducible research runs (default: secure OS randomness)")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot")
@@ -85,6 +94,8 @@ def _apply_quick(args: argparse.Namespace) -> None:
         args.n_train = min(args.n_train, 400)
         args.n_test = 1000 if args.n_test == 0 else min(args.n_test, 1000)
         args.audit_samples = min(args.audit_samples, 20_000)
+        args.pinp_n = min(args.pinp_n, 600)
+        args.pinp_queries = min(args.pinp_queries, 200)
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -100,6 +111,14 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error(f"--delta must lie in [0, 1), got {args.delta}")
     if args.audit_samples < 1000:
         parser.error("--audit-samples must be >= 1000")
+    if args.pinp_n < 10 or args.pinp_queries < 1:
+        parser.error("--pinp-n must be >= 10 and --pinp-queries >= 1")
+    if not (math.isfinite(args.pinp_lam) and args.pinp_lam > 0):
+        parser.error("--pinp-lam must be finite and > 0")
+    if any(not (math.isfinite(e) and e > 0) for e in args.pinp_epsilons):
+        parser.error("--pinp-epsilons must all be finite and > 0")
+    if not (0.0 < args.pinp_delta < 1.0 and 0.0 < args.pinp_beta < 1.0):
+        parser.error("--pinp-delta and --pinp-beta must lie in (0, 1)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -338,13 +357,106 @@ def _step_audit(args, train, next_seed, tqdm) -> Dict[str, Any]:
                 broken_epsilon_lower_bound=lb_bad, broken_caught=bool(lb_bad > eps))
 
 
+def _step_pinp(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
+    """Train dpcore.KernelSVM, then serve private predictions with PINP for several ε.
+
+    Every ε gets a fresh PINP session on the same model and the same T test queries (each session
+    is (ε, δ)-DP on its own; they are alternatives to compare, not one composed release).
+    """
+    import dpcore
+    from dpcore.pinp import PINPBudgetExhausted, pinp_calibration
+
+    _section("4. Private interactive predictions: dpcore.KernelSVM served by PINP (Algorithm 1)")
+    rng = np.random.default_rng(next_seed())
+    idx = rng.choice(train.X.shape[0], size=min(args.pinp_n, train.X.shape[0]), replace=False)
+    X, y = train.X[idx], train.y[idx]
+    q = rng.choice(test.X.shape[0], size=min(args.pinp_queries, test.X.shape[0]), replace=False)
+    Z, yz = test.X[q], test.y[q]
+    kw = _kernel_kwargs(args)
+    t0 = time.perf_counter()
+    model = dpcore.KernelSVM(lam=args.pinp_lam, **kw).fit(X, y)
+    fit_s = time.perf_counter() - t0
+    f_star = model.decision_function(Z)
+    acc_np = float(np.mean(np.where(f_star > 0, 1, -1) == yz))
+    majority = float(max(np.mean(yz > 0), np.mean(yz < 0)))
+    print(f"KernelSVM(lam={args.pinp_lam:g}, {args.kernel}) on n={len(y)}: fit {fit_s:.2f} s, "
+          f"certified duality gap {model.duality_gap_:.1e} (||w - w*|| <= {model.w_error_bound_:.1e}), "
+          f"||w*|| = {model.w_norm_:.3f}, accuracy on the T={len(yz)} queries {acc_np:.4f} "
+          f"(majority {majority:.4f}); scikit-learn's C = 1/(λn) = {1.0 / (args.pinp_lam * len(y)):.3g}")
+
+    rows, sessions = [], []
+    for eps in tqdm(args.pinp_epsilons, desc="PINP sessions", unit="ε", leave=False):
+        rec: Dict[str, Any] = dict(epsilon=eps, delta=args.pinp_delta, beta=args.pinp_beta)
+        try:
+            session = dpcore.PINP(model, eps, args.pinp_delta, args.pinp_beta, len(yz), 1.0,
+                                  random_state=next_seed())
+        except ValueError as exc:  # e.g. B < 1: the paper's scale cannot support one update
+            rec.update(status=f"refused: {exc}")
+            sessions.append(rec)
+            rows.append([f"{eps:g}", "refused", "-", "-", "-", "-", "-", "-"])
+            continue
+        try:
+            answers = session.predict(Z)
+            status = "ok"
+        except PINPBudgetExhausted as exc:
+            answers, status = exc.answers, f"stopped after {len(exc.answers)} answers: {exc.reason}"
+        m = len(answers)
+        err = np.abs(answers - f_star[:m])
+        acc = float(np.mean(np.where(answers > 0, 1, -1) == yz[:m]))
+        agree = float(np.mean(np.sign(answers) == np.sign(f_star[:m])))
+        rec.update(status=status, answered=m, updates=session.n_updates, B=session.B_,
+                   noise_scale=session.noise_scale_, sigma=session.sigma_,
+                   error_bound=session.error_bound_, theorem3_rate=session.theorem3_rate_,
+                   accuracy=acc, agreement_with_nonprivate=agree,
+                   max_abs_error=float(err.max()), median_abs_error=float(np.median(err)),
+                   fraction_zero_answers=float(np.mean(answers == 0.0)))
+        sessions.append(rec)
+        rows.append([f"{eps:g}", f"{acc:.4f}", f"{agree:.3f}", f"{session.n_updates}/{session.B_}",
+                     f"{session.noise_scale_:.3g}", f"{err.max():.3g}", f"{session.error_bound_:.3g}",
+                     f"{rec['fraction_zero_answers']:.2f}"])
+    print(_table(rows, ["ε", "PINP accuracy", "sign agreement w/ w*", "updates/B", "Laplace scale 1/ε0",
+                        "max |ŷ - f*|", "error bound (1-β)", "answers = 0"]))
+    print(f"non-private accuracy on the same queries: {acc_np:.4f}; majority class {majority:.4f}. "
+          "Answers equal to 0 carry no information (no update was ever triggered).")
+
+    # Where would PINP become useful? The calibration is a pure function of public quantities,
+    # so the noise scale can be computed for larger n at the same λ, kernel, ε = 1.
+    r2 = dpcore.feature_map_radius(1.0, n_features=X.shape[1], **kw) ** 2
+    typical = float(np.median(np.abs(f_star)))
+    scaling = []
+    for n_big in (len(y), 30_000, 100_000, 500_000, 10**6, 10**7, 10**8):
+        row = dict(n=n_big)
+        for label, C in (("C=2LR/λ", None), ("C=||w*||", float(model.w_norm_))):
+            try:
+                cal = pinp_calibration(n=n_big, lam=args.pinp_lam, lipschitz=1.0, r_phi_sq=r2,
+                                       w_error_bound=0.0, epsilon=1.0, delta=args.pinp_delta,
+                                       beta=args.pinp_beta, n_queries=len(yz), norm_bound=C)
+                row[label] = dict(noise_scale=cal.noise_scale, sigma=cal.sigma, B=cal.B)
+            except ValueError:
+                row[label] = None
+        scaling.append(row)
+
+    def fmt(c):
+        return "B < 1" if c is None else f"{c['noise_scale']:.3g} (B={c['B']})"
+
+    print(f"\nPINP noise scale 1/ε0 at ε = 1 as n grows (same λ = {args.pinp_lam:g}, kernel, T), "
+          f"vs the median |f*(z)| = {typical:.3f} of the predictions:")
+    print(_table([[f"{r['n']:,}", fmt(r["C=2LR/λ"]), fmt(r["C=||w*||"])] for r in scaling],
+                 ["n", "public C = 2LR_φ/λ", "declared C = ||w*|| (not private)"]))
+    return dict(n_train=len(y), lam=args.pinp_lam, n_queries=len(yz), fit_seconds=fit_s,
+                duality_gap=model.duality_gap_, w_error_bound=model.w_error_bound_,
+                w_norm=model.w_norm_, nonprivate_accuracy=acc_np, majority_accuracy=majority,
+                median_abs_prediction=typical, sessions=sessions, scaling=scaling)
+
+
 def _plot(results: Dict[str, Any], train, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, grid = plt.subplots(2, 3, figsize=(16, 9.2))
+    axes = grid[0]
     ax = axes[0]
     curve = results["kernel"]["learning_curve"]
     ax.plot([c["n"] for c in curve], [c["test_accuracy"] for c in curve], "o-", label="KernelRidge μ, dpcore predict")
@@ -378,6 +490,42 @@ def _plot(results: Dict[str, Any], train, path: str) -> None:
     ax.set_ylabel("empirical ε lower bound (Clopper–Pearson, α=1e-6)")
     ax.set_title(f"Audit of the Laplace release ({au['n_samples']} samples)")
     ax.legend(fontsize=8)
+
+    pp = results["pinp"]
+    served = [r for r in pp["sessions"] if "accuracy" in r]
+    ax = grid[1][0]
+    if served:
+        ax.plot([r["epsilon"] for r in served], [r["accuracy"] for r in served], "o-", label="PINP (private)")
+    ax.axhline(pp["nonprivate_accuracy"], color="tab:green", ls="-", label="KernelSVM (non-private)")
+    ax.axhline(pp["majority_accuracy"], color="grey", ls="--", label="majority class")
+    ax.set_xscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("accuracy on the T queries")
+    ax.set_title(f"PINP accuracy vs ε (Adult, n={pp['n_train']}, T={pp['n_queries']})")
+    ax.legend(fontsize=8)
+    ax = grid[1][1]
+    if served:
+        eps = [r["epsilon"] for r in served]
+        ax.plot(eps, [r["max_abs_error"] for r in served], "o-", label="observed max |ŷ − f*|")
+        ax.plot(eps, [r["error_bound"] for r in served], "s--", label="bound (prob. 1−β)")
+        ax.plot(eps, [r["noise_scale"] for r in served], "^:", label="Laplace scale 1/ε0")
+    ax.axhline(pp["median_abs_prediction"], color="grey", lw=1, label="median |f*|")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε")
+    ax.set_title("PINP error vs its bound")
+    ax.legend(fontsize=8)
+    ax = grid[1][2]
+    for label, style in (("C=2LR/λ", "o-"), ("C=||w*||", "s--")):
+        pts = [(r["n"], r[label]["noise_scale"]) for r in pp["scaling"] if r[label] is not None]
+        if pts:
+            ax.plot(*zip(*pts), style, label=f"noise scale, {label}")
+    ax.axhline(pp["median_abs_prediction"], color="grey", lw=1, label="median |f*|")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training size n (same λ, ε = 1)")
+    ax.set_title("Where PINP becomes useful")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -409,13 +557,15 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     results["kernel"] = _step_kernel_baseline(args, train, test, next_seed, tqdm)
     results["private"] = _step_private_statistics(args, train, next_seed)
     results["audit"] = _step_audit(args, train, next_seed, tqdm)
+    results["pinp"] = _step_pinp(args, train, test, next_seed, tqdm)
 
     os.makedirs(args.outdir, exist_ok=True)
     json_path = os.path.join(args.outdir, "results.json")
     with open(json_path, "w", encoding="utf-8") as fh:
         json.dump(results, fh, indent=2)
     _section("Summary")
-    k, p, a = results["kernel"], results["private"], results["audit"]
+    k, p, a, pp = results["kernel"], results["private"], results["audit"], results["pinp"]
+    served = [r for r in pp["sessions"] if "accuracy" in r]
     print(_table(
         [
             ["non-private kernel test accuracy", f"{k['test_accuracy']:.4f}", f"n={k['n_train']}, {args.kernel}"],
@@ -424,6 +574,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             ["budget remaining (ε, δ)", f"({p['remaining'][0]:.3g}, {p['remaining'][1]:.3g})", f"of ({args.epsilon:g}, {args.delta:g})"],
             ["audit ε lower bound", f"{a['epsilon_lower_bound']:.4f}", f"claimed ε {a['claimed_epsilon']:g}"],
             ["audit of broken copy", f"{a['broken_epsilon_lower_bound']:.4f}", "caught" if a["broken_caught"] else "not caught"],
+            ["KernelSVM accuracy (PINP queries)", f"{pp['nonprivate_accuracy']:.4f}", f"n={pp['n_train']}, gap {pp['duality_gap']:.1e}"],
+        ] + [
+            [f"PINP accuracy, ε={r['epsilon']:g}", f"{r['accuracy']:.4f}", f"{r['updates']} updates, noise {r['noise_scale']:.3g}"]
+            for r in served
         ],
         ["result", "value", "note"],
     ))
