@@ -188,6 +188,20 @@ def test_same_seed_is_reproducible_and_details_need_a_seed(model):
     assert s.predict(Z).shape == (50,)
 
 
+def test_generator_objects_keep_their_security_level():
+    from dpcore.pinp import _seed_from
+    from dpcore.noise import ChaChaRng
+
+    # a secure generator is not funnelled through a 64-bit seed: the session keys itself from the OS
+    assert _seed_from(None) == (None, False)
+    assert _seed_from(ChaChaRng()) == (None, False)
+    # seeded generators stay reproducible
+    assert _seed_from(ChaChaRng(9)) == _seed_from(ChaChaRng(9))
+    assert _seed_from(ChaChaRng(9))[1] is True and _seed_from(7) == (7, True)
+    with pytest.raises(TypeError, match="random_state"):
+        _seed_from(np.random.default_rng(0))
+
+
 def test_update_budget_exhaustion_refuses_everything_after(model):
     with pytest.warns(UserWarning, match="norm_bound"):
         p = PINP(model, **SESSION, norm_bound=0.003, random_state=2)

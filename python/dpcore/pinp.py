@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _core
 from .kernels import _check_kernel_params, kernel_matrix, kernel_predict
-from .noise import ChaChaRng, laplace_plan
+from .noise import check_random_state, laplace_plan
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 
 try:  # POSIX advisory locks: one live session per state file
@@ -271,20 +271,18 @@ def _atomic_write(path: str, data: bytes) -> None:
 
 
 def _seed_from(random_state):
-    """``(seed or None, seeded?)`` for the session's Rust ChaCha20 generator."""
-    if random_state is None:
+    """``(seed or None, seeded?)`` for the session's Rust ChaCha20 generator.
+
+    Secure generators (``None`` or an OS-seeded :class:`ChaChaRng`) give ``None``: the session then
+    keys its own ChaCha20 from the OS with full 256-bit entropy, instead of a 64-bit seed drawn from
+    the caller's generator. Seeded generators (research/tests) give a reproducible 64-bit seed.
+    """
+    rng = check_random_state(random_state)  # validates ints and rejects other types
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state), True  # the session is keyed by this very seed
+    if not rng.seeded:
         return None, False
-    if isinstance(random_state, ChaChaRng):
-        return int(random_state.next_u64()), bool(random_state.seeded)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        seed = int(random_state)
-        if not 0 <= seed < 2**64:
-            raise ValueError(f"random_state must lie in [0, 2**64), got {seed}")
-        return seed, True
-    raise TypeError(
-        "random_state must be None (secure OS seeding), an int seed (reproducible, research/tests "
-        f"only) or a dpcore.noise.ChaChaRng; got {type(random_state).__name__}"
-    )
+    return int(rng.next_u64()), True
 
 
 class PINP:
