@@ -65,6 +65,10 @@
 //! transposed copy of `X` over the nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like
 //! LIBSVM), in parallel over fixed column chunks.
 //!
+//! [`fit_with_hook`] calls a progress / cancellation hook about every 0.1 s of solving and at
+//! every exact check (the Python binding uses it for Ctrl-C and tqdm progress); a cancelled
+//! solve returns no solution at all.
+//!
 //! Everything is deterministic: the coordinate order depends on the data only, parallel row
 //! evaluation writes disjoint entries, and [`crate::kernels::kernel_predict`] is bit-reproducible.
 
@@ -377,6 +381,72 @@ impl StopReason {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Progress / interruption
+// ------------------------------------------------------------------------------------------------
+
+/// Progress report passed to the hook of [`fit_with_hook`].
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Coordinate updates performed so far.
+    pub iter: u64,
+    /// Current duality-gap estimate: the exact full-problem gap when `exact`, otherwise the gap
+    /// of the active (unshrunk) sub-problem from the solver's maintained gradient.
+    pub gap: f64,
+    /// Whether `gap` was just recomputed exactly from the dual point.
+    pub exact: bool,
+    /// Number of active (unshrunk) variables.
+    pub active: usize,
+}
+
+/// Minimum wall time between two hook calls (exact checks always call it).
+pub const HOOK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Calls the user hook at most every [`HOOK_INTERVAL`] (polled every few updates, so a
+/// cancelled solve stops within about `HOOK_INTERVAL` plus one coordinate update).
+struct Ticker<'h> {
+    hook: &'h mut dyn FnMut(&Progress) -> bool,
+    last: std::time::Instant,
+    count: u32,
+    stopped: bool,
+}
+
+impl<'h> Ticker<'h> {
+    fn new(hook: &'h mut dyn FnMut(&Progress) -> bool) -> Self {
+        Ticker {
+            hook,
+            last: std::time::Instant::now(),
+            count: 0,
+            stopped: false,
+        }
+    }
+
+    /// Time-gated hook call; `false` once the hook asked to stop.
+    #[inline]
+    fn poll(&mut self, make: impl FnOnce() -> Progress) -> bool {
+        self.count += 1;
+        if self.count < 16 {
+            return !self.stopped;
+        }
+        self.count = 0;
+        if self.last.elapsed() < HOOK_INTERVAL {
+            return !self.stopped;
+        }
+        self.fire(make())
+    }
+
+    /// Unconditional hook call; `false` once the hook asked to stop.
+    fn fire(&mut self, p: Progress) -> bool {
+        if !self.stopped {
+            self.last = std::time::Instant::now();
+            if !(self.hook)(&p) {
+                self.stopped = true;
+            }
+        }
+        !self.stopped
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
 // Kernel rows
 // ------------------------------------------------------------------------------------------------
 
@@ -587,6 +657,26 @@ pub fn fit(
     loss: Loss,
     opts: &ErmOptions,
 ) -> DpResult<ErmSolution> {
+    let mut always = |_: &Progress| true;
+    Ok(fit_with_hook(x, y, kernel, loss, opts, &mut always)?
+        .expect("a hook that always continues never cancels"))
+}
+
+/// [`fit`] with a progress / cancellation hook: `hook` is called with a [`Progress`] report at
+/// least every [`HOOK_INTERVAL`] of solver time (polled between coordinate updates) and at
+/// every exact gap check; when it returns `false` the solve is abandoned and `Ok(None)` is
+/// returned (no partial solution, no certificate).
+///
+/// # Errors
+/// Invalid `X`, `y`, `lam`, `tol`, `max_iter` or kernel.
+pub fn fit_with_hook(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+    loss: Loss,
+    opts: &ErmOptions,
+    hook: &mut dyn FnMut(&Progress) -> bool,
+) -> DpResult<Option<ErmSolution>> {
     check_problem(&x, &y, opts.lam)?;
     check_options(opts)?;
     kernel.validate()?;
@@ -596,11 +686,15 @@ pub fn fit(
     let mut rows = Rows::new(xv, kernel, opts.cache_bytes);
     let full_gram = rows.holds_all();
     let diag = kernels::kernel_diag(xv, kernel).to_vec();
+    let mut ticker = Ticker::new(hook);
     let (a, b, n_iter, history) = match loss {
-        Loss::Hinge => solve_hinge(&yv, &diag, &mut rows, opts),
-        Loss::Logistic => solve_logistic(&yv, &diag, &mut rows, opts),
+        Loss::Hinge => solve_hinge(&yv, &diag, &mut rows, opts, &mut ticker),
+        Loss::Logistic => solve_logistic(&yv, &diag, &mut rows, opts, &mut ticker),
     };
     drop(rows);
+    if ticker.stopped {
+        return Ok(None);
+    }
     let cert = certify(
         xv,
         y,
@@ -620,7 +714,7 @@ pub fn fit(
     } else {
         StopReason::Precision
     };
-    Ok(ErmSolution {
+    Ok(Some(ErmSolution {
         stop_reason,
         converged,
         a,
@@ -628,7 +722,7 @@ pub fn fit(
         n_iter,
         history,
         full_gram,
-    })
+    }))
 }
 
 /// Exact gap `(1/n) Σ [a (u−1)₊ + (1−a)(1−u)₊]` from `q = Qα` (`u = q`).
@@ -664,7 +758,13 @@ const PAR_CHUNK: usize = 2048;
 
 type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
 
-fn solve_hinge(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -> SolverOut {
+fn solve_hinge(
+    y: &[f64],
+    diag: &[f64],
+    rows: &mut Rows,
+    opts: &ErmOptions,
+    ticker: &mut Ticker<'_>,
+) -> SolverOut {
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
     let inv_n = 1.0 / n as f64;
@@ -733,7 +833,13 @@ fn solve_hinge(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -> S
             q = rows.exact_q(y, &alpha);
             let gap = hinge_gap(&alpha, &q, c);
             history.push((iter, gap));
-            if gap <= target(&alpha) || iter >= opts.max_iter {
+            let go_on = ticker.fire(Progress {
+                iter,
+                gap,
+                exact: true,
+                active: n,
+            });
+            if !go_on || gap <= target(&alpha) || iter >= opts.max_iter {
                 break;
             }
             active = (0..n).collect();
@@ -753,6 +859,15 @@ fn solve_hinge(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -> S
             }
             theta *= 0.5;
             continue;
+        }
+        let n_active = active.len();
+        if !ticker.poll(|| Progress {
+            iter,
+            gap: active_gap,
+            exact: false,
+            active: n_active,
+        }) {
+            break;
         }
         // one coordinate step on position `best`
         let p = best;
@@ -887,7 +1002,13 @@ fn logistic_subproblem(q: f64, k: f64, a_old: f64) -> f64 {
     t
 }
 
-fn solve_logistic(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -> SolverOut {
+fn solve_logistic(
+    y: &[f64],
+    diag: &[f64],
+    rows: &mut Rows,
+    opts: &ErmOptions,
+    ticker: &mut Ticker<'_>,
+) -> SolverOut {
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
     let inv_n = 1.0 / n as f64;
@@ -908,9 +1029,18 @@ fn solve_logistic(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -
         }
         s * inv_n
     };
+    let mut sweep_gap = std::f64::consts::LN_2; // gap at a = 0 (u = 0)
     'outer: loop {
         for i in 0..n {
             if iter >= opts.max_iter {
+                break 'outer;
+            }
+            if !ticker.poll(|| Progress {
+                iter,
+                gap: sweep_gap,
+                exact: false,
+                active: n,
+            }) {
                 break 'outer;
             }
             let k = c * diag[i];
@@ -929,10 +1059,19 @@ fn solve_logistic(y: &[f64], diag: &[f64], rows: &mut Rows, opts: &ErmOptions) -
                 }
             }
         }
-        if gap_of(&a, &b, &q) <= theta * opts.tol {
+        sweep_gap = gap_of(&a, &b, &q);
+        if sweep_gap <= theta * opts.tol {
             q = rows.exact_q(y, &a.iter().map(|v| v * c).collect::<Vec<_>>());
             let gap = gap_of(&a, &b, &q);
             history.push((iter, gap));
+            if !ticker.fire(Progress {
+                iter,
+                gap,
+                exact: true,
+                active: n,
+            }) {
+                break;
+            }
             if gap <= stop_target(opts.tol, fp_slack(&sqrt_diag, a.iter().map(|v| v * c))) {
                 break;
             }
@@ -1066,6 +1205,33 @@ mod tests {
         let c2 = certify(x.view(), y.view(), a2.view(), None, &k, Loss::Hinge, lam).unwrap();
         assert!(c2.primal - opt.cert.primal <= c2.gap + opt.cert.gap);
         assert!(c2.gap >= c2.primal - c2.dual);
+    }
+
+    #[test]
+    fn hook_sees_exact_checks_and_can_cancel() {
+        let (x, y) = data(200, 3, 5);
+        let k = Kernel::rbf(1.0).unwrap();
+        for loss in [Loss::Hinge, Loss::Logistic] {
+            let o = opts(1e-3, 1 << 30, true);
+            let mut seen = Vec::new();
+            let mut record = |p: &Progress| {
+                if p.exact {
+                    seen.push((p.iter, p.gap));
+                }
+                true
+            };
+            let s = fit_with_hook(x.view(), y.view(), &k, loss, &o, &mut record)
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, s.history[..s.history.len() - 1].to_vec());
+            let mut calls = 0;
+            let mut cancel = |_: &Progress| {
+                calls += 1;
+                false
+            };
+            let r = fit_with_hook(x.view(), y.view(), &k, loss, &o, &mut cancel).unwrap();
+            assert!(r.is_none() && calls == 1);
+        }
     }
 
     #[test]

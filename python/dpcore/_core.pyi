@@ -119,6 +119,8 @@ def pinp_sample_sessions(
 # y in {-1, +1}; loss: "hinge" | "logistic". The public API is dpcore.KernelSVM /
 # dpcore.KernelLogisticRegression.
 
+from typing import Callable
+
 def erm_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
@@ -132,8 +134,11 @@ def erm_fit(
     max_iter: int,
     cache_bytes: int,
     shrinking: bool,
+    progress: Optional[Callable[[int, float, bool, int], object]] = None,
 ) -> dict:
-    """Fit; returns ``{"a", "mu", "decision", "primal", "dual", "gap", "w_norm", "n_iter",
+    """Fit without the GIL; about every 0.1 s and at every exact gap check, pending signal
+    handlers run (Ctrl-C raises ``KeyboardInterrupt``) and ``progress(iter, gap, exact, active)``
+    is called; an exception from either abandons the solve and is re-raised. Returns ``{"a", "mu", "decision", "primal", "dual", "gap", "w_norm", "n_iter",
     "converged", "stop_reason", "history", "full_gram"}`` (``a = alpha / C in [0, 1]``,
     ``mu = y * C * a``, ``gap`` certified from ``a`` alone)."""
 

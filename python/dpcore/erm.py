@@ -197,10 +197,29 @@ class _KernelERM:
             max_iter = max(10_000_000, 100 * n)
         X = np.array(X, dtype=np.float64, order="C", copy=True)  # the model owns its support
         y_pm = np.where(y_idx.reshape(-1) == 1, 1.0, -1.0)
-        res = _core.erm_fit(
-            X, y_pm, self._loss, name, gamma, degree, coef0, lam, tol, int(max_iter),
-            int(cache_size * 2**20), bool(self.shrinking),
-        )
+        # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
+        # like the fit of this data: drop every fitted attribute before solving.
+        self._reset_fitted()
+        bar = None
+        progress = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(desc=type(self).__name__, unit="upd", unit_scale=True, leave=False)
+
+            def progress(it, gap, exact, active):
+                bar.update(it - bar.n)
+                kind = "exact gap" if exact else "gap~"
+                bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}), active {active}", refresh=False)
+
+        try:
+            res = _core.erm_fit(
+                X, y_pm, self._loss, name, gamma, degree, coef0, lam, tol, int(max_iter),
+                int(cache_size * 2**20), bool(self.shrinking), progress,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
         if self.verbose:
             for it, gap in res["history"]:
                 print(f"[{type(self).__name__}] iter {it:>10d}  exact duality gap {gap:.3e}")
@@ -245,6 +264,17 @@ class _KernelERM:
                 stacklevel=2,
             )
         return self
+
+    _FITTED = (
+        "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "dual_coef_", "C_",
+        "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
+        "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "train_decision_",
+        "_X_sv", "_mu_sv", "stop_reason_",
+    )
+
+    def _reset_fitted(self):
+        for attr in self._FITTED:
+            self.__dict__.pop(attr, None)
 
     # -- prediction --------------------------------------------------------------------------
 
@@ -306,7 +336,14 @@ class KernelSVM(_KernelERM):
         Temporarily remove bounded variables that are predicted to stay bounded; the full problem
         is always re-checked exactly before stopping.
     verbose : bool, default=False
-        Print the exact duality gap at every full check.
+        Show a progress bar (tqdm: coordinate updates and the current gap estimate) while
+        solving, and print the exact duality gap at every full check afterwards.
+
+    Notes
+    -----
+    The solve runs in Rust without the GIL and checks for signals about every 0.1 s: Ctrl-C
+    (``KeyboardInterrupt``) stops it promptly. An interrupted or failed ``fit`` leaves the
+    estimator unfitted (fitted attributes of an earlier fit are removed when the solve starts).
 
     Attributes
     ----------

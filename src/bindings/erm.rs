@@ -18,8 +18,12 @@ fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) 
 }
 
 /// Fit the kernel ERM; returns a dict (see `_core.pyi`).
+///
+/// The solve runs without the GIL; every ~0.1 s it re-acquires it briefly to run pending signal
+/// handlers (Ctrl-C raises `KeyboardInterrupt` promptly) and to call `progress(iter, gap, exact,
+/// active)` if given. An exception from either abandons the solve and is re-raised.
 #[pyfunction]
-#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, lam, tol, max_iter, cache_bytes, shrinking))]
+#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, lam, tol, max_iter, cache_bytes, shrinking, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn erm_fit<'py>(
     py: Python<'py>,
@@ -35,6 +39,7 @@ fn erm_fit<'py>(
     max_iter: u64,
     cache_bytes: u64,
     shrinking: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
     let loss = Loss::from_name(loss)?;
@@ -46,7 +51,31 @@ fn erm_fit<'py>(
         shrinking,
     };
     let (xv, yv) = (x.as_array(), y.as_array());
-    let sol = py.detach(|| erm::fit(xv, yv, &k, loss, &opts))?;
+    let mut pending: Option<PyErr> = None;
+    let sol = py.detach(|| {
+        let mut hook = |p: &erm::Progress| -> bool {
+            let r = Python::attach(|py| -> PyResult<()> {
+                py.check_signals()?;
+                if let Some(cb) = &progress {
+                    cb.call1(py, (p.iter, p.gap, p.exact, p.active))?;
+                }
+                Ok(())
+            });
+            match r {
+                Ok(()) => true,
+                Err(e) => {
+                    pending = Some(e);
+                    false
+                }
+            }
+        };
+        erm::fit_with_hook(xv, yv, &k, loss, &opts, &mut hook)
+    })?;
+    let sol = match (sol, pending) {
+        (_, Some(e)) => return Err(e),
+        (Some(sol), None) => sol,
+        (None, None) => unreachable!("the solve is only abandoned when the hook raised"),
+    };
     let d = PyDict::new(py);
     d.set_item("a", sol.a.into_pyarray(py))?;
     d.set_item("n_iter", sol.n_iter)?;
