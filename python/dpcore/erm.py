@@ -36,7 +36,10 @@ Solvers (Rust core, ``src/erm.rs``): greedy dual coordinate descent with second-
 selection and LIBSVM-style shrinking for the hinge loss; the dual coordinate descent of Yu, Huang
 & Lin (2011) for the logistic loss (logit-parameterised, Newton sub-problems safeguarded by
 bisection). Kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept
-in an LRU cache of ``cache_size`` MB (all rows when the ``8 n^2``-byte Gram matrix fits).
+in an LRU cache of ``cache_size`` MB (all rows when the Gram matrix fits). The hinge solver
+caches rows in float32 (as LIBSVM) and keeps its gradient in float64; every exact check and the
+final certificate recompute the decision values in float64 from the dual point, and the solver
+switches to float64 rows if float32 rounding ever limits the gap.
 """
 
 from __future__ import annotations
@@ -330,8 +333,9 @@ class KernelSVM(_KernelERM):
     max_iter : int, optional
         Maximum number of coordinate updates; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule).
     cache_size : float, default=200
-        Kernel-row cache in MB (LRU; rows of ``8 n`` bytes are computed on demand, only for
-        coordinates that move, and never evicted when the ``8 n^2``-byte Gram matrix fits).
+        Kernel-row cache in MB (LRU; rows of ``4 n`` bytes (float32; ``8 n`` for the logistic
+        loss) are computed on demand, only for coordinates that move, and never evicted when the
+        Gram matrix fits).
     shrinking : bool, default=True
         Temporarily remove bounded variables that are predicted to stay bounded; the full problem
         is always re-checked exactly before stopping.
