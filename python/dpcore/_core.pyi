@@ -104,13 +104,10 @@ class PinpSession:
     @property
     def n_updates(self) -> int: ...
     def snapshot(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
-
-def pinp_sample_sessions(
-    exact: npt.NDArray[np.float64], gram: npt.NDArray[np.float64], kernel: str, gamma: float,
-    degree: int, coef0: float, grid_exponent: int, num: int, den: int, sigma: float, eta: float,
-    max_updates: int, max_queries: int, seeds: npt.NDArray[np.uint64],
-) -> npt.NDArray[np.float64]:
-    """Audit helper: one fresh PINP session per seed on the same queries (NaN = refused)."""
+    def sample_sessions(
+        self, exact: npt.NDArray[np.float64], gram: npt.NDArray[np.float64], seeds: npt.NDArray[np.uint64]
+    ) -> npt.NDArray[np.float64]:
+        """Audit helper: one fresh session per seed with this calibration, same queries (NaN = refused)."""
 
 # ---- end pinp ----
 

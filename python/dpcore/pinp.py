@@ -640,14 +640,10 @@ class PINP:
 
     def _sample_sessions_seeds(self, Z, seeds) -> np.ndarray:
         Z = self._check_queries(Z)
-        k, cal = self._info["kernel"], self.calibration_
+        k = self._info["kernel"]
         exact = kernel_predict(Z, self._info["X"], self._info["mu"], **k)
         gram = kernel_matrix(Z, Z, **k)
-        return _core.pinp_sample_sessions(
-            exact, gram, k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.grid_exponent,
-            cal.scale_num, cal.scale_den, cal.sigma, cal.eta, cal.B, cal.n_queries,
-            np.ascontiguousarray(seeds, dtype=np.uint64),
-        )
+        return self._session.sample_sessions(exact, gram, np.ascontiguousarray(seeds, dtype=np.uint64))
 
     # ------------------------------------------------------------------ attributes
     @property

@@ -145,6 +145,21 @@ impl PyPinpSession {
         ))
     }
 
+    /// Audit helper: one fresh session per seed, with this session's calibration, on the same
+    /// queries (see `pinp::sample_sessions`). Does not touch this session's state or generator.
+    fn sample_sessions<'py>(
+        &self,
+        py: Python<'py>,
+        exact: PyReadonlyArray1<'py, f64>,
+        gram: PyReadonlyArray2<'py, f64>,
+        seeds: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (ev, gv) = (exact.as_array(), gram.as_array());
+        let seeds = seeds.as_array().to_vec();
+        let out = py.detach(|| pinp::sample_sessions(&self.cfg, ev, gv, &seeds))?;
+        Ok(out.into_pyarray(py))
+    }
+
     #[getter]
     fn n_answered(&self) -> u64 {
         self.with(|i| i.state.n_answered)
@@ -171,48 +186,7 @@ impl PyPinpSession {
     }
 }
 
-/// Audit helper: one fresh session per seed on the same queries (see `pinp::sample_sessions`).
-#[pyfunction]
-#[pyo3(signature = (exact, gram, kernel, gamma, degree, coef0, grid_exponent, num, den, sigma, eta, max_updates, max_queries, seeds))]
-#[allow(clippy::too_many_arguments)]
-fn pinp_sample_sessions<'py>(
-    py: Python<'py>,
-    exact: PyReadonlyArray1<'py, f64>,
-    gram: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    gamma: f64,
-    degree: i64,
-    coef0: f64,
-    grid_exponent: i32,
-    num: u128,
-    den: u128,
-    sigma: f64,
-    eta: f64,
-    max_updates: u64,
-    max_queries: u64,
-    seeds: PyReadonlyArray1<'py, u64>,
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let cfg = make_config(
-        kernel,
-        gamma,
-        degree,
-        coef0,
-        grid_exponent,
-        num,
-        den,
-        sigma,
-        eta,
-        max_updates,
-        max_queries,
-    )?;
-    let (ev, gv) = (exact.as_array(), gram.as_array());
-    let seeds = seeds.as_array().to_vec();
-    let out = py.detach(|| pinp::sample_sessions(&cfg, ev, gv, &seeds))?;
-    Ok(out.into_pyarray(py))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPinpSession>()?;
-    m.add_function(wrap_pyfunction!(pinp_sample_sessions, m)?)?;
     Ok(())
 }
