@@ -18,6 +18,8 @@ from .noise import laplace_mechanism, gaussian_mechanism, check_random_state
 from .accountant import BudgetAccountant, BudgetExceededError
 from .pinp import PINP, PINPBudgetExhausted
 from .erm import KernelSVM, KernelLogisticRegression
+from .release import KernelRelease
+from .tddl import TDDL
 from . import audit, calibrate, datasets, noise
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "PINPBudgetExhausted",
     "KernelSVM",
     "KernelLogisticRegression",
+    "KernelRelease",
+    "TDDL",
     "audit",
     "calibrate",
     "datasets",

@@ -5,13 +5,10 @@ See :class:`PINP` for the mechanism, its calibration, proof sketch and honest ut
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import math
 import numbers
 import os
-import tempfile
 import threading
 import warnings
 from dataclasses import asdict, dataclass
@@ -20,9 +17,13 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from .kernels import _check_kernel_params, kernel_matrix, kernel_predict
-from .noise import check_random_state, laplace_plan
+from .kernels import kernel_matrix, kernel_predict
+from .noise import laplace_plan
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
+from ._kernel_model import (  # noqa: F401  (re-exported names used by tests)
+    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _atomic_write, _b64, _checksum, _fingerprint,
+    _model_info, _seed_from, _unb64,
+)
 
 try:  # POSIX advisory locks: one live session per state file
     import fcntl
@@ -32,12 +33,6 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration"]
 
 _STATE_FORMAT = "dpcore.pinp.state/1"
-#: Relative slack used to round privacy-relevant floats in the safe direction (float error of the
-#: few operations involved is < 1e-15 relative).
-_SLACK = 1e-12
-#: Points may exceed the declared radius by this relative amount (rounding of user-side
-#: clipping); R_phi is computed for the radius inflated by the same factor, so nothing is lost.
-_RADIUS_TOL = 2.0**-40
 
 
 class PINPBudgetExhausted(RuntimeError):
@@ -184,105 +179,6 @@ def pinp_calibration(
         epsilon0=eps0, epsilon0_printed=eps0_printed, sigma=sigma, eta=eta,
         error_bound=error_bound, theorem3_rate=rate,
     )
-
-
-# ----------------------------------------------------------------------------------------------
-# model access and fingerprint
-# ----------------------------------------------------------------------------------------------
-_REQUIRED = ("mu_", "X_fit_", "n_samples_fit_", "lam", "lipschitz_", "w_error_bound_", "kernel_params_")
-
-
-def _model_info(model) -> dict:
-    missing = [a for a in _REQUIRED if not hasattr(model, a)]
-    if "w_error_bound_" in missing:
-        raise ValueError(
-            "model has no w_error_bound_: PINP needs a certified bound on the solver error "
-            "||w - w*|| (e.g. sqrt(2*duality_gap/lam)) to account for it in the sensitivity; "
-            "refusing to release predictions of an uncertified model"
-        )
-    if missing:
-        raise TypeError(f"model must be a fitted kernel ERM exposing {', '.join(_REQUIRED)}; missing {missing}")
-    w_err = model.w_error_bound_
-    if w_err is None or not isinstance(w_err, numbers.Real) or not math.isfinite(float(w_err)) or w_err < 0:
-        raise ValueError(
-            f"model.w_error_bound_ = {w_err!r} is not a finite certificate >= 0: refusing to release "
-            "predictions of a model whose optimisation error is not certified"
-        )
-    X = np.ascontiguousarray(check_array(model.X_fit_, "model.X_fit_"), dtype=np.float64)
-    mu = np.ascontiguousarray(np.asarray(model.mu_, dtype=np.float64).ravel())
-    if mu.shape[0] != X.shape[0] or not np.isfinite(mu).all():
-        raise ValueError(f"model.mu_ must be finite with length {X.shape[0]} (rows of X_fit_), got {mu.shape}")
-    kp = dict(model.kernel_params_)
-    name, gamma, degree, coef0 = _check_kernel_params(
-        kp.get("kernel", "rbf"), kp.get("gamma"), kp.get("degree", 3), kp.get("coef0", 1.0), X.shape[1]
-    )
-    w_norm = getattr(model, "w_norm_", None)
-    return dict(
-        X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(model.lam), L=float(model.lipschitz_),
-        w_err=float(w_err), w_norm=None if w_norm is None else float(w_norm),
-        kernel=dict(kernel=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0)),
-    )
-
-
-def _fingerprint(info: dict) -> str:
-    h = hashlib.sha256(b"dpcore.pinp.model/1")
-    meta = dict(kernel=info["kernel"], n=info["n"], lam=repr(info["lam"]), L=repr(info["L"]),
-                w_err=repr(info["w_err"]), shape=list(info["X"].shape))
-    h.update(json.dumps(meta, sort_keys=True).encode())
-    h.update(info["mu"].astype("<f8").tobytes())
-    h.update(info["X"].astype("<f8").tobytes())
-    return h.hexdigest()
-
-
-def _b64(a: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode("ascii")
-
-
-def _unb64(s: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(s.encode("ascii")), dtype="<f8").astype(np.float64)
-
-
-def _checksum(doc: dict) -> str:
-    body = {k: v for k, v in doc.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably (temp file, fsync, replace, fsync dir)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pinp-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def _seed_from(random_state):
-    """``(seed or None, seeded?)`` for the session's Rust ChaCha20 generator.
-
-    Secure generators (``None`` or an OS-seeded :class:`ChaChaRng`) give ``None``: the session then
-    keys its own ChaCha20 from the OS with full 256-bit entropy, instead of a 64-bit seed drawn from
-    the caller's generator. Seeded generators (research/tests) give a reproducible 64-bit seed.
-    """
-    rng = check_random_state(random_state)  # validates ints and rejects other types
-    if isinstance(random_state, numbers.Integral):
-        return int(random_state), True  # the session is keyed by this very seed
-    if not rng.seeded:
-        return None, False
-    return int(rng.next_u64()), True
 
 
 class PINP:

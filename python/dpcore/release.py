@@ -1,0 +1,156 @@
+"""Released kernel models: ``ŵ = Σ_t α_t φ(z_t)`` over public (or privately chosen) points.
+
+TDDL and TDIL both release a kernel expansion over points that are *not* training points (TDDL:
+the user's public points; TDIL: net points chosen by the exponential mechanism). The release is a
+:class:`KernelRelease`: it holds only public information — the points, the coefficients, the kernel
+parameters, the class labels and the privacy parameters with the full calibration record — and
+can be saved to / loaded from a JSON file with a checksum. It never holds training data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import numpy as np
+
+from . import __version__ as _version
+from . import _core
+from ._kernel_model import _atomic_write, _b64, _checksum, _unb64
+from ._validation import check_array
+from .kernels import _as_f64
+
+__all__ = ["KernelRelease"]
+
+_FORMAT = "dpcore.kernel_release/1"
+
+
+def _jsonable(value):
+    """Recursively convert numpy scalars/arrays in calibration records to plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class KernelRelease:
+    """A differentially private kernel model ``f(q) = Σ_t α_t K(q, z_t)``.
+
+    Parameters
+    ----------
+    points : array of shape (T, d)
+        Public expansion points ``z_t`` (never training points).
+    alpha : array of shape (T,)
+        Coefficients ``α_t``.
+    kernel : dict
+        ``kernel``, ``gamma``, ``degree``, ``coef0`` as in :func:`dpcore.kernel_matrix`.
+    classes : array of shape (2,), optional
+        Labels predicted for ``f ≤ 0`` and ``f > 0``; default ``[-1, 1]``.
+    mechanism : str
+        ``"TDDL"``, ``"TDIL"``, ...
+    epsilon, delta : float
+        The privacy guarantee of the release with respect to the training data.
+    calibration : dict
+        Every calibrated number (JSON-serialisable), for audit and reproducibility.
+    data_radius : float
+        The declared domain ``||q|| ≤ data_radius`` the guarantee and the utility analysis refer to.
+    """
+
+    def __init__(self, points, alpha, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
+                 delta: float, calibration: Optional[dict] = None, data_radius: float):
+        self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
+        self.alpha = np.ascontiguousarray(np.asarray(alpha, dtype=np.float64).ravel())
+        if self.points.ndim != 2 or self.points.shape[0] != self.alpha.shape[0]:
+            raise ValueError(
+                f"points must be (T, d) and alpha (T,); got {self.points.shape} and {self.alpha.shape}"
+            )
+        if not (np.isfinite(self.points).all() and np.isfinite(self.alpha).all()):
+            raise ValueError("points and alpha must be finite")
+        self.kernel = dict(kernel)
+        self.classes_ = np.asarray([-1, 1] if classes is None else classes)
+        self.mechanism = str(mechanism)
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.calibration = _jsonable(dict(calibration or {}))
+        self.data_radius = float(data_radius)
+
+    @property
+    def n_features_in_(self) -> int:
+        return int(self.points.shape[1])
+
+    def decision_function(self, Q) -> np.ndarray:
+        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``Q`` (fused kernel engine)."""
+        Q = check_array(Q, "Q", n_features=self.n_features_in_)
+        if self.points.shape[0] == 0:
+            return np.zeros(Q.shape[0])
+        k = self.kernel
+        return _core.kernel_predict(
+            _as_f64(Q), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
+        )
+
+    def predict(self, Q) -> np.ndarray:
+        """Class labels: ``classes_[1]`` where the decision value is > 0."""
+        return self.classes_[(self.decision_function(Q) > 0).astype(np.intp)]
+
+    def score(self, Q, y) -> float:
+        """Mean accuracy on ``(Q, y)``."""
+        return float(np.mean(self.predict(Q) == np.asarray(y)))
+
+    def norm(self) -> float:
+        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release)."""
+        if self.points.shape[0] == 0:
+            return 0.0
+        k = self.kernel
+        f = _core.kernel_predict(self.points, self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        return float(np.sqrt(max(0.0, float(self.alpha @ f))))
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        classes = self.classes_.tolist()
+        doc = dict(
+            format=_FORMAT,
+            dpcore_version=_version,
+            mechanism=self.mechanism,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            data_radius=self.data_radius,
+            kernel=self.kernel,
+            classes=classes,
+            shape=list(self.points.shape),
+            points=_b64(self.points),
+            alpha=_b64(self.alpha),
+            calibration=self.calibration,
+        )
+        doc["checksum"] = _checksum(doc)
+        return doc
+
+    def save(self, path) -> None:
+        """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically."""
+        _atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
+
+    @classmethod
+    def load(cls, path) -> "KernelRelease":
+        """Read a release written by :meth:`save`; a modified file is refused (checksum)."""
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            doc = json.loads(f.read().decode())
+        if doc.get("format") != _FORMAT:
+            raise ValueError(f"{path!r} is not a dpcore kernel release (format {doc.get('format')!r})")
+        if doc.get("checksum") != _checksum(doc):
+            raise ValueError(f"{path!r} is corrupted or was modified (checksum mismatch)")
+        T, d = doc["shape"]
+        return cls(
+            _unb64(doc["points"]).reshape(T, d), _unb64(doc["alpha"]), doc["kernel"],
+            classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
+            delta=doc["delta"], calibration=doc["calibration"], data_radius=doc["data_radius"],
+        )
+
+    def __repr__(self) -> str:
+        return (f"KernelRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
