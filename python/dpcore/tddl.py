@@ -5,8 +5,11 @@ See :class:`TDDL` for the mechanism, both noise calibrations, the norm bounds an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -213,6 +216,26 @@ def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *, eig=N
     return alpha, dict(rho=float(rho), norm=math.sqrt(sq_norm(rho)), constrained=constrained, rank=rank)
 
 
+_EIG_CACHE: "OrderedDict[str, tuple]" = OrderedDict()
+
+
+def _gram_and_eig(Z: np.ndarray, kernel: dict):
+    """``K_ZZ`` and its eigendecomposition (public data; a small LRU cache avoids recomputing the
+    O(T³) decomposition when one set of public points is released at several ε)."""
+    key = hashlib.sha256(Z.tobytes() + repr(Z.shape).encode() + json.dumps(kernel, sort_keys=True).encode()).hexdigest()
+    hit = _EIG_CACHE.get(key)
+    if hit is not None:
+        _EIG_CACHE.move_to_end(key)
+        return hit
+    K = _core.kernel_matrix(Z, Z, kernel["kernel"], kernel["gamma"], kernel["degree"], kernel["coef0"])
+    K = 0.5 * (K + K.T)
+    out = (K, linalg.eigh(K))
+    _EIG_CACHE[key] = out
+    while len(_EIG_CACHE) > 4:
+        _EIG_CACHE.popitem(last=False)
+    return out
+
+
 class TDDL:
     r"""Test-data-dependent learner: private release of a kernel model over public points (Algorithm 2).
 
@@ -374,9 +397,7 @@ class TDDL:
         fp = prediction_fp_bound(n=X.shape[0], mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         e_k = kernel_eval_error(k, r_eff, d)
         T = Z.shape[0]
-        K = _core.kernel_matrix(Z, Z, k["kernel"], k["gamma"], k["degree"], k["coef0"])
-        K = 0.5 * (K + K.T)
-        eig = linalg.eigh(K)
+        K, eig = _gram_and_eig(Z, k)
         lam_up = _gaussian_lambda_max_upper(float(eig[0].max()), T, r2, e_k)
         R = math.sqrt(r2)
         ell0 = loss_at_zero(self.model)
@@ -394,12 +415,14 @@ class TDDL:
             norm_bound_public=c_pub, norm_epsilon_share=self.norm_epsilon_share, norm_fp_error=norm_fp,
             norm_beta=self.norm_beta, sensitivity_factor=self._sensitivity_factor,
         )
-        return dict(info=info, Z=Z, K=K, eig=eig, cal=cal, mode=mode, declared=declared, radius=r)
+        sv = info["mu"] != 0.0  # zero terms change nothing (the float bound above uses all n terms)
+        return dict(info=info, Z=Z, K=K, eig=eig, cal=cal, mode=mode, declared=declared, radius=r,
+                    X_sv=np.ascontiguousarray(X[sv]), mu_sv=np.ascontiguousarray(info["mu"][sv]))
 
     def _noisy_predictions(self, prep, rng, n_samples=None):
         """The released noisy prediction vector(s) ``ŷ`` (rows = samples when ``n_samples`` is given)."""
-        info, cal, k = prep["info"], prep["cal"], prep["info"]["kernel"]
-        v = _core.kernel_predict(prep["Z"], info["X"], info["mu"], k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        cal, k = prep["cal"], prep["info"]["kernel"]
+        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], k["kernel"], k["gamma"], k["degree"], k["coef0"])
         if cal.noise == "laplace":
             plan = laplace_plan(cal.sensitivity, cal.epsilon_per_point, dim=1)
         else:
@@ -413,8 +436,9 @@ class TDDL:
         if prep["mode"] == "declared":
             return prep["declared"]
         k = info["kernel"]
-        f = _core.kernel_predict(info["X"], info["X"], info["mu"], k["kernel"], k["gamma"], k["degree"], k["coef0"])
-        w_norm = math.sqrt(max(0.0, float(info["mu"] @ f)))
+        Xs, mus = prep["X_sv"], prep["mu_sv"]
+        f = _core.kernel_predict(Xs, Xs, mus, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        w_norm = math.sqrt(max(0.0, float(mus @ f)))
         plan = laplace_plan(cal.norm_sensitivity, cal.epsilon_norm, dim=1)
         noisy = float(_grid_release(np.array([w_norm]), plan, rng)[0])
         upper = noisy + plan.scale * math.log(1.0 / (2.0 * cal.norm_beta)) + plan.granularity
