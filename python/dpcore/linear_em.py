@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-__all__ = ["LinearBallEM", "t_logpdf", "snap_to_net", "FP_REL_ERROR", "FP_REJECT_ERROR"]
+__all__ = ["LinearBallEM", "t_logpdf", "snap_to_net", "fp_delta", "FP_REL_ERROR", "FP_REJECT_ERROR"]
 
 #: Assumed bound on the float error of a sampled point, relative to the radius (see module doc).
 FP_REL_ERROR = 2.0**-30
@@ -74,11 +74,11 @@ def snap_to_net(z: np.ndarray, nu: float, radius: float):
     return coords, point
 
 
-def fp_delta(a: float, nu: float, d: int) -> float:
-    """Per-draw ``δ_fp`` of the snapped float sampler under the module's stated assumption."""
+def fp_delta(a: float, nu: float, d: int, radius: float) -> float:
+    """Per-draw ``δ_fp = 2d(η_z/h)·e^{a h √d} + p_rej`` under the module's stated assumption
+    (``η_z = FP_REL_ERROR·radius``, ``p_rej = FP_REJECT_ERROR``)."""
     h = 2.0 * nu / math.sqrt(d)
-    r_over_h = 1.0 / h  # η_z/h with η_z = FP_REL_ERROR·r, per unit radius
-    return 2.0 * d * FP_REL_ERROR * r_over_h * math.exp(min(a * h * math.sqrt(d), 700.0)) + FP_REJECT_ERROR
+    return 2.0 * d * FP_REL_ERROR * radius / h * math.exp(min(a * h * math.sqrt(d), 700.0)) + FP_REJECT_ERROR
 
 
 class LinearBallEM:

@@ -21,6 +21,7 @@ from ._kernel_model import (
 from ._validation import check_delta, check_epsilon, check_positive, check_probability
 from .calibrate import compose_advanced, per_step_epsilon
 from .noise import _grid_release, check_random_state, laplace_plan
+from . import linear_em
 from .release import KernelRelease
 from .tddl import loss_at_zero
 
@@ -70,6 +71,8 @@ class TDILCalibration:
     epsilon_spent: float
     exponent_bound: float
     key_error: float
+    sampler: str
+    delta_fp: float
     laplace_scale: float
     norm_bound: float
 
@@ -92,6 +95,7 @@ def tdil_calibration(
     net_radius: Optional[float] = None,
     sensitivity_factor: float = 1.0,
     printed_em_scale: bool = False,
+    sampler: str = "net",
 ) -> TDILCalibration:
     """Calibrate TDIL (see :class:`TDIL`). Pure function of public quantities.
 
@@ -103,6 +107,8 @@ def tdil_calibration(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if mode not in ("paper", "tight"):
         raise ValueError(f"calibration must be 'paper' or 'tight', got {mode!r}")
+    if sampler not in ("net", "continuous"):
+        raise ValueError(f"sampler must be 'net' or 'continuous', got {sampler!r}")
     n, d = int(n), int(d)
     lam = check_positive(lam, "lam")
     L = check_positive(lipschitz, "lipschitz")
@@ -138,10 +144,19 @@ def tdil_calibration(
         eta = sigma / (4.0 * r2)
         return (eps0 / 4.0) * R * (B * eta * R + C) * (1.0 + 1e-9) + 1.0
 
+    def fp_delta_total(eps0: float) -> float:
+        if sampler == "net":
+            return 0.0
+        nu_ = d * R / (eps0 * n * L_phi) if net_radius is None else float(net_radius)
+        return B * linear_em.fp_delta(exp_bound(eps0) / R, nu_, d, R)
+
     if mode == "paper":
         eps0 = eps0_paper
     else:
-        e_round = per_step_epsilon(epsilon, B, delta) if B > 1 else epsilon
+        dfp = fp_delta_total(epsilon / (2.5 * S))  # ν grows as ε0 shrinks: evaluate at a larger ε0 bound
+        if not dfp < delta:
+            raise ValueError(f"the continuous sampler's float slack B·δ_fp = {dfp:.3g} exceeds delta = {delta:g}")
+        e_round = per_step_epsilon(epsilon, B, delta - dfp) if B > 1 else epsilon
         eps0 = e_round * (1.0 - 1e-9) / (2.5 * S)
         for _ in range(3):  # subtract the (tiny) float slack of the EM keys
             kb = float(_core.em_key_error_bound(min(exp_bound(eps0), _MAX_EXPONENT)))
@@ -154,10 +169,13 @@ def tdil_calibration(
             f"TDIL exponent bound {xb:.3g} exceeds {_MAX_EXPONENT:g}: the exponential mechanism would be "
             "degenerate in float64 (choose a smaller norm_bound or epsilon)"
         )
-    key_err = float(_core.em_key_error_bound(xb))
+    key_err = float(_core.em_key_error_bound(xb)) if sampler == "net" else 0.0
     e_lap, e_em = budgets(eps0, key_err)
     e_round = e_lap + e_em
-    adv, _ = compose_advanced(e_round, 0.0, B, delta)
+    d_fp = fp_delta_total(eps0)
+    if not d_fp < delta:
+        raise ValueError(f"the continuous sampler's float slack B·δ_fp = {d_fp:.3g} exceeds delta = {delta:g}")
+    adv, _ = compose_advanced(e_round, 0.0, B, delta - d_fp)
     spent = min(B * e_round, adv)
     if not spent <= epsilon * (1.0 + 1e-12):
         raise ValueError(
@@ -176,7 +194,7 @@ def tdil_calibration(
         B=B, epsilon0=eps0, epsilon0_printed_em_scale=eps0 * n * lam / (8.0 * L * r2),
         kappa=eps0 * n * lam / (8.0 * L * r2) if printed_em_scale else eps0 / 4.0, sigma=sigma, eta=eta, net_radius=nu,
         net_radius_paper=nu_paper, epsilon_laplace=e_lap, epsilon_em=e_em, epsilon_round=e_round,
-        epsilon_spent=spent, exponent_bound=xb, key_error=key_err, laplace_scale=lap.scale, norm_bound=C,
+        epsilon_spent=spent, exponent_bound=xb, key_error=key_err, sampler=sampler, delta_fp=d_fp, laplace_scale=lap.scale, norm_bound=C,
     )
 
 
@@ -256,6 +274,12 @@ class TDIL:
     data_radius : float, default 1.0
         Public radius r of the input ball (training points must lie in it; the net covers it).
     calibration : {"paper", "tight"}, default "paper"
+    sampler : {"net", "continuous"}, default "net"
+        ``"net"``: the streaming Gumbel-max sampler over the ν-net (:mod:`dpcore.expmech`, any
+        kernel, proven float bound). ``"continuous"`` (linear kernel only): the exponential
+        mechanism over the continuous ball as a mixture of two log-concave densities
+        (:mod:`dpcore.linear_em`), O(d) per round, snapped to the same net; its float slack
+        ``δ_fp`` per round (a *stated assumption*, see that module) is charged to δ.
     net_radius : float, optional
         ν; default the paper's ``d R_φ/(ε0 n L_φ)``.
     norm_bound : float, optional
@@ -285,7 +309,7 @@ class TDIL:
     _printed_em_scale = False
 
     def __init__(self, model, epsilon, delta, beta=0.05, *, data_radius=1.0, calibration="paper",
-                 net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
+                 sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
                  verbose=False, random_state=None, accountant=None):
         self.model = model
         self.epsilon = epsilon
@@ -293,6 +317,7 @@ class TDIL:
         self.beta = beta
         self.data_radius = data_radius
         self.calibration = calibration
+        self.sampler = sampler
         self.net_radius = net_radius
         self.norm_bound = norm_bound
         self.max_candidates = max_candidates
@@ -301,7 +326,7 @@ class TDIL:
         self.random_state = random_state
         self.accountant = accountant
 
-    _PARAMS = ("model", "epsilon", "delta", "beta", "data_radius", "calibration", "net_radius", "norm_bound",
+    _PARAMS = ("model", "epsilon", "delta", "beta", "data_radius", "calibration", "sampler", "net_radius", "norm_bound",
                "max_candidates", "max_kernel_evaluations", "verbose", "random_state", "accountant")
 
     def get_params(self, deep: bool = True) -> dict:
@@ -333,6 +358,8 @@ class TDIL:
         r_eff = r * (1.0 + RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
         lam, L = info["lam"], info["L"]
+        if self.sampler == "continuous" and k["kernel"] != "linear":
+            raise ValueError("sampler='continuous' (the log-concave mixture path) exists only for the linear kernel")
         err = public_error_bound(self.model, lam, "TDIL")
         check_mu_l1(info["mu"], L / lam, "TDIL")
         fp = prediction_fp_bound(n=n_pts + d, mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
@@ -350,22 +377,26 @@ class TDIL:
             w_error_bound=err, fp_error=fp, epsilon=self.epsilon, delta=self.delta, beta=self.beta,
             norm_bound=C, mode=self.calibration, net_radius=self.net_radius,
             sensitivity_factor=self._sensitivity_factor, printed_em_scale=self._printed_em_scale,
+            sampler=self.sampler,
         )
         max_c = check_positive(self.max_candidates, "max_candidates")
         max_k = check_positive(self.max_kernel_evaluations, "max_kernel_evaluations")
         est = float(_core.net_info(d, cal.net_radius, r)["count_estimate"])
-        if est * cal.B > 4.0 * max_c:
+        if cal.sampler == "net" and est * cal.B > 4.0 * max_c:
             raise TDILCostError(
                 f"TDIL would score about {est:.3g} net points per round x B = {cal.B} rounds = {est * cal.B:.3g} "
                 f"candidates (d = {d}, net radius nu = {cal.net_radius:.3g}), above max_candidates = {max_c:.3g}; "
                 "use a larger net_radius (utility only), fewer dimensions, or raise the limit"
             )
-        size = int(_core.net_count(d, cal.net_radius, r, int(4 * max_c) + 1))
         sv = info["mu"] != 0.0
         n_sv = int(sv.sum())
         linear = k["kernel"] == "linear"
-        evals = 0 if linear else size * sum(n_sv + t for t in range(cal.B))
-        cands = size * cal.B
+        if cal.sampler == "continuous":
+            size, cands, evals = int(est), cal.B, 0  # O(d) per round, independent of the net
+        else:
+            size = int(_core.net_count(d, cal.net_radius, r, int(4 * max_c) + 1))
+            evals = 0 if linear else size * sum(n_sv + t for t in range(cal.B))
+            cands = size * cal.B
         if cands > max_c:
             raise TDILCostError(
                 f"TDIL would score |S| = {size:,} net points x B = {cal.B} rounds = {cands:.3g} candidates, "
@@ -403,7 +434,12 @@ class TDIL:
             bar = tqdm(total=cal.B, desc="TDIL rounds", unit="round")
         try:
             for t in range(cal.B):
-                if plan["linear"]:
+                if cal.sampler == "continuous":
+                    u = (np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)) - w_lin
+                    z_cont = linear_em.LinearBallEM(rng).sample(u, cal.kappa, r)
+                    coords, z = linear_em.snap_to_net(z_cont, cal.net_radius, r)
+                    score = float(z @ u)
+                elif plan["linear"]:
                     u = (np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)) - w_lin
                     coords, z, score, _ = _core.em_sample_linear(
                         d, cal.net_radius, r, np.ascontiguousarray(u), cal.kappa, cal.exponent_bound, rng)
