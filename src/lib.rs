@@ -13,6 +13,7 @@
 
 pub mod erm;
 pub mod error;
+pub mod expmech;
 pub mod kernels;
 pub mod noise;
 pub mod pinp;

@@ -15,6 +15,8 @@ Gaussian, δ = 1e-5         2             1.19                        2.64 (half
 =========================  ============  ==========================  ===========================
 
 Thresholds are always derived from the *claimed* mechanism's analytic noise scale before sampling.
+The Gaussian rows audit the ``method="zcdp"`` (discrete Gaussian) route, whose σ the table assumes;
+the default ``method="analytic"`` route is audited in ``test_noise_analytic.py``.
 """
 
 import math
@@ -49,7 +51,7 @@ def _laplace_thresholds(sensitivity, epsilon, num=21):
 
 
 def _gaussian_thresholds(sensitivity, epsilon, delta, num=41):
-    sigma = noise.gaussian_plan(sensitivity, epsilon, delta).sigma
+    sigma = noise.gaussian_plan(sensitivity, epsilon, delta, method="zcdp").sigma
     return sensitivity / 2.0 + sigma * np.linspace(-5.0, 5.0, num)
 
 
@@ -62,7 +64,7 @@ def _laplace_sampler(sensitivity, epsilon):
 
 def _gaussian_sampler(sensitivity, epsilon, delta):
     def sampler(value, n, seed):
-        return noise.sample_gaussian_mechanism(value, sensitivity, epsilon, delta, n, random_state=seed)
+        return noise.sample_gaussian_mechanism(value, sensitivity, epsilon, delta, n, method="zcdp", random_state=seed)
 
     return sampler
 
@@ -352,7 +354,7 @@ def test_vector_gaussian_with_direction():
     d, sens, eps, delta = 4, 1.0, 1.0, 1e-3
     u = np.ones(d) / math.sqrt(d)  # unit direction: ||b − a||₂ = Δ
     a, b = np.zeros(d), sens * u
-    sigma = noise.gaussian_plan(sens, eps, delta, dim=d).sigma
+    sigma = noise.gaussian_plan(sens, eps, delta, dim=d, method="zcdp").sigma
     thr = sens / 2.0 + sigma * np.linspace(-5.0, 5.0, 41)
     n = N // 2
     ok = audit.audit(_gaussian_sampler(sens, eps, delta), a, b, n_samples=n, thresholds=thr, direction=u,

@@ -49,7 +49,8 @@ def feature_map_radius_sq(radius: float, kernel: str, gamma: float, degree: int,
 # ---- end kernels ----
 
 # ---- noise ----
-# Exact discrete noise on power-of-two grids; calibration lives in dpcore.noise.
+# Exact discrete noise and exactly rounded continuous Gaussians on power-of-two grids;
+# calibration lives in dpcore.noise.
 
 class ChaChaRng:
     """ChaCha20 generator: OS-seeded when ``seed`` is None (secure), reproducible otherwise."""
@@ -70,6 +71,18 @@ def grid_release(
 ) -> npt.NDArray[np.float64]:
     """``(round(values / 2**k) + Y) * 2**k`` with exact discrete ``noise`` ("laplace": scale num/den;
     "gaussian": sigma² num/den, in grid units). With ``n_samples``: that many independent rows."""
+
+def analytic_release(
+    values: npt.NDArray[np.float64],
+    sigma: float,
+    grid_exponent: int,
+    rng: ChaChaRng,
+    n_samples: Optional[int] = None,
+) -> npt.NDArray[np.float64]:
+    """``j * 2**k`` per coordinate with ``j = round((values + sigma * Z) / 2**k)``, ``Z ~ N(0, 1)``
+    sampled exactly (Karney 2016) and the grid cell decided exactly (``P[j]`` is exactly the
+    Φ-difference). Requires ``2**-32 <= sigma / 2**k <= 2**64`` and ``|values| / 2**k <= 2**100``.
+    With ``n_samples``: that many independent rows."""
 
 def discrete_samples(noise: str, num: int, den: int, n: int, rng: ChaChaRng) -> npt.NDArray[np.int64]:
     """``n`` exact discrete Laplace (scale num/den) or discrete Gaussian (sigma² num/den) integers."""
@@ -154,3 +167,106 @@ def erm_certificate(
     "gap", "w_norm"}``."""
 
 # ---- end erm ----
+
+# ---- expmech ----
+# Exponential mechanism over the nu-net of the ball {||z|| <= radius} in R^d (src/expmech.rs),
+# streamed with floating-point-safe Gumbel-max; the building block of TDIL (Jain & Thakurta 2013,
+# Algorithm 3). The net is (d, nu, radius): cubic grid of spacing h = (2 nu / sqrt(d))(1 - 2^-32),
+# integer vectors i with ||i||^2 <= T ("threshold"), net point = projection of i*h onto the ball;
+# every point of the ball is within nu of a net point. Canonical order: lexicographic in i (the
+# row order of ``net_points``). Errors are ValueErrors starting with the parameter's name (d, nu,
+# radius, u, points, coef, kernel, gamma, degree, kappa, exponent_bound, max_points, max_rows).
+#
+# Sampling draws P(z) ∝ exp(kappa * |score(z)|) with score(z) = <z, u> (linear) or
+# sum_j coef_j K(z, points_j) (kernel). ``exponent_bound`` is the caller's public bound on
+# kappa*|score| over the net (<= 1e12): a computed value above it is refused, never clamped.
+# The float sampler is within a factor exp(+-2 eta) of the exact mechanism, eta =
+# em_key_error_bound(exponent_bound), i.e. (eps_em + 4 eta)-DP when the exact one is eps_em-DP
+# (plus delta < 2^-936). Each call takes 256 bits from ``rng``. The scan runs without the GIL; every
+# ~0.1 s pending signal handlers run (Ctrl-C -> KeyboardInterrupt) and ``progress(n_scored,
+# n_chunks)`` is called (also once at the end); an exception from either abandons the scan.
+# ``_skip_trick`` (tests only): False disables the exact skip test (same output, much slower).
+
+def net_info(d: int, nu: float, radius: float) -> dict:
+    """``{"h", "half", "threshold", "box_size", "count_estimate", "rows_estimate"}``: spacing, the
+    bound on every |i_j|, T, (2 half + 1)^d, and volume estimates of the points and rows (cheap)."""
+
+def net_count(d: int, nu: float, radius: float, max_rows: int) -> int:
+    """Exact number of net points (sums the row ranges, O(rows), parallel); ValueError ``max_rows``
+    once more than ``max_rows`` rows were walked."""
+
+def net_points(
+    d: int, nu: float, radius: float, max_points: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """``(coords, points)``, both (n, d), in canonical order (small nets; ValueError
+    ``max_points`` above ``max_points`` points)."""
+
+def em_sample_linear(
+    d: int,
+    nu: float,
+    radius: float,
+    u: npt.NDArray[np.float64],
+    kappa: float,
+    exponent_bound: float,
+    rng: ChaChaRng,
+    progress: Optional[Callable[[int, int], object]] = None,
+    _skip_trick: bool = True,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float, int]:
+    """One sample with score ``<z, u>`` (u of length d): ``(coords, point, score, n_scored)`` with
+    ``n_scored`` = number of net points (all are scored)."""
+
+def em_sample_kernel(
+    d: int,
+    nu: float,
+    radius: float,
+    points: npt.NDArray[np.float64],
+    coef: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    kappa: float,
+    exponent_bound: float,
+    rng: ChaChaRng,
+    progress: Optional[Callable[[int, int], object]] = None,
+    _skip_trick: bool = True,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], float, int]:
+    """One sample with score ``sum_j coef_j K(z, points_j)`` (points (n, d), coef (n,), n may be 0;
+    kernel parameters as in ``kernel_predict``): ``(coords, point, score, n_scored)``."""
+
+def em_sample_many_linear(
+    d: int,
+    nu: float,
+    radius: float,
+    u: npt.NDArray[np.float64],
+    kappa: float,
+    exponent_bound: float,
+    n_samples: int,
+    rng: ChaChaRng,
+    _skip_trick: bool = True,
+) -> npt.NDArray[np.int64]:
+    """``n_samples`` independent samples as canonical indices (rows of ``net_points``); small nets
+    only (<= 2^22 points, else ValueError ``nu``). For privacy audits and tests."""
+
+def em_sample_many_kernel(
+    d: int,
+    nu: float,
+    radius: float,
+    points: npt.NDArray[np.float64],
+    coef: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    kappa: float,
+    exponent_bound: float,
+    n_samples: int,
+    rng: ChaChaRng,
+    _skip_trick: bool = True,
+) -> npt.NDArray[np.int64]:
+    """Kernel-sum version of ``em_sample_many_linear``."""
+
+def em_key_error_bound(exponent_bound: float) -> float:
+    """``eta = 2^-48 + 2^-51 (exponent_bound + 746)``: bound on the error of every Gumbel key."""
+
+# ---- end expmech ----

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use crate::error::DpError;
 
 mod erm;
+mod expmech;
 mod kernels;
 mod noise;
 mod pinp;
@@ -24,6 +25,7 @@ impl From<DpError> for PyErr {
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     erm::register(m)?;
+    expmech::register(m)?;
     kernels::register(m)?;
     noise::register(m)?;
     pinp::register(m)?;

@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use crate::error::DpError;
-use crate::noise::{continuous, grid, rng_from_seed, DpRng};
+use crate::noise::{continuous, grid, karney, rng_from_seed, DpRng};
 
 /// ChaCha20 generator. `ChaChaRng()` is keyed from the OS CSPRNG (secure default);
 /// `ChaChaRng(seed)` is reproducible and meant for research and tests only.
@@ -85,6 +85,29 @@ fn grid_release<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// The analytic-Gaussian release: every coordinate is `j·2^grid_exponent` with `j` the exact
+/// rounding of `value + sigma·Z` to the grid (Karney's exact normal, exact cell decision).
+/// With `n_samples`, return `n_samples` independent releases as rows of a 2-D array.
+#[pyfunction]
+#[pyo3(signature = (values, sigma, grid_exponent, rng, n_samples=None))]
+fn analytic_release<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, f64>,
+    sigma: f64,
+    grid_exponent: i32,
+    rng: &PyChaChaRng,
+    n_samples: Option<usize>,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let view = values.as_array();
+    let out = py.detach(|| {
+        rng.with(|r| match n_samples {
+            None => karney::release_analytic(view, sigma, grid_exponent, r).map(|a| a.into_dyn()),
+            Some(n) => karney::release_analytic_repeated(view, n, sigma, grid_exponent, r).map(|a| a.into_dyn()),
+        })
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
 /// `n` raw exact discrete Laplace / Gaussian integers with rational parameter `num/den`.
 #[pyfunction]
 fn discrete_samples<'py>(
@@ -123,6 +146,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyChaChaRng>()?;
     m.add_function(wrap_pyfunction!(grid_release, m)?)?;
     m.add_function(wrap_pyfunction!(discrete_samples, m)?)?;
+    m.add_function(wrap_pyfunction!(analytic_release, m)?)?;
     m.add_function(wrap_pyfunction!(gamma_norm_vector, m)?)?;
     m.add_function(wrap_pyfunction!(gumbel, m)?)?;
     m.add_function(wrap_pyfunction!(exponential, m)?)?;

@@ -12,12 +12,17 @@
 //!   released value (Mironov, CCS 2012). The calibration (choice of `k`, integer sensitivity after
 //!   snapping, rational noise scale) is done by the Python layer (`dpcore.noise`), which documents
 //!   the granularity and the sensitivity inflation `Δ → Δ + (rounding slack)` it accounts for.
+//! * [`karney`] — the analytic-Gaussian release: the continuous Gaussian mechanism `x + σZ`
+//!   rounded to a power-of-two grid, with `Z` drawn exactly by Karney's algorithm N (ACM TOMS 2016)
+//!   as a lazy binary expansion and the grid cell decided by exact integer comparisons, so the
+//!   grid index has exactly its true law `Φ(((j+½)g − x)/σ) − Φ(((j−½)g − x)/σ)`.
 //! * [`continuous`] — floating-point helper draws that are *not* released directly: Gamma-norm
 //!   vectors with uniform direction, Gumbel and exponential variates (selection / internal use).
 
 pub mod continuous;
 pub mod exact;
 pub mod grid;
+pub mod karney;
 pub mod rng;
 
 pub use rng::{derive_streams, rng_from_seed, DpRng};
