@@ -144,19 +144,15 @@ def tdil_calibration(
         eta = sigma / (4.0 * r2)
         return (eps0 / 4.0) * R * (B * eta * R + C) * (1.0 + 1e-9) + 1.0
 
-    def fp_delta_total(eps0: float) -> float:
-        if sampler == "net":
-            return 0.0
-        nu_ = d * R / (eps0 * n * L_phi) if net_radius is None else float(net_radius)
-        return B * linear_em.fp_delta(exp_bound(eps0) / R, nu_, d, R)
+    # continuous sampler: a share of δ is reserved for its float slack, consumed round by round
+    # (see TDIL.fit); each round is then (ε_round, (1 + e^{ε_em}) δ_fp,t)-DP and we require ε_em ≤ ln 2.
+    fp_budget = 0.1 * delta if sampler == "continuous" else 0.0
+    delta_comp = delta - 3.0 * fp_budget
 
     if mode == "paper":
         eps0 = eps0_paper
     else:
-        dfp = fp_delta_total(epsilon / (2.5 * S))  # ν grows as ε0 shrinks: evaluate at a larger ε0 bound
-        if not dfp < delta:
-            raise ValueError(f"the continuous sampler's float slack B·δ_fp = {dfp:.3g} exceeds delta = {delta:g}")
-        e_round = per_step_epsilon(epsilon, B, delta - dfp) if B > 1 else epsilon
+        e_round = per_step_epsilon(epsilon, B, delta_comp) if B > 1 else epsilon
         eps0 = e_round * (1.0 - 1e-9) / (2.5 * S)
         for _ in range(3):  # subtract the (tiny) float slack of the EM keys
             kb = float(_core.em_key_error_bound(min(exp_bound(eps0), _MAX_EXPONENT)))
@@ -172,10 +168,10 @@ def tdil_calibration(
     key_err = float(_core.em_key_error_bound(xb)) if sampler == "net" else 0.0
     e_lap, e_em = budgets(eps0, key_err)
     e_round = e_lap + e_em
-    d_fp = fp_delta_total(eps0)
-    if not d_fp < delta:
-        raise ValueError(f"the continuous sampler's float slack B·δ_fp = {d_fp:.3g} exceeds delta = {delta:g}")
-    adv, _ = compose_advanced(e_round, 0.0, B, delta - d_fp)
+    if sampler == "continuous" and e_em > math.log(2.0):
+        raise ValueError(f"sampler='continuous' needs a per-round EM budget <= ln 2, got {e_em:.3g}; use sampler='net'")
+    d_fp = fp_budget
+    adv, _ = compose_advanced(e_round, 0.0, B, delta_comp)
     spent = min(B * e_round, adv)
     if not spent <= epsilon * (1.0 + 1e-12):
         raise ValueError(
@@ -427,6 +423,7 @@ class TDIL:
         X_sv, mu_sv = plan["X_sv"], plan["mu_sv"]
         w_lin = (mu_sv @ X_sv) if plan["linear"] else None  # w* as a d-vector for the linear kernel
         picks, alphas, trace = [], [], []
+        fp_used, stop = 0.0, "completed"
         bar = None
         if self.verbose:
             from tqdm.auto import tqdm
@@ -435,7 +432,15 @@ class TDIL:
         try:
             for t in range(cal.B):
                 if cal.sampler == "continuous":
-                    u = (np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)) - w_lin
+                    w_t = np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)
+                    # float slack of this round from public quantities: a ≤ κ(||w_t|| + C)
+                    a_t = cal.kappa * (float(np.linalg.norm(w_t)) * (1 + 1e-12) + cal.norm_bound)
+                    d_t = linear_em.fp_delta(a_t, cal.net_radius, d, r)
+                    if fp_used + d_t > cal.delta_fp:
+                        stop = f"float-slack budget exhausted after {t} rounds"
+                        break
+                    fp_used += d_t
+                    u = w_t - w_lin
                     z_cont = linear_em.LinearBallEM(rng).sample(u, cal.kappa, r)
                     coords, z = linear_em.snap_to_net(z_cont, cal.net_radius, r)
                     score = float(z @ u)
@@ -471,11 +476,14 @@ class TDIL:
         self.net_size_ = plan["net_size"]
         self.n_updates_ = len(picks)
         self.trace_ = trace
+        self.stop_reason_ = stop
+        self.delta_fp_used_ = fp_used
         P = np.asarray(picks, dtype=np.float64).reshape(-1, d)
         self.release_ = KernelRelease(
             P, np.asarray(alphas, dtype=np.float64), k, classes=getattr(self.model, "classes_", None),
             mechanism="TDIL", epsilon=cal.epsilon, delta=cal.delta,
-            calibration=dict(asdict(cal), net_size=plan["net_size"]), data_radius=r,
+            calibration=dict(asdict(cal), net_size=plan["net_size"], stop_reason=stop, delta_fp_used=fp_used),
+            data_radius=r,
         )
         return self
 
