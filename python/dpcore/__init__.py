@@ -10,6 +10,11 @@ Public building blocks (foundation):
   :class:`BudgetExceededError` before any computation.
 * :mod:`dpcore.audit` — empirical lower bounds on ε (Clopper–Pearson) for any mechanism.
 * :mod:`dpcore.datasets` — bundled real data (UCI Adult) with public pre-processing.
+
+Private kernel learning (Jain & Thakurta 2013): :class:`KernelSVM` / :class:`KernelLogisticRegression`
+(certified non-private ERM), :class:`PINP` (interactive), :class:`TDDL` (semi-interactive release over
+public points), :class:`TDIL` (non-interactive release via the exponential mechanism over an ε-net);
+releases are :class:`KernelRelease` objects.
 """
 
 from ._core import __version__
@@ -20,6 +25,7 @@ from .pinp import PINP, PINPBudgetExhausted
 from .erm import KernelSVM, KernelLogisticRegression
 from .release import KernelRelease
 from .tddl import TDDL
+from .tdil import TDIL
 from . import audit, calibrate, datasets, noise
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "KernelLogisticRegression",
     "KernelRelease",
     "TDDL",
+    "TDIL",
     "audit",
     "calibrate",
     "datasets",
