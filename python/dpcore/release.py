@@ -21,7 +21,7 @@ from ._kernel_model import _atomic_write, _b64, _checksum, _unb64
 from ._validation import check_array
 from .kernels import _as_f64
 
-__all__ = ["KernelRelease"]
+__all__ = ["KernelRelease", "ReleasingEstimator"]
 
 _FORMAT = "dpcore.kernel_release/1"
 
@@ -154,3 +154,57 @@ class KernelRelease:
     def __repr__(self) -> str:
         return (f"KernelRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
+
+
+class ReleasingEstimator:
+    """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
+
+    Subclasses set ``_PARAMS`` (constructor parameter names) and, in ``fit``, ``release_``.
+    """
+
+    _PARAMS: tuple = ()
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Parameters (scikit-learn protocol)."""
+        return {k: getattr(self, k) for k in self._PARAMS}
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
+        for key, value in params.items():
+            if key not in self._PARAMS:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for {type(self).__name__}; valid parameters are {list(self._PARAMS)}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "release_"):
+            from .erm import NotFittedError
+
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
+
+    def decision_function(self, Q) -> np.ndarray:
+        """Decision values of the released model, ``Σ_t α_t K(q, z_t)``."""
+        self._check_fitted()
+        return self.release_.decision_function(Q)
+
+    def predict(self, Q) -> np.ndarray:
+        """Class labels of the released model."""
+        self._check_fitted()
+        return self.release_.predict(Q)
+
+    def score(self, Q, y) -> float:
+        """Mean accuracy of the released model on ``(Q, y)``."""
+        self._check_fitted()
+        return self.release_.score(Q, y)
+
+    def save(self, path) -> None:
+        """Save the release (points, α, kernel, privacy parameters and calibration)."""
+        self._check_fitted()
+        self.release_.save(path)
+
+    @staticmethod
+    def load(path) -> KernelRelease:
+        """Load a saved release (a :class:`dpcore.KernelRelease`)."""
+        return KernelRelease.load(path)

@@ -24,7 +24,7 @@ from ._kernel_model import (
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from .calibrate import per_step_epsilon
 from .noise import _grid_release, check_random_state, gaussian_plan, laplace_plan
-from .release import KernelRelease
+from .release import KernelRelease, ReleasingEstimator
 
 __all__ = ["TDDL", "TDDLCalibration", "tddl_calibration", "ball_constrained_lstsq", "loss_at_zero"]
 
@@ -236,7 +236,7 @@ def _gram_and_eig(Z: np.ndarray, kernel: dict):
     return out
 
 
-class TDDL:
+class TDDL(ReleasingEstimator):
     r"""Test-data-dependent learner: private release of a kernel model over public points (Algorithm 2).
 
     A trusted learner holds ``w* = Σ_i μ_i φ(x_i)`` (a fitted :class:`dpcore.KernelSVM` or
@@ -344,21 +344,8 @@ class TDDL:
         self.random_state = random_state
         self.accountant = accountant
 
-    # -- scikit-learn parameter protocol --------------------------------------------------------
     _PARAMS = ("model", "epsilon", "delta", "data_radius", "noise", "norm_bound", "norm_epsilon_share",
                "norm_beta", "clip", "random_state", "accountant")
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise ValueError(f"Invalid parameter {key!r} for TDDL; valid parameters are {list(self._PARAMS)}")
-            setattr(self, key, value)
-        return self
 
     # -- fitting ----------------------------------------------------------------------------------
     def _norm_mode(self):
@@ -468,35 +455,3 @@ class TDDL:
             data_radius=prep["radius"],
         )
         return self
-
-    # -- prediction -------------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "release_"):
-            from .erm import NotFittedError
-
-            raise NotFittedError("This TDDL instance is not fitted yet; call fit(Z) first.")
-
-    def decision_function(self, Q) -> np.ndarray:
-        """``ŵ``'s decision values ``Σ_t α_t K(q, z_t)``."""
-        self._check_fitted()
-        return self.release_.decision_function(Q)
-
-    def predict(self, Q) -> np.ndarray:
-        """Class labels of the released model."""
-        self._check_fitted()
-        return self.release_.predict(Q)
-
-    def score(self, Q, y) -> float:
-        """Mean accuracy of the released model on ``(Q, y)``."""
-        self._check_fitted()
-        return self.release_.score(Q, y)
-
-    def save(self, path) -> None:
-        """Save the release (public points, α, kernel, privacy parameters and calibration)."""
-        self._check_fitted()
-        self.release_.save(path)
-
-    @staticmethod
-    def load(path) -> KernelRelease:
-        """Load a saved release (a :class:`dpcore.KernelRelease`)."""
-        return KernelRelease.load(path)

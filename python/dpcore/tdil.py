@@ -22,7 +22,7 @@ from ._validation import check_delta, check_epsilon, check_positive, check_proba
 from .calibrate import compose_advanced, per_step_epsilon
 from .noise import _grid_release, check_random_state, laplace_plan
 from . import linear_em
-from .release import KernelRelease
+from .release import KernelRelease, ReleasingEstimator
 from .tddl import loss_at_zero
 
 __all__ = ["TDIL", "TDILCalibration", "tdil_calibration", "TDILCostError"]
@@ -194,7 +194,7 @@ def tdil_calibration(
     )
 
 
-class TDIL:
+class TDIL(ReleasingEstimator):
     r"""Test-data-independent learner: non-interactive private kernel model (Algorithm 3).
 
     The learner holds ``w* = Σ_i μ_i φ(x_i)`` for inputs in the ball ``||z|| ≤ r`` of R^d (the
@@ -324,18 +324,6 @@ class TDIL:
 
     _PARAMS = ("model", "epsilon", "delta", "beta", "data_radius", "calibration", "sampler", "net_radius", "norm_bound",
                "max_candidates", "max_kernel_evaluations", "verbose", "random_state", "accountant")
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise ValueError(f"Invalid parameter {key!r} for TDIL; valid parameters are {list(self._PARAMS)}")
-            setattr(self, key, value)
-        return self
 
     # ------------------------------------------------------------------ planning
     def plan(self) -> dict:
@@ -486,30 +474,3 @@ class TDIL:
             data_radius=r,
         )
         return self
-
-    # ------------------------------------------------------------------ prediction
-    def _check_fitted(self):
-        if not hasattr(self, "release_"):
-            from .erm import NotFittedError
-
-            raise NotFittedError("This TDIL instance is not fitted yet; call fit() first.")
-
-    def decision_function(self, Q) -> np.ndarray:
-        """Decision values of the released ``ŵ``."""
-        self._check_fitted()
-        return self.release_.decision_function(Q)
-
-    def predict(self, Q) -> np.ndarray:
-        """Class labels of the released model."""
-        self._check_fitted()
-        return self.release_.predict(Q)
-
-    def score(self, Q, y) -> float:
-        """Mean accuracy of the released model on ``(Q, y)``."""
-        self._check_fitted()
-        return self.release_.score(Q, y)
-
-    def save(self, path) -> None:
-        """Save the release (points, α, kernel, privacy parameters and calibration)."""
-        self._check_fitted()
-        self.release_.save(path)
