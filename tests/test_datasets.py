@@ -243,3 +243,185 @@ def test_bundled_files_are_unmodified_copies(shared_datasets_dir):
         bundled = resources.files("dpcore.datasets").joinpath("data", name).read_bytes()
         shared = (shared_datasets_dir / name).read_bytes()
         assert hashlib.sha256(bundled).hexdigest() == hashlib.sha256(shared).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------
+# UCI Statlog (Shuttle): bundled copy, declared ranges, fixed public split
+# ------------------------------------------------------------------------------------------------
+
+from dpcore.datasets import (  # noqa: E402
+    SHUTTLE_FEATURES,
+    SHUTTLE_NORM_BOUND,
+    SHUTTLE_RANGES,
+    SHUTTLE_SPLIT_SEED,
+    encode_shuttle,
+    encode_shuttle_labels,
+    load_shuttle,
+    load_shuttle_raw,
+)
+
+SHUTTLE_N, SHUTTLE_POS = 49_097, 3_511
+SHUTTLE_N_TEST = 9_819  # round(0.2 * 49,097)
+
+
+@pytest.fixture(scope="module")
+def shuttle_all():
+    return load_shuttle("all")
+
+
+def test_shuttle_shapes_and_split(shuttle_all):
+    tr, te = load_shuttle("train"), load_shuttle("test")
+    assert tr.X.shape == (SHUTTLE_N - SHUTTLE_N_TEST, 9) and te.X.shape == (SHUTTLE_N_TEST, 9)
+    assert tr.y.shape == (SHUTTLE_N - SHUTTLE_N_TEST,) and te.y.shape == (SHUTTLE_N_TEST,)
+    assert shuttle_all.X.shape == (SHUTTLE_N, 9)
+    np.testing.assert_array_equal(shuttle_all.X, np.vstack([tr.X, te.X]))
+    np.testing.assert_array_equal(shuttle_all.y, np.concatenate([tr.y, te.y]))
+    assert tr.feature_names == list(SHUTTLE_FEATURES) == [f"f{j}" for j in range(1, 10)]
+    assert tr.X.dtype == np.float64 and tr.y.dtype == np.float64 and tr.subset == "train"
+    # the split is a partition of the file's rows, fixed by the public seed alone
+    rtr, rte = load_shuttle_raw("train"), load_shuttle_raw("test")
+    rows = np.concatenate([rtr.row_index, rte.row_index])
+    np.testing.assert_array_equal(np.sort(rows), np.arange(SHUTTLE_N))
+    np.testing.assert_array_equal(rows, np.random.RandomState(SHUTTLE_SPLIT_SEED).permutation(SHUTTLE_N))
+    # the first rows of the bundled file, and where they went
+    first = np.array([50, 21, 77, 0, 28, 0, 27, 48, 22], dtype=np.float64)
+    al = load_shuttle_raw("all")
+    j = int(np.flatnonzero(al.row_index == 0)[0])
+    np.testing.assert_array_equal(al.data[j], first)
+    assert al.target[j] == 1
+
+
+def test_shuttle_rows_in_unit_ball_and_centred_scaling(shuttle_all):
+    X = shuttle_all.X
+    assert np.all(np.isfinite(X)) and shuttle_all.radius == 1.0
+    assert np.linalg.norm(X, axis=1).max() <= 1.0
+    assert SHUTTLE_NORM_BOUND == 3.0 and shuttle_all.norm_bound == 3.0
+    assert np.abs(X).max() <= 1.0 / 3.0
+    raw = load_shuttle_raw("all").data
+    for j, name in enumerate(SHUTTLE_FEATURES):
+        lo, hi = SHUTTLE_RANGES[name]
+        assert lo < hi
+        # every published value lies in its declared range (nothing is clipped on the bundled data)
+        assert raw[:, j].min() >= lo and raw[:, j].max() <= hi
+        expected = (raw[:, j] - 0.5 * (lo + hi)) / (0.5 * (hi - lo)) / 3.0
+        np.testing.assert_allclose(X[:, j], expected, rtol=1e-12, atol=1e-15)
+    # the declared corners: midpoint -> 0, endpoints -> +-1/3, worst-case row -> norm <= 1
+    lo = np.array([SHUTTLE_RANGES[c][0] for c in SHUTTLE_FEATURES])
+    hi = np.array([SHUTTLE_RANGES[c][1] for c in SHUTTLE_FEATURES])
+    np.testing.assert_array_equal(encode_shuttle(0.5 * (lo + hi)), np.zeros((1, 9)))
+    for corner in (lo, hi):
+        x = encode_shuttle(corner)[0]
+        assert np.allclose(np.abs(x), 1.0 / 3.0) and 1.0 - 1e-9 < np.linalg.norm(x) <= 1.0
+
+
+def test_shuttle_labels(shuttle_all):
+    assert set(np.unique(shuttle_all.y)) == {-1.0, 1.0}
+    assert int((shuttle_all.y > 0).sum()) == SHUTTLE_POS  # anomaly = +1 (7.2%)
+    raw = load_shuttle_raw("all")
+    np.testing.assert_array_equal(encode_shuttle_labels(raw.target), shuttle_all.y)
+    for subset in ("train", "test"):
+        assert 0.06 < (load_shuttle(subset).y > 0).mean() < 0.08
+    with pytest.raises(ValueError, match="anomaly"):
+        encode_shuttle_labels([0, 1, 2])
+
+
+def test_shuttle_deterministic_and_returns_copies():
+    a, b = load_shuttle("train"), load_shuttle("train")
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.y, b.y)
+    a.X[:] = 0.0
+    a.y[:] = 0.0
+    load_shuttle_raw("train").data[:] = 0.0
+    c = load_shuttle("train")
+    np.testing.assert_array_equal(c.X, b.X)
+    np.testing.assert_array_equal(c.y, b.y)
+    # the same in a fresh interpreter (the split does not depend on any global random state)
+    code = ("import numpy as np; np.random.seed(1); from dpcore.datasets import load_shuttle; "
+            "d = load_shuttle('test'); print(repr(float(d.X.sum())), int((d.y > 0).sum()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    te = load_shuttle("test")
+    assert out.stdout.split() == [repr(float(te.X.sum())), str(int((te.y > 0).sum()))]
+
+
+def test_shuttle_encoding_is_row_wise(shuttle_all):
+    raw = load_shuttle_raw("all").data
+    rng = np.random.default_rng(0)
+    for i in rng.choice(raw.shape[0], 30, replace=False):
+        np.testing.assert_array_equal(encode_shuttle(raw[i]), shuttle_all.X[i:i + 1])
+        np.testing.assert_array_equal(encode_shuttle([list(raw[i])]), shuttle_all.X[i:i + 1])
+
+
+def test_shuttle_clipping():
+    lo = np.array([SHUTTLE_RANGES[c][0] for c in SHUTTLE_FEATURES])
+    hi = np.array([SHUTTLE_RANGES[c][1] for c in SHUTTLE_FEATURES])
+    mid = 0.5 * (lo + hi)
+    row = mid.copy()
+    row[5] = 1e6  # f6 far above its declared range
+    clipped = mid.copy()
+    clipped[5] = hi[5]
+    x = encode_shuttle(row)
+    np.testing.assert_array_equal(x, encode_shuttle(clipped))  # clip=True is the default
+    assert x[0, 5] == pytest.approx(1.0 / 3.0) and np.linalg.norm(x) <= 1.0
+    with pytest.raises(ValueError, match="'f6'.*declared range"):
+        encode_shuttle(row, clip=False)
+    low = mid.copy()
+    low[0] = lo[0] - 1.0  # f1 just below its range
+    with pytest.raises(ValueError, match="'f1'"):
+        encode_shuttle(low, clip=False)
+    assert encode_shuttle(low)[0, 0] == pytest.approx(-1.0 / 3.0)
+    # the bundled data lies inside the declared ranges: clip=False loads it unchanged
+    np.testing.assert_array_equal(load_shuttle("test", clip=False).X, load_shuttle("test").X)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.integers(-10**6, 10**6), min_size=9, max_size=9), min_size=1, max_size=8))
+def test_property_any_shuttle_record_lands_in_unit_ball(records):
+    X = encode_shuttle(records)
+    assert X.shape == (len(records), 9)
+    assert np.all(np.linalg.norm(X, axis=1) <= 1.0) and np.abs(X).max() <= 1.0 / 3.0
+    for i, r in enumerate(records):
+        np.testing.assert_array_equal(encode_shuttle(r)[0], X[i])
+
+
+def test_shuttle_bad_input_is_rejected_with_named_parameter():
+    with pytest.raises(ValueError, match="subset"):
+        load_shuttle("validation")
+    with pytest.raises(ValueError, match="rows"):
+        encode_shuttle(np.zeros((2, 8)))
+    bad = np.zeros(9)
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match="'f3'.*non-finite"):
+        encode_shuttle(bad)
+    with pytest.raises(ValueError, match="rows"):
+        encode_shuttle([["a"] * 9])
+
+
+def test_shuttle_description_attribution_and_package_data(tmp_path):
+    d = load_shuttle("test")
+    for needle in ("CC BY 4.0", "10.24432/C5WS31", "Statlog (Shuttle)", "UCI Machine Learning Repository",
+                   "river"):
+        assert needle in d.description
+    assert "10.24432/C5WS31" in datasets.__doc__
+    import dpcore
+
+    pkg_dir = os.path.dirname(os.path.realpath(dpcore.__file__))
+    res = resources.files("dpcore.datasets").joinpath("data", "shuttle.csv.gz")
+    assert res.is_file() and os.path.realpath(str(res)).startswith(pkg_dir)
+    code = "from dpcore.datasets import load_shuttle; print(load_shuttle('all').X.shape[0])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == str(SHUTTLE_N)
+
+
+def test_shuttle_as_frame():
+    pd = pytest.importorskip("pandas", reason="as_frame=True needs pandas (in requirements-dev.txt)")
+    d = load_shuttle("test", as_frame=True)
+    assert isinstance(d.X, pd.DataFrame) and isinstance(d.y, pd.Series)
+    assert list(d.X.columns) == list(SHUTTLE_FEATURES)
+    np.testing.assert_array_equal(d.X.to_numpy(), load_shuttle("test").X)
+
+
+def test_bundled_shuttle_is_unmodified_copy(shared_datasets_dir):
+    bundled = resources.files("dpcore.datasets").joinpath("data", "shuttle.csv.gz").read_bytes()
+    shared = (shared_datasets_dir / "shuttle.csv.gz").read_bytes()
+    assert hashlib.sha256(bundled).hexdigest() == hashlib.sha256(shared).hexdigest()

@@ -1,7 +1,9 @@
 """Bundled real data with public, data-independent pre-processing.
 
-dpcore ships the UCI Adult (Census Income) data set inside the package (``dpcore/datasets/data``),
-so the loaders work from an installed wheel without network access.
+dpcore ships the UCI Adult (Census Income) and UCI Statlog (Shuttle) data sets inside the package
+(``dpcore/datasets/data``), so the loaders work from an installed wheel without network access:
+:func:`load_adult` and :func:`load_shuttle` (see ``dpcore.datasets._shuttle`` for the declared
+Shuttle ranges and the fixed public train/test split).
 
 Privacy assumptions of the pre-processing (named explicitly, as every private mechanism downstream
 relies on them):
@@ -18,8 +20,13 @@ relies on them):
 * **Row independence.** The encoding of a row depends only on that row: encoding one record
   alone gives exactly the same vector as encoding it inside the full data set.
 
-Data attribution: Becker, B. & Kohavi, R. (1996). *Adult* [Dataset]. UCI Machine Learning
-Repository. https://doi.org/10.24432/C5XW20 — licensed under CC BY 4.0.
+Data attribution:
+
+* Becker, B. & Kohavi, R. (1996). *Adult* [Dataset]. UCI Machine Learning Repository.
+  https://doi.org/10.24432/C5XW20 — licensed under CC BY 4.0.
+* *Statlog (Shuttle)* [Dataset]. UCI Machine Learning Repository. https://doi.org/10.24432/C5WS31
+  — licensed under CC BY 4.0 (anomaly-detection version: the CSV shipped in the PyPI package
+  ``river`` 0.26.1, bundled unmodified).
 """
 
 from __future__ import annotations
@@ -33,6 +40,18 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 import numpy as np
 
 from . import _adult_schema as _schema
+from ._shuttle import (
+    SHUTTLE_DESCRIPTION,
+    SHUTTLE_FEATURES,
+    SHUTTLE_NORM_BOUND,
+    SHUTTLE_RANGES,
+    SHUTTLE_SPLIT_SEED,
+    SHUTTLE_TEST_FRACTION,
+    encode_shuttle,
+    encode_shuttle_labels,
+    load_shuttle,
+    load_shuttle_raw,
+)
 
 __all__ = [
     "Bunch",
@@ -45,6 +64,16 @@ __all__ = [
     "ADULT_NUMERIC_RANGES",
     "ADULT_NORM_BOUND",
     "ADULT_DESCRIPTION",
+    "load_shuttle",
+    "load_shuttle_raw",
+    "encode_shuttle",
+    "encode_shuttle_labels",
+    "SHUTTLE_FEATURES",
+    "SHUTTLE_RANGES",
+    "SHUTTLE_NORM_BOUND",
+    "SHUTTLE_SPLIT_SEED",
+    "SHUTTLE_TEST_FRACTION",
+    "SHUTTLE_DESCRIPTION",
 ]
 
 ADULT_CATEGORIES: Dict[str, Tuple[str, ...]] = dict(_schema.CATEGORIES)
