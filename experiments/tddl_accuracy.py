@@ -33,7 +33,7 @@ its calibration, the summaries and timings), ``tddl_results.md`` (tables) and
 Usage::
 
     .venv/bin/python experiments/tddl_accuracy.py --quick
-    .venv/bin/python experiments/tddl_accuracy.py            # full run, ~30 min on 2 cores
+    .venv/bin/python experiments/tddl_accuracy.py            # full run, 14-28 min on 2 cores
 """
 
 from __future__ import annotations

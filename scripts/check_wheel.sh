@@ -30,6 +30,7 @@ required = {
     "dpcore/datasets/__init__.py": lambda n: n == "dpcore/datasets/__init__.py",
     "dpcore/datasets/data/adult.data.gz": lambda n: n == "dpcore/datasets/data/adult.data.gz",
     "dpcore/datasets/data/adult.test.gz": lambda n: n == "dpcore/datasets/data/adult.test.gz",
+    "dpcore/datasets/data/shuttle.csv.gz": lambda n: n == "dpcore/datasets/data/shuttle.csv.gz",
 }
 missing = [what for what, ok in required.items() if not any(ok(n) for n in names)]
 stray = [n for n in names if n.startswith(("python/", "tests/", "src/")) or "__pycache__" in n]
@@ -79,5 +80,10 @@ d = load_adult("test")
 norms = np.linalg.norm(d.X, axis=1)
 assert d.X.shape[0] == 16281 and norms.max() <= 1.0 and set(np.unique(d.y)) == {-1.0, 1.0}
 print(f"load_adult('test') from the wheel's package data: X {d.X.shape}, max ||x|| = {norms.max():.3f}")
+from dpcore.datasets import load_shuttle
+
+s = load_shuttle("test")
+assert np.linalg.norm(s.X, axis=1).max() <= 1.0 and set(np.unique(s.y)) == {-1.0, 1.0}
+print(f"load_shuttle('test') from the wheel's package data: X {s.X.shape}")
 print("ok: fresh-virtualenv import and smoke call")
 PY

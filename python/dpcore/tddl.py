@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import numbers
+import warnings
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Optional
@@ -429,6 +430,11 @@ class TDDL(ReleasingEstimator):
         plan = laplace_plan(cal.norm_sensitivity, cal.epsilon_norm, dim=1)
         noisy = float(_grid_release(np.array([w_norm]), plan, rng)[0])
         upper = noisy + plan.scale * math.log(1.0 / (2.0 * cal.norm_beta)) + plan.granularity
+        if upper <= 0.0:
+            warnings.warn(
+                "TDDL: the private upper bound on ||w|| came out <= 0 (noise dominates at this epsilon "
+                "and norm_epsilon_share); the release is the zero model. Use a larger epsilon or share, "
+                "or a public/declared norm_bound.", UserWarning, stacklevel=3)
         return float(min(max(upper, 0.0), cal.norm_bound_public))
 
     def fit(self, Z, y=None):
