@@ -231,7 +231,7 @@ def feature_map_lipschitz(kernel: dict, radius: float) -> float:
     return math.sqrt(val) * (1.0 + SLACK)
 
 
-def check_in_domain(Z: np.ndarray, radius: float, name: str, *, clip: bool) -> np.ndarray:
+def check_in_domain(Z: np.ndarray, radius: float, name: str, *, clip: bool, what: str = "point(s)") -> np.ndarray:
     """Return ``Z`` (float64, C-contiguous) after checking ``||z|| ≤ radius`` row-wise.
 
     Rows outside the ball raise ``ValueError`` naming ``name``, or are projected onto the ball when
@@ -245,7 +245,7 @@ def check_in_domain(Z: np.ndarray, radius: float, name: str, *, clip: bool) -> n
         if not clip:
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"{name}: {int(bad.sum())} point(s) lie outside the declared domain ||z|| <= "
+                f"{name}: {int(bad.sum())} {what} lie outside the declared domain ||z|| <= "
                 f"data_radius = {radius} (e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to "
                 "project them onto the ball"
             )

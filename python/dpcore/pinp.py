@@ -22,7 +22,7 @@ from .noise import laplace_plan
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from ._kernel_model import (  # noqa: F401  (re-exported names used by tests)
     RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _atomic_write, _b64, _checksum, _fingerprint,
-    _model_info, _seed_from, _unb64,
+    _model_info, _seed_from, _unb64, check_in_domain,
 )
 
 try:  # POSIX advisory locks: one live session per state file
@@ -461,20 +461,8 @@ class PINP:
         Z = np.asarray(Z)
         if Z.ndim == 1:
             raise ValueError(f"Z must be a 2-D array of shape (m, {d}); reshape a single query with Z[None, :]")
-        Z = np.ascontiguousarray(check_array(Z, "Z", n_features=d), dtype=np.float64)
-        norms = np.linalg.norm(Z, axis=1)
-        bad = norms > self._r_eff
-        if bad.any():
-            if not self._params["clip"]:
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(
-                    f"Z: {int(bad.sum())} query point(s) lie outside the declared domain ||z|| <= "
-                    f"data_radius = {self._radius} (e.g. row {i}, norm {norms[i]:.6g}); pass clip=True "
-                    "to project them onto the ball"
-                )
-            Z = Z.copy()
-            Z[bad] *= (self._radius / norms[bad])[:, None]
-        return Z
+        Z = check_array(Z, "Z", n_features=d)
+        return check_in_domain(Z, self._radius, "Z", clip=self._params["clip"], what="query point(s)")
 
     def predict(self, Z, *, return_details: bool = False):
         """Answer the rows of ``Z`` in order (Algorithm 1). Thread-safe; calls are serialised.

@@ -419,8 +419,10 @@ class TDIL(ReleasingEstimator):
             bar = tqdm(total=cal.B, desc="TDIL rounds", unit="round")
         try:
             for t in range(cal.B):
-                if cal.sampler == "continuous":
+                if plan["linear"]:  # w_t and w* collapse to d-vectors
                     w_t = np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)
+                    u = w_t - w_lin
+                if cal.sampler == "continuous":
                     # float slack of this round from public quantities: a ≤ κ(||w_t|| + C)
                     a_t = cal.kappa * (float(np.linalg.norm(w_t)) * (1 + 1e-12) + cal.norm_bound)
                     d_t = linear_em.fp_delta(a_t, cal.net_radius, d, r)
@@ -428,12 +430,10 @@ class TDIL(ReleasingEstimator):
                         stop = f"float-slack budget exhausted after {t} rounds"
                         break
                     fp_used += d_t
-                    u = w_t - w_lin
                     z_cont = linear_em.LinearBallEM(rng).sample(u, cal.kappa, r)
                     coords, z = linear_em.snap_to_net(z_cont, cal.net_radius, r)
                     score = float(z @ u)
                 elif plan["linear"]:
-                    u = (np.asarray(alphas) @ np.asarray(picks) if picks else np.zeros(d)) - w_lin
                     coords, z, score, _ = _core.em_sample_linear(
                         d, cal.net_radius, r, np.ascontiguousarray(u), cal.kappa, cal.exponent_bound, rng)
                 else:
