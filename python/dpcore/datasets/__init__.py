@@ -40,6 +40,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 import numpy as np
 
 from . import _adult_schema as _schema
+from ._common import Bunch, check_subset as _check_subset, encoded_bunch
 from ._shuttle import (
     SHUTTLE_DESCRIPTION,
     SHUTTLE_FEATURES,
@@ -88,7 +89,6 @@ ADULT_NORM_BOUND: float = math.sqrt(len(_schema.NUMERIC_COLUMNS) + len(_schema.C
 _ROW_DIVISOR = ADULT_NORM_BOUND * (1.0 + 2.0**-40)
 
 _FILES = {"train": "adult.data.gz", "test": "adult.test.gz"}
-_SUBSETS = ("train", "test", "all")
 _MISSING_MODES = ("indicator", "zero")
 
 ADULT_DESCRIPTION = """\
@@ -114,25 +114,6 @@ of adult.data and adult.test.
 """
 
 
-class Bunch(dict):
-    """A dictionary whose keys are also attributes (as :class:`sklearn.utils.Bunch`)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(kwargs)
-
-    def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
-    def __setattr__(self, key, value):
-        self[key] = value
-
-    def __dir__(self):
-        return list(self.keys())
-
-
 def adult_feature_names(missing: str = "indicator") -> List[str]:
     """Names of the columns produced by :func:`encode_adult` (numeric first, then one-hot blocks)."""
     _check_missing(missing)
@@ -142,12 +123,6 @@ def adult_feature_names(missing: str = "indicator") -> List[str]:
 # --------------------------------------------------------------------------------------------
 # Raw file parsing
 # --------------------------------------------------------------------------------------------
-
-
-def _check_subset(subset) -> str:
-    if subset not in _SUBSETS:
-        raise ValueError(f"subset must be one of {_SUBSETS}, got {subset!r}")
-    return subset
 
 
 def _check_missing(missing) -> str:
@@ -396,19 +371,5 @@ def load_adult(
     X = encode_adult(rows, clip=clip, missing=missing)
     y = encode_adult_labels(labels)
     names = _schema.feature_names(missing)
-    if as_frame:
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("as_frame=True requires pandas (pip install pandas)") from exc
-        X = pd.DataFrame(X, columns=names)
-        y = pd.Series(y, name="income")
-    return Bunch(
-        X=X,
-        y=y,
-        feature_names=names,
-        radius=1.0,
-        norm_bound=ADULT_NORM_BOUND,
-        subset=subset,
-        description=ADULT_DESCRIPTION,
-    )
+    return encoded_bunch(X, y, names, label_name="income", as_frame=as_frame, radius=1.0,
+                         norm_bound=ADULT_NORM_BOUND, subset=subset, description=ADULT_DESCRIPTION)

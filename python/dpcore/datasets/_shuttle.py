@@ -26,12 +26,11 @@ import gzip
 import io
 import math
 from importlib import resources
-from typing import TYPE_CHECKING, Dict, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from . import Bunch
+from ._common import Bunch, check_subset as _check_subset, encoded_bunch
 
 __all__ = [
     "load_shuttle",
@@ -78,7 +77,6 @@ SHUTTLE_TEST_FRACTION: float = 0.2
 
 # The public bound inflated by 2^-40 (relative) so that rounding can never push a norm above 1.0.
 _ROW_DIVISOR = SHUTTLE_NORM_BOUND * (1.0 + 2.0**-40)
-_SUBSETS = ("train", "test", "all")
 
 SHUTTLE_DESCRIPTION = """\
 UCI Statlog (Shuttle) data set, anomaly-detection version
@@ -104,12 +102,6 @@ https://doi.org/10.24432/C5WS31 (original data: NASA, donated by Jason Catlett).
 Licence: Creative Commons Attribution 4.0 International (CC BY 4.0). The file bundled with dpcore
 (shuttle.csv.gz) is an unmodified copy of the CSV shipped in the PyPI package `river` 0.26.1.
 """
-
-
-def _check_subset(subset) -> str:
-    if subset not in _SUBSETS:
-        raise ValueError(f"subset must be one of {_SUBSETS}, got {subset!r}")
-    return subset
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,8 +153,6 @@ def load_shuttle_raw(subset: str = "train") -> "Bunch":
         (1 = anomaly); ``row_index`` (n,) the row numbers in the bundled file (0-based, header
         excluded); ``feature_names``; ``subset``; ``description``.
     """
-    from . import Bunch
-
     _check_subset(subset)
     values, labels, idx = _rows(subset)
     return Bunch(
@@ -273,26 +263,10 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
     >>> data.X.shape, data.radius
     ((39278, 9), 1.0)
     """
-    from . import Bunch
-
     _check_subset(subset)
     values, labels, _ = _rows(subset)
     X = encode_shuttle(values, clip=clip)
     y = encode_shuttle_labels(labels)
     names = list(SHUTTLE_FEATURES)
-    if as_frame:
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("as_frame=True requires pandas (pip install pandas)") from exc
-        X = pd.DataFrame(X, columns=names)
-        y = pd.Series(y, name="anomaly")
-    return Bunch(
-        X=X,
-        y=y,
-        feature_names=names,
-        radius=1.0,
-        norm_bound=SHUTTLE_NORM_BOUND,
-        subset=subset,
-        description=SHUTTLE_DESCRIPTION,
-    )
+    return encoded_bunch(X, y, names, label_name="anomaly", as_frame=as_frame, radius=1.0,
+                         norm_bound=SHUTTLE_NORM_BOUND, subset=subset, description=SHUTTLE_DESCRIPTION)

@@ -1,0 +1,42 @@
+"""Pieces shared by the bundled dataset loaders (Adult, Shuttle)."""
+
+from __future__ import annotations
+
+SUBSETS = ("train", "test", "all")
+
+
+class Bunch(dict):
+    """A dictionary whose keys are also attributes (as :class:`sklearn.utils.Bunch`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(kwargs)
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __setattr__(self, key, value):
+        self[key] = value
+
+    def __dir__(self):
+        return list(self.keys())
+
+
+def check_subset(subset) -> str:
+    if subset not in SUBSETS:
+        raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
+    return subset
+
+
+def encoded_bunch(X, y, names, *, label_name: str, as_frame: bool, **fields) -> Bunch:
+    """The loaders' return value: ``X``, ``y`` (as pandas objects when ``as_frame``), names, ``fields``."""
+    if as_frame:
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("as_frame=True requires pandas (pip install pandas)") from exc
+        X = pd.DataFrame(X, columns=names)
+        y = pd.Series(y, name=label_name)
+    return Bunch(X=X, y=y, feature_names=names, **fields)
