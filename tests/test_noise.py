@@ -257,3 +257,38 @@ def test_accountant_is_charged_before_release_and_overspend_samples_nothing():
     # The generator was not touched: its next output equals a fresh generator's first output.
     assert rng.next_u64() == noise.ChaChaRng(99).next_u64()
     assert acc.spent[0] == pytest.approx(0.9)
+
+
+# ------------------------------------------------------------------ coupled float noise vectors
+def test_coupled_gamma_norm_vector_has_the_gamma_norm_law_and_a_tiny_error_bound():
+    """KS test of the norms against Gamma(d, scale) and of a fixed-direction projection's sign
+    symmetry; the returned error bound is always a tiny fraction of the norm."""
+    d, scale, n = 6, 0.5, 4000
+    draws = [noise.gamma_norm_vector_coupled(d, scale, random_state=noise.ChaChaRng(1000 + i)) for i in range(n)]
+    norms = np.array([np.linalg.norm(b) for b, _ in draws])
+    errs = np.array([e for _, e in draws])
+    assert np.all(errs < 1e-13 * (1 + norms))
+    assert stats.kstest(norms, stats.gamma(d, scale=scale).cdf).pvalue > 1e-7
+    # Uniform direction: the first coordinate of b/||b|| has the law of a Beta-based marginal,
+    # (u+1)/2 ~ Beta((d-1)/2, (d-1)/2).
+    u = np.array([b[0] for b, _ in draws]) / norms
+    assert stats.kstest((u + 1) / 2, stats.beta((d - 1) / 2, (d - 1) / 2).cdf).pvalue > 1e-7
+
+
+def test_coupled_normal_vector_is_standard_normal_and_reproducible():
+    b, err = noise.normal_vector_coupled(20_000, 2.0, random_state=3)
+    assert err < 1e-12
+    assert stats.kstest(b / 2.0, "norm").pvalue > 1e-7
+    b2, err2 = noise.normal_vector_coupled(20_000, 2.0, random_state=3)
+    assert np.array_equal(b, b2) and err == err2
+
+
+@pytest.mark.parametrize("call", [
+    lambda: noise.gamma_norm_vector_coupled(0, 1.0),
+    lambda: noise.gamma_norm_vector_coupled(3, np.nan),
+    lambda: noise.normal_vector_coupled(3, 0.0),
+    lambda: noise.normal_vector_coupled(-1, 1.0),
+])
+def test_coupled_vectors_validate(call):
+    with pytest.raises((ValueError, TypeError), match="dim|scale|sigma"):
+        call()

@@ -90,6 +90,12 @@ def discrete_samples(noise: str, num: int, den: int, n: int, rng: ChaChaRng) -> 
 def gamma_norm_vector(dim: int, scale: float, rng: ChaChaRng) -> npt.NDArray[np.float64]:
     """Density ∝ exp(-||b||/scale) on R^dim (floating-point; not for direct release)."""
 
+def gamma_norm_vector_coupled(dim: int, scale: float, rng: ChaChaRng) -> tuple[npt.NDArray[np.float64], float]:
+    """``(b, err)``: float Gamma-norm vector with ``||b - b_exact|| <= err`` for an exact one."""
+
+def normal_vector_coupled(dim: int, sigma: float, rng: ChaChaRng) -> tuple[npt.NDArray[np.float64], float]:
+    """``(b, err)``: float N(0, sigma² I) vector with ``||b - b_exact|| <= err`` for an exact one."""
+
 def gumbel(n: int, rng: ChaChaRng) -> npt.NDArray[np.float64]:
     """Standard Gumbel variates."""
 

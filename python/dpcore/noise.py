@@ -604,6 +604,66 @@ def gamma_norm_vector(dim: int, scale: float, *, random_state: RandomState = Non
     return _core.gamma_norm_vector(dim, scale, check_random_state(random_state))
 
 
+def gamma_norm_vector_coupled(dim: int, scale: float, *, random_state: RandomState = None) -> tuple[np.ndarray, float]:
+    """A float Gamma-norm vector ``b`` and a proven bound ``err`` on its distance to an exact one.
+
+    On the same probability space there is an exact random vector ``b_exact`` with density
+    ∝ ``exp(-||b||/scale)`` on R^dim (norm ``Gamma(dim, scale)``, uniform direction) such that
+    ``||b - b_exact||₂ ≤ err`` *always*. ``b_exact = scale·(Σ E_i)·g/||g||`` with exact
+    exponentials ``E_i = -ln U_i`` (full-precision uniforms) and Karney's exact normals ``g``; the
+    bound propagates the component errors through the float formula (see ``src/noise/coupled.rs``;
+    it assumes ``f64::ln`` is accurate to 2 ulps, ``LIBM_LN_ULPS``).
+
+    Use it for noise that enters a computation before anything is released; the mechanism must
+    account for ``err`` (dpcore's GLM mechanisms add it to the residual covered by an exact release).
+
+    Parameters
+    ----------
+    dim : int
+        Dimension ``d ≥ 1``.
+    scale : float
+        Scale ``> 0`` (``E||b_exact|| = dim·scale``).
+    random_state : None, int or ChaChaRng
+        See :func:`check_random_state`.
+
+    Returns
+    -------
+    b : numpy.ndarray of shape (dim,)
+    err : float
+    """
+    dim = _check_dim(dim)
+    scale = check_sensitivity(scale, "scale")
+    b, err = _core.gamma_norm_vector_coupled(dim, scale, check_random_state(random_state))
+    return b, float(err)
+
+
+def normal_vector_coupled(dim: int, sigma: float, *, random_state: RandomState = None) -> tuple[np.ndarray, float]:
+    """A float ``N(0, sigma² I)`` vector ``b`` and a proven bound ``err`` on its distance to an exact one.
+
+    ``b = fl(sigma·ĝ)`` with ``ĝ`` the float rounding of Karney's exact normals ``g``; the exact
+    vector ``b_exact = sigma·g`` satisfies ``||b - b_exact||₂ ≤ err`` always. See
+    :func:`gamma_norm_vector_coupled` for how mechanisms use the bound.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension ``d ≥ 1``.
+    sigma : float
+        Standard deviation ``> 0``.
+    random_state : None, int or ChaChaRng
+        See :func:`check_random_state`.
+
+    Returns
+    -------
+    b : numpy.ndarray of shape (dim,)
+    err : float
+    """
+    dim = _check_dim(dim)
+    sigma = check_sensitivity(sigma, "sigma")
+    b, err = _core.normal_vector_coupled(dim, sigma, check_random_state(random_state))
+    return b, float(err)
+
+
 def gumbel(size: int, *, random_state: RandomState = None) -> np.ndarray:
     """Standard Gumbel variates (for Gumbel-max selection; never released as values)."""
     return _core.gumbel(_check_n_samples(size), check_random_state(random_state))

@@ -6,7 +6,7 @@ use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use crate::error::DpError;
-use crate::noise::{continuous, grid, karney, rng_from_seed, DpRng};
+use crate::noise::{continuous, coupled, grid, karney, rng_from_seed, DpRng};
 
 /// ChaCha20 generator. `ChaChaRng()` is keyed from the OS CSPRNG (secure default);
 /// `ChaChaRng(seed)` is reproducible and meant for research and tests only.
@@ -130,6 +130,30 @@ fn gamma_norm_vector<'py>(py: Python<'py>, dim: usize, scale: f64, rng: &PyChaCh
     Ok(out.into_pyarray(py))
 }
 
+/// `(b, err)`: a float Gamma-norm vector and a proven bound on its distance to an exact one.
+#[pyfunction]
+fn gamma_norm_vector_coupled<'py>(
+    py: Python<'py>,
+    dim: usize,
+    scale: f64,
+    rng: &PyChaChaRng,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, f64)> {
+    let (b, err) = py.detach(|| rng.with(|r| coupled::gamma_norm_vector_coupled(dim, scale, r)))?;
+    Ok((b.into_pyarray(py), err))
+}
+
+/// `(b, err)`: a float N(0, sigma² I) vector and a proven bound on its distance to an exact one.
+#[pyfunction]
+fn normal_vector_coupled<'py>(
+    py: Python<'py>,
+    dim: usize,
+    sigma: f64,
+    rng: &PyChaChaRng,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, f64)> {
+    let (b, err) = py.detach(|| rng.with(|r| coupled::normal_vector_coupled(dim, sigma, r)))?;
+    Ok((b.into_pyarray(py), err))
+}
+
 /// `n` standard Gumbel variates.
 #[pyfunction]
 fn gumbel<'py>(py: Python<'py>, n: usize, rng: &PyChaChaRng) -> Bound<'py, PyArray1<f64>> {
@@ -148,6 +172,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discrete_samples, m)?)?;
     m.add_function(wrap_pyfunction!(analytic_release, m)?)?;
     m.add_function(wrap_pyfunction!(gamma_norm_vector, m)?)?;
+    m.add_function(wrap_pyfunction!(gamma_norm_vector_coupled, m)?)?;
+    m.add_function(wrap_pyfunction!(normal_vector_coupled, m)?)?;
     m.add_function(wrap_pyfunction!(gumbel, m)?)?;
     m.add_function(wrap_pyfunction!(exponential, m)?)?;
     Ok(())

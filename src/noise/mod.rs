@@ -16,10 +16,14 @@
 //!   rounded to a power-of-two grid, with `Z` drawn exactly by Karney's algorithm N (ACM TOMS 2016)
 //!   as a lazy binary expansion and the grid cell decided by exact integer comparisons, so the
 //!   grid index has exactly its true law `Φ(((j+½)g − x)/σ) − Φ(((j−½)g − x)/σ)`.
+//! * [`coupled`] — float noise vectors (Gaussian, Gamma-norm) coupled to exact continuous ones
+//!   with a proven bound on `||b_float − b_exact||`, for noise that enters a computation (objective
+//!   perturbation) before an exact release covers the residual.
 //! * [`continuous`] — floating-point helper draws that are *not* released directly: Gamma-norm
 //!   vectors with uniform direction, Gumbel and exponential variates (selection / internal use).
 
 pub mod continuous;
+pub mod coupled;
 pub mod exact;
 pub mod grid;
 pub mod karney;
