@@ -15,6 +15,7 @@ pub mod erm;
 pub mod error;
 pub mod expmech;
 pub mod kernels;
+pub mod multinomial;
 pub mod noise;
 pub mod pinp;
 

@@ -15,6 +15,12 @@ Private kernel learning (Jain & Thakurta 2013): :class:`KernelSVM` / :class:`Ker
 (certified non-private ERM), :class:`PINP` (interactive), :class:`TDDL` (semi-interactive release over
 public points), :class:`TDIL` (non-interactive release via the exponential mechanism over an ε-net);
 releases are :class:`KernelRelease` objects.
+
+Dimension-independent private GLMs (Jain & Thakurta 2014): :class:`OutputPerturbation` and
+:class:`ObjectivePerturbation` (Gamma or Gaussian noise, certified solvers, exact releases),
+:class:`SimplexERM` (entropy-regularised ERM over the simplex released by sampling, with the exact
+Rust multinomial sampler of :mod:`dpcore.multinomial`) and :class:`PrivateFTRL` (online learning
+with linear costs over the simplex).
 """
 
 from ._core import __version__
@@ -26,7 +32,10 @@ from .erm import KernelSVM, KernelLogisticRegression
 from .release import KernelRelease
 from .tddl import TDDL
 from .tdil import TDIL
-from . import audit, calibrate, datasets, noise
+from .glm import ConvergenceError, ObjectivePerturbation, OutputPerturbation
+from .simplex import SimplexCertificationError, SimplexERM
+from .ftrl import FTRLHorizonExceeded, PrivateFTRL
+from . import audit, calibrate, datasets, ftrl, glm, multinomial, noise, simplex
 
 __all__ = [
     "__version__",
@@ -45,8 +54,19 @@ __all__ = [
     "KernelRelease",
     "TDDL",
     "TDIL",
+    "OutputPerturbation",
+    "ObjectivePerturbation",
+    "ConvergenceError",
+    "SimplexERM",
+    "SimplexCertificationError",
+    "PrivateFTRL",
+    "FTRLHorizonExceeded",
     "audit",
     "calibrate",
     "datasets",
+    "ftrl",
+    "glm",
+    "multinomial",
     "noise",
+    "simplex",
 ]

@@ -276,3 +276,30 @@ def em_key_error_bound(exponent_bound: float) -> float:
     """``eta = 2^-48 + 2^-51 (exponent_bound + 746)``: bound on the error of every Gumbel key."""
 
 # ---- end expmech ----
+
+# ---- multinomial ----
+# Exact multinomial sampling (src/multinomial.rs): index j is drawn with probability exactly
+# q_j / T, q_j = floor(p_j * 2**100) from the bits of p_j, T = sum q_j. p: 1-D float64 (a strided
+# view is copied once); entries finite and >= 0 with |T * 2**-100 - 1| <= sum_tol in [0, 1);
+# ValueError "p: p[i] = nan: ..." names the first offending entry. Each sampling call takes 256
+# bits of `rng`; results are identical for any number of threads.
+
+def multinomial_counts(
+    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, sum_tol: float = 1e-9
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``m`` i.i.d. draws as ``(distinct indices ascending, counts)``; counts sum to ``m``."""
+
+def multinomial_draws(
+    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, shuffle: bool = False, sum_tol: float = 1e-9
+) -> npt.NDArray[np.int64]:
+    """The ``m`` drawn indices, ascending (the sorted multiset), or uniformly shuffled
+    (exact Fisher–Yates) with ``shuffle=True``."""
+
+def multinomial_error_bound(p: npt.NDArray[np.float64]) -> float:
+    """``1.01 (2^-100/p_min + D + 2 D^2)``, ``D = P 2^-100 / sum(p)``: bound on
+    ``|(q_j/T)/(p_j/S) - 1|`` over ``p_j > 0``; ``inf`` if some ``0 < p_j < 2^-100`` or ``D >= 1/2``."""
+
+def multinomial_quantized(p: npt.NDArray[np.float64], sum_tol: float = 1e-9) -> tuple[list[int], int]:
+    """The exact weights ``(q, T)`` as Python ints, after the samplers' validation (small p)."""
+
+# ---- end multinomial ----

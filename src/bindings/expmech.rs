@@ -11,22 +11,10 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rand_core::SeedableRng;
 
-use super::noise::PyChaChaRng;
+use super::noise::{child_rng, PyChaChaRng};
 use crate::expmech::{self, BallNet, EmResult, Progress, ScanOptions, Scorer};
 use crate::kernels::Kernel;
-use crate::noise::DpRng;
-
-/// A generator keyed with 256 fresh bits of the caller's `ChaChaRng`.
-fn child_rng(rng: &Bound<'_, PyChaChaRng>) -> PyResult<DpRng> {
-    let mut key = [0u8; 32];
-    for chunk in key.chunks_exact_mut(8) {
-        let w: u64 = rng.call_method0("next_u64")?.extract()?;
-        chunk.copy_from_slice(&w.to_le_bytes());
-    }
-    Ok(DpRng::from_seed(key))
-}
 
 type SampleTuple<'py> = (
     Bound<'py, PyArray1<i64>>,

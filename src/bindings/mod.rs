@@ -10,6 +10,7 @@ use crate::error::DpError;
 mod erm;
 mod expmech;
 mod kernels;
+mod multinomial;
 mod noise;
 mod pinp;
 
@@ -27,6 +28,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     erm::register(m)?;
     expmech::register(m)?;
     kernels::register(m)?;
+    multinomial::register(m)?;
     noise::register(m)?;
     pinp::register(m)?;
     Ok(())

@@ -6,6 +6,8 @@ use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 use crate::error::DpError;
+use rand_core::SeedableRng;
+
 use crate::noise::{continuous, coupled, grid, karney, rng_from_seed, DpRng};
 
 /// ChaCha20 generator. `ChaChaRng()` is keyed from the OS CSPRNG (secure default);
@@ -52,6 +54,17 @@ impl PyChaChaRng {
     }
 }
 
+/// A child ChaCha generator keyed by four `next_u64` draws of the caller's generator, so core code
+/// can run with the GIL released while the parent stays usable (shared by the sampling bindings).
+pub(crate) fn child_rng(rng: &Bound<'_, PyChaChaRng>) -> PyResult<DpRng> {
+    let mut key = [0u8; 32];
+    for chunk in key.chunks_exact_mut(8) {
+        let w: u64 = rng.call_method0("next_u64")?.extract()?;
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(DpRng::from_seed(key))
+}
+
 fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise, DpError> {
     match noise {
         "laplace" => Ok(grid::DiscreteNoise::Laplace { num, den }),
@@ -64,6 +77,7 @@ fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise,
 /// With `n_samples`, return `n_samples` independent releases as rows of a 2-D array.
 #[pyfunction]
 #[pyo3(signature = (values, grid_exponent, noise, num, den, rng, n_samples=None))]
+#[allow(clippy::too_many_arguments)] // mirrors the Python signature
 fn grid_release<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, f64>,
@@ -125,7 +139,12 @@ fn discrete_samples<'py>(
 
 /// A vector with density ∝ exp(-||b||/scale) in R^dim (Gamma(dim, scale) norm, uniform direction).
 #[pyfunction]
-fn gamma_norm_vector<'py>(py: Python<'py>, dim: usize, scale: f64, rng: &PyChaChaRng) -> PyResult<Bound<'py, PyArray1<f64>>> {
+fn gamma_norm_vector<'py>(
+    py: Python<'py>,
+    dim: usize,
+    scale: f64,
+    rng: &PyChaChaRng,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let out = py.detach(|| rng.with(|r| continuous::gamma_norm_vector(dim, scale, r)))?;
     Ok(out.into_pyarray(py))
 }

@@ -167,7 +167,7 @@ pub fn gamma_norm_vector_coupled(d: usize, scale: f64, rng: &mut DpRng) -> DpRes
     let n_err = inflate((gamma_k(df) / 2.0 + 2.0 * U) * (1.0 + 2f64.powi(-40)) * n_hat + g_err);
     let f_hat = scale * r_hat / n_hat;
     let b = g.mapv(|v| f_hat * v);
-    if !(n_hat > n_err) || !f_hat.is_finite() {
+    if n_hat.partial_cmp(&n_err) != Some(std::cmp::Ordering::Greater) || !f_hat.is_finite() {
         return Ok((b, f64::INFINITY));
     }
     let f_hi = scale * (r_hat + r_err) / (n_hat - n_err) * (1.0 + 8.0 * U);

@@ -121,7 +121,7 @@ pub fn isqrt(n: u128) -> u128 {
     }
     let mut r = (n as f64).sqrt() as u128;
     // Correct the floating-point estimate in both directions.
-    while r.checked_mul(r).map_or(true, |rr| rr > n) {
+    while r.checked_mul(r).is_none_or(|rr| rr > n) {
         r -= 1;
     }
     while (r + 1).checked_mul(r + 1).is_some_and(|rr| rr <= n) {
@@ -281,7 +281,7 @@ mod tests {
         for n in [0u128, 1, 2, 3, 4, 15, 16, 17, 1 << 54, (1 << 54) + 1, u64::MAX as u128, u128::MAX] {
             let r = isqrt(n);
             assert!(r.checked_mul(r).unwrap() <= n);
-            assert!((r + 1).checked_mul(r + 1).map_or(true, |v| v > n));
+            assert!((r + 1).checked_mul(r + 1).is_none_or(|v| v > n));
         }
     }
 }

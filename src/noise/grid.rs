@@ -101,7 +101,7 @@ pub fn snap(x: f64, exponent: i32) -> DpResult<i128> {
         return Err(DpError::invalid("value", format!("must be finite, got {x}")));
     }
     let scaled = (x * pow2(-exponent)).round();
-    if !(scaled.abs() < 2f64.powi(120)) {
+    if scaled.abs().partial_cmp(&2f64.powi(120)) != Some(std::cmp::Ordering::Less) {
         return Err(DpError::invalid(
             "value",
             format!("{x} is too large relative to the noise granularity 2^{exponent}"),
