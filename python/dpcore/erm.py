@@ -53,6 +53,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
+from ._params import ParamsMixin
 from ._validation import check_array, check_positive
 from .kernels import _as_f64, _check_kernel_params
 
@@ -79,7 +80,7 @@ def _check_int(value, name: str, *, minimum: int = 1) -> int:
     return value
 
 
-class _KernelERM:
+class _KernelERM(ParamsMixin):
     """Shared implementation of the kernel ERM estimators (scikit-learn conventions)."""
 
     _loss: str = ""
@@ -108,29 +109,6 @@ class _KernelERM:
         self.cache_size = cache_size
         self.shrinking = shrinking
         self.verbose = verbose
-
-    # -- scikit-learn parameter protocol (no scikit-learn import needed) ---------------------
-
-    @classmethod
-    def _get_param_names(cls):
-        sig = inspect.signature(_KernelERM.__init__)
-        return sorted(p for p in sig.parameters if p != "self")
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters of the estimator (scikit-learn protocol; works with ``sklearn.clone``)."""
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        valid = set(self._get_param_names())
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for estimator {type(self).__name__}; "
-                    f"valid parameters are {sorted(valid)}"
-                )
-            setattr(self, key, value)
-        return self
 
     def __repr__(self) -> str:
         defaults = inspect.signature(_KernelERM.__init__).parameters

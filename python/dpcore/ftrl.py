@@ -68,6 +68,7 @@ from typing import Optional
 import numpy as np
 
 from ._validation import check_delta, check_epsilon, check_positive
+from ._params import ParamsMixin
 from .calibrate import per_step_epsilon
 from .simplex import (
     MIN_PROBABILITY, RANGE_SLACK, SLACK, UNIT_ROUNDOFF, _gamma, _sampler_error_bound,
@@ -230,7 +231,7 @@ class FTRLRegret:
     bound: float
 
 
-class PrivateFTRL:
+class PrivateFTRL(ParamsMixin):
     r"""Differentially private entropic FTRL over the simplex with linear costs (one draw per round).
 
     See :mod:`dpcore.ftrl` for the algorithm, the privacy proof, the floating-point terms and the
@@ -298,22 +299,11 @@ class PrivateFTRL:
         self.random_state = random_state
         self.accountant = accountant
 
-    # -- scikit-learn parameter protocol ---------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters (scikit-learn protocol; works with ``sklearn.clone``)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
     def set_params(self, **params):
         """Set parameters; refused once the learner has started (the guarantee is fixed then)."""
         if getattr(self, "_started", False):
             raise ValueError("parameters of a started PrivateFTRL cannot change (the guarantee is fixed); clone it")
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for {type(self).__name__}; valid parameters are {list(self._PARAMS)}"
-                )
-            setattr(self, key, value)
-        return self
+        return super().set_params(**params)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("horizon", "epsilon", "delta", "data_bound", "lam"))

@@ -126,6 +126,7 @@ from ._glm_losses import FP_ASSUMPTION, LOSSES, UNIT_ROUNDOFF, gamma_k, make_los
 from ._glm_solver import (
     ConvergenceError, GLMObjective, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
+from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
 from .erm import NotFittedError
 from .noise import (
@@ -350,7 +351,7 @@ class _Prepared:
         self.__dict__.update(kw)
 
 
-class _GLMPerturbation:
+class _GLMPerturbation(ParamsMixin):
     """Shared implementation of :class:`OutputPerturbation` and :class:`ObjectivePerturbation`."""
 
     _mechanism = ""
@@ -395,27 +396,6 @@ class _GLMPerturbation:
         self.residual_share = residual_share
         self.random_state = random_state
         self.accountant = accountant
-
-    # -- scikit-learn parameter protocol ------------------------------------------------------
-    @classmethod
-    def _get_param_names(cls):
-        sig = inspect.signature(_GLMPerturbation.__init__)
-        return sorted(p for p in sig.parameters if p != "self")
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters of the estimator (scikit-learn protocol; works with ``sklearn.clone``)."""
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        valid = set(self._get_param_names())
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for estimator {type(self).__name__}; valid parameters are {sorted(valid)}"
-                )
-            setattr(self, key, value)
-        return self
 
     def __repr__(self) -> str:
         defaults = inspect.signature(_GLMPerturbation.__init__).parameters

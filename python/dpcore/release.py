@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from ._params import ParamsMixin
+
 from . import __version__ as _version
 from . import _core
 from ._kernel_model import _atomic_write, _b64, _checksum, _unb64
@@ -156,27 +158,12 @@ class KernelRelease:
                 f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
 
 
-class ReleasingEstimator:
+class ReleasingEstimator(ParamsMixin):
     """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
 
     Subclasses set ``_PARAMS`` (constructor parameter names) and, in ``fit``, ``release_``.
     """
 
-    _PARAMS: tuple = ()
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for {type(self).__name__}; valid parameters are {list(self._PARAMS)}"
-                )
-            setattr(self, key, value)
-        return self
 
     def _check_fitted(self):
         if not hasattr(self, "release_"):

@@ -143,6 +143,7 @@ from scipy import sparse
 from scipy.special import expit, logsumexp
 
 from ._exact import float_up
+from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
 from .calibrate import compose_advanced
 
@@ -770,7 +771,7 @@ class EntropicSimplexProblem:
 # ------------------------------------------------------------------------------------------------
 # the estimator
 # ------------------------------------------------------------------------------------------------
-class SimplexERM:
+class SimplexERM(ParamsMixin):
     r"""Private ERM over the (scaled) simplex by sampling from the entropy-regularised optimum.
 
     Jain & Thakurta (2014) §5.1. ``fit`` computes the certified minimiser ``θ̂`` of
@@ -888,21 +889,6 @@ class SimplexERM:
         self.progress = progress
         self.random_state = random_state
         self.accountant = accountant
-
-    # -- scikit-learn parameter protocol ---------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        """Parameters (scikit-learn protocol; works with ``sklearn.clone``)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params):
-        """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
-        for key, value in params.items():
-            if key not in self._PARAMS:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for {type(self).__name__}; valid parameters are {list(self._PARAMS)}"
-                )
-            setattr(self, key, value)
-        return self
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("epsilon", "delta", "lam", "data_bound", "loss"))
