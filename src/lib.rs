@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod multinomial;
 pub mod noise;
 pub mod pinp;
+pub mod rff;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -21,6 +21,11 @@ Dimension-independent private GLMs (Jain & Thakurta 2014): :class:`OutputPerturb
 :class:`SimplexERM` (entropy-regularised ERM over the simplex released by sampling, with the exact
 Rust multinomial sampler of :mod:`dpcore.multinomial`) and :class:`PrivateFTRL` (online learning
 with linear costs over the simplex).
+
+PrivateSVM (Rubinstein et al. 2009): :class:`RandomFourierFeatures` (Rust transformer) and
+:class:`PrivateSVM` (linear feature map or random Fourier features, exact Laplace output noise).
+Local DP, non-interactive (Zheng, Mou & Wang 2017): :mod:`dpcore.ldp` (client functions that
+privatise one user's record, server estimators that see only reports).
 """
 
 from ._core import __version__
@@ -35,7 +40,9 @@ from .tdil import TDIL
 from .glm import ConvergenceError, ObjectivePerturbation, OutputPerturbation
 from .simplex import SimplexCertificationError, SimplexERM
 from .ftrl import FTRLHorizonExceeded, PrivateFTRL
-from . import audit, calibrate, datasets, ftrl, glm, multinomial, noise, simplex
+from .rff import RandomFourierFeatures
+from .private_svm import PrivateSVM
+from . import audit, calibrate, datasets, ftrl, glm, ldp, multinomial, noise, private_svm, rff, simplex
 
 __all__ = [
     "__version__",
@@ -61,12 +68,17 @@ __all__ = [
     "SimplexCertificationError",
     "PrivateFTRL",
     "FTRLHorizonExceeded",
+    "RandomFourierFeatures",
+    "PrivateSVM",
     "audit",
     "calibrate",
     "datasets",
     "ftrl",
     "glm",
+    "ldp",
     "multinomial",
     "noise",
+    "private_svm",
+    "rff",
     "simplex",
 ]

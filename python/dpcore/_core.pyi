@@ -303,3 +303,32 @@ def multinomial_quantized(p: npt.NDArray[np.float64], sum_tol: float = 1e-9) -> 
     """The exact weights ``(q, T)`` as Python ints, after the samplers' validation (small p)."""
 
 # ---- end multinomial ----
+
+# ---- rff ----
+# Random Fourier features (src/rff.rs). Weights: n_features x n_components, columns i.i.d. from the
+# kernel's Fourier measure (rbf: N(0, 2 gamma I); laplacian: Cauchy(0, gamma) coordinates), drawn from a
+# child ChaCha stream of `rng`. Transform: (n, 2 n_components) = n_components^{-1/2} [cos XW, sin XW],
+# rayon over fixed 128-row tiles (bit-identical for any thread count; rows independent). ValueError
+# messages start with the argument's name.
+
+def rff_sample_weights(
+    n_features: int, n_components: int, kernel: str, gamma: float, rng: ChaChaRng
+) -> npt.NDArray[np.float64]:
+    """The public random frequencies ``W`` (``n_features × n_components``)."""
+
+def rff_transform(x: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``φ̂(X)`` of shape ``(n, 2·n_components)``; zero-copy on float64 input of any layout."""
+
+def rff_linear_svm_dcd(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    upper: float,
+    beta0: npt.NDArray[np.float64],
+    eps: float,
+    max_epochs: int,
+    seed: int,
+) -> tuple[npt.NDArray[np.float64], int]:
+    """Dual coordinate descent (LIBLINEAR L1-loss SVM, no bias) for ``½||w||² + upper·Σ hinge``:
+    ``(beta in [0, upper]^n, epochs)``; ``w = Σ beta_i y_i x_i``. Not certified (callers certify)."""
+
+# ---- end rff ----

@@ -13,6 +13,7 @@ mod kernels;
 mod multinomial;
 mod noise;
 mod pinp;
+mod rff;
 
 impl From<DpError> for PyErr {
     fn from(e: DpError) -> PyErr {
@@ -31,5 +32,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     multinomial::register(m)?;
     noise::register(m)?;
     pinp::register(m)?;
+    rff::register(m)?;
     Ok(())
 }

@@ -1,0 +1,37 @@
+"""Non-interactive local differential privacy (Zheng, Mou & Wang 2017, ICML).
+
+Client/server shape: a *client* function privatises ONE user's record and returns exactly what that
+user sends (numpy arrays; usable on its own on a device); a *server* estimator (sklearn-style) fits
+from the reports only. The public parameters shared by both sides (σ, budget split, projection seed,
+groups, τ, Chebyshev coefficients, number of copies) live in a frozen protocol dataclass whose
+``budget()`` composes exactly what one user sends and whose construction raises if that exceeds the
+declared (ε, δ).
+
+=====================  ============================  ===========================  ========================
+Algorithm              protocol                      client                       server
+=====================  ============================  ===========================  ========================
+1 Basic private vector :func:`gaussian_channel`      :func:`privatize_vector`     (averaging)
+2 ℓ1 mean estimation   :class:`MeanEstimationProtocol` :func:`mean_report`        :class:`LDPMeanEstimator`
+3 sparse regression    :class:`SparseRegressionProtocol` :func:`regression_report` :class:`LDPSparseRegression`
+4 kernel ridge (RFF)   :class:`KernelRidgeProtocol`  :func:`kernel_report`        :class:`LDPKernelRidge`
+5–6 logistic (Cheb.)   :class:`LogisticProtocol`     :func:`logistic_report`      :class:`LDPLogisticRegression`
+=====================  ============================  ===========================  ========================
+
+:func:`simulate` runs all clients of a protocol on a dataset (experiments/tests only).
+"""
+
+from ._protocol import BudgetError, LDPBudget, ReleaseSpec
+from .kernel import KernelRidgeProtocol, LDPKernelRidge, kernel_report
+from .logistic import LDPLogisticRegression, LogisticProtocol, LogisticReports, chebyshev_coefficients, logistic_report
+from .mean import LDPMeanEstimator, MeanEstimationProtocol, l1_recovery, mean_report
+from .regression import LDPSparseRegression, SparseRegressionProtocol, regression_report
+from .simulation import simulate
+from .vectors import GaussianChannel, gaussian_channel, privatize_vector, sample_privatize_vector
+
+__all__ = [
+    "BudgetError", "LDPBudget", "ReleaseSpec", "GaussianChannel", "gaussian_channel", "privatize_vector",
+    "sample_privatize_vector", "MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery",
+    "SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "KernelRidgeProtocol",
+    "kernel_report", "LDPKernelRidge", "LogisticProtocol", "LogisticReports", "logistic_report",
+    "LDPLogisticRegression", "chebyshev_coefficients", "simulate",
+]

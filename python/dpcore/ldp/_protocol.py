@@ -1,0 +1,99 @@
+"""Shared machinery of the LDP protocols: what one user sends, and its composed budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Tuple
+
+import numpy as np
+
+from ..calibrate import compose_basic
+from .vectors import GaussianChannel
+
+__all__ = ["ReleaseSpec", "LDPBudget", "BudgetError"]
+
+
+class BudgetError(ValueError):
+    """A protocol's user would send more than its declared (ε, δ) allows."""
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """One kind of private copy a user sends: ``copies`` independent releases through ``channel``."""
+
+    name: str
+    source: str
+    channel: GaussianChannel
+    copies: int = 1
+
+
+@dataclass(frozen=True)
+class LDPBudget:
+    """Composed per-user budget (basic composition, paper Lemma 2) of everything one user sends."""
+
+    epsilon: float
+    delta: float
+    composition: str
+    n_releases: int
+    items: Tuple[Tuple[str, int, float, float], ...]  # (name, copies, eps per copy, delta per copy)
+
+
+class ProtocolMixin:
+    """Adds :meth:`budget` / :meth:`check_budget` on top of a ``releases()`` method."""
+
+    def releases(self) -> Tuple[ReleaseSpec, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def budget(self) -> LDPBudget:
+        """Compose, by basic composition, every private copy one user sends (exactly the client's report)."""
+        eps, dels, items = [], [], []
+        for r in self.releases():
+            eps += [r.channel.epsilon] * r.copies
+            dels += [r.channel.delta] * r.copies
+            items.append((r.name, r.copies, r.channel.epsilon, r.channel.delta))
+        e, d = compose_basic(eps, dels)
+        return LDPBudget(epsilon=e, delta=d, composition="basic", n_releases=len(eps), items=tuple(items))
+
+    def check_budget(self) -> LDPBudget:
+        """Raise :class:`BudgetError` if what one user sends exceeds the declared (epsilon, delta)."""
+        eps_exact = sum((Fraction(r.channel.epsilon) * r.copies for r in self.releases()), Fraction(0))
+        del_exact = sum((Fraction(r.channel.delta) * r.copies for r in self.releases()), Fraction(0))
+        if eps_exact > Fraction(self.epsilon) or del_exact > Fraction(self.delta):
+            raise BudgetError(
+                f"{type(self).__name__}: one user sends {sum(r.copies for r in self.releases())} private copies "
+                f"composing to (epsilon={float(eps_exact):.6g}, delta={float(del_exact):.3g}), exceeding the declared "
+                f"(epsilon={self.epsilon:g}, delta={self.delta:g})"
+            )
+        return self.budget()
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_reports(reports, name: str, n_rows, n_cols: int) -> np.ndarray:
+    """Validate a server-side report matrix of shape (n_rows, n_cols) (n_rows None: any)."""
+    arr = np.asarray(reports)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 2 or arr.shape[1] != n_cols:
+        raise ValueError(f"{name} must have shape (n_users, {n_cols}) for this protocol, got {arr.shape}")
+    if n_rows is not None and arr.shape[0] != n_rows:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but the protocol declares n_users={n_rows}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def projection_matrix(seed: int, rows: int, cols: int) -> np.ndarray:
+    """Public Gaussian projection ``N(0, 1/rows)^{rows×cols}`` from a public seed (shared by all parties).
+
+    numpy's generator is fine here: the matrix is public and carries no privacy (only released noise
+    must come from dpcore's exact samplers)."""
+    return np.random.default_rng([0x1D9, int(seed)]).standard_normal((rows, cols)) / np.sqrt(rows)

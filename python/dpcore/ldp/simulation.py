@@ -1,0 +1,84 @@
+"""Experiment helper: run every client of a protocol on a dataset and return the reports.
+
+This is NOT part of the server: it touches raw data, exactly as the users' devices would, and only
+exists so experiments and tests can produce reports in bulk. Each row has exactly the law of the
+corresponding client function (:func:`mean_report`, :func:`regression_report`, :func:`kernel_report`,
+:func:`logistic_report`); the releases are batched, which is legitimate because the exact analytic
+Gaussian release is coordinate-wise independent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import noise
+from .._validation import check_array
+from .vectors import _clip_rows, _release_rows
+
+__all__ = ["simulate"]
+
+
+def _check_X(X, dim, clip, radius=1.0):
+    X = np.array(check_array(X, "X", n_features=dim), dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1)
+    if (norms > radius).any():
+        if not clip:
+            i = int(np.argmax(norms))
+            raise ValueError(f"X row {i} has L2 norm {norms[i]:.6g} > {radius:g}; pass clip=True to clip it")
+        X = _clip_rows(X, radius)
+    return X
+
+
+def _check_y(y, n, bound, clip):
+    y = np.asarray(y, dtype=np.float64).reshape(-1) if np.asarray(y).dtype.kind in "biuf" else None
+    if y is None:
+        raise TypeError("y must be numeric")
+    if y.shape[0] != n:
+        raise ValueError(f"y must have length {n} (one response per row of X), got {y.shape[0]}")
+    if not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinite values")
+    if (np.abs(y) > bound).any():
+        if not clip:
+            raise ValueError(f"y has entries outside [-{bound:g}, {bound:g}]; pass clip=True to clip them")
+        y = np.clip(y, -bound, bound)
+    return y
+
+
+def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
+    """Run all ``n`` clients of ``protocol`` on ``X`` (and ``y``) and return their reports.
+
+    Returns
+    -------
+    MeanEstimationProtocol: ``Y`` (n, p) — pass ``y=None``.
+    SparseRegressionProtocol / KernelRidgeProtocol: ``(Z, v)``.
+    LogisticProtocol: a :class:`LogisticReports` bundle.
+    """
+    from .kernel import KernelRidgeProtocol
+    from .logistic import LogisticProtocol, _simulate_logistic
+    from .mean import MeanEstimationProtocol
+    from .regression import SparseRegressionProtocol
+
+    rng = noise.check_random_state(random_state)
+    if isinstance(protocol, MeanEstimationProtocol):
+        X = _check_X(X, protocol.dim, clip)
+        if X.shape[0] != protocol.n_users:
+            raise ValueError(f"X has {X.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
+        V = _clip_rows(X @ protocol._G.T, protocol.projection_radius)
+        return _release_rows(V, protocol.channel, rng)
+    if isinstance(protocol, (SparseRegressionProtocol, KernelRidgeProtocol)):
+        if isinstance(protocol, SparseRegressionProtocol):
+            X = _check_X(X, protocol.dim, clip)
+            V = _clip_rows(X @ protocol._A.T, protocol.projection_radius)
+        else:
+            V = protocol.features(X)
+        if V.shape[0] != protocol.n_users:
+            raise ValueError(f"X has {V.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
+        yv = _check_y(y, V.shape[0], protocol.y_bound, clip)
+        Z = _release_rows(V, protocol.x_channel, rng)
+        v = _release_rows(yv[:, None], protocol.y_channel, rng)[:, 0]
+        return Z, v
+    if isinstance(protocol, LogisticProtocol):
+        X = _check_X(X, protocol.dim, clip)
+        yv = _check_y(y, X.shape[0], 1.0, clip)
+        return _simulate_logistic(X, yv, protocol, rng)
+    raise TypeError(f"protocol must be one of the dpcore.ldp protocols, got {type(protocol).__name__}")

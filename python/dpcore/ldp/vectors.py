@@ -1,0 +1,220 @@
+"""Basic Private Vector mechanism (Zheng, Mou & Wang 2017, Algorithm 1) — the client-side channel.
+
+One user holds a vector ``x`` with ``||x||_2 ≤ radius`` (default the unit ball) and sends
+
+    z = x + e,   e ~ N(0, σ² I_dim),
+
+released with dpcore's exact Gaussian sampler (``noise._grid_release`` with a ``gaussian_plan``:
+``round_g(x + σZ)`` on a power-of-two grid ``σ·2**-40`` fine, ``Z`` sampled exactly) — never with
+numpy's floating-point normal.
+
+Privacy [(ε, δ)-LDP, proof sketch]. Local DP compares the outputs on *any* two values ``x, x'`` of
+the one user (there is no "rest of the dataset"). Both lie in the ball of radius ``R``, so
+``||x − x'||_2 ≤ 2R``: the L2 sensitivity of the identity query is ``Δ = 2R`` (the paper's "2" for
+``R = 1``). The Gaussian mechanism with ``Δ = 2R`` is (ε, δ)-DP for one input, which is exactly
+(ε, δ)-LDP. Two calibrations are offered and recorded on the :class:`GaussianChannel`:
+
+* ``"analytic"`` (default, all ε): the Balle–Wang analytic σ (smallest valid σ),
+  ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ``.
+* ``"classic"`` (paper's Lemma 1, only ε < 1): ``σ = Δ sqrt(2 ln(1.25/δ))/ε``. For ε < 1 it is
+  ≥ the analytic σ, so the exact analytic release with this larger σ is also (ε, δ)-DP.
+
+Rounding to the grid is post-processing; the plan's ``delta_used ≤ δ`` is checked at construction.
+Clipping ``x ← x·R/||x||`` (paper line 2–4) is only done when the caller asks (``clip=True``); by
+default a vector outside the ball is rejected, because silently clipping user data hides bugs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Optional
+
+import numpy as np
+
+from .. import noise
+from ..calibrate import gaussian_delta, gaussian_sigma_classic
+from .._validation import check_delta, check_epsilon, check_positive
+
+__all__ = ["GaussianChannel", "gaussian_channel", "privatize_vector", "sample_privatize_vector"]
+
+CALIBRATIONS = ("analytic", "classic")
+_SHRINK = 1.0 - 2.0**-40  # clipped vectors land this far inside the ball (norm rounding safety)
+
+
+@dataclass(frozen=True)
+class GaussianChannel:
+    """Public calibration of one Basic-Private-Vector release.
+
+    Attributes
+    ----------
+    dim : length of the released vector.
+    epsilon, delta : the (ε, δ)-LDP guarantee of one release.
+    radius : declared bound ``R`` on ``||x||_2`` (the user's value is rejected or clipped to it).
+    sensitivity : ``2R`` (replacement of the user's value inside the ball).
+    calibration : ``"analytic"`` or ``"classic"`` — which σ formula was used.
+    sigma : the released noise standard deviation per coordinate.
+    delta_used : δ actually guaranteed at ``epsilon`` by ``sigma`` (analytic criterion, ``≤ delta``).
+    plan : the :class:`dpcore.noise.GaussianPlan` driving the exact sampler.
+    """
+
+    dim: int
+    epsilon: float
+    delta: float
+    radius: float
+    sensitivity: float
+    calibration: str
+    sigma: float
+    delta_used: float
+    plan: noise.GaussianPlan = dataclasses.field(repr=False, compare=False)
+
+
+def _check_dim(dim, name: str = "dim") -> int:
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or int(dim) < 1:
+        raise ValueError(f"{name} must be a positive integer, got {dim!r}")
+    return int(dim)
+
+
+def _make_channel(dim: int, epsilon: float, delta: float, radius: float, sensitivity: float,
+                  calibration: str) -> GaussianChannel:
+    plan = noise.gaussian_plan(sensitivity, epsilon, delta, dim, method="analytic")
+    if calibration == "classic":
+        sigma = gaussian_sigma_classic(sensitivity, epsilon, delta)  # refuses epsilon >= 1
+        if sigma < plan.sigma:  # cannot happen for epsilon < 1; never release with less than analytic
+            sigma = plan.sigma
+        k = noise._floor_log2(sigma) - noise.ANALYTIC_GRID_BITS
+        plan = dataclasses.replace(plan, sigma=sigma, grid_exponent=k, granularity=float(Fraction(2) ** k),
+                                   delta_used=gaussian_delta(sigma, sensitivity, epsilon))
+    if not plan.delta_used <= delta:
+        raise AssertionError(f"channel calibration failed: delta_used={plan.delta_used} > delta={delta}")
+    return GaussianChannel(dim=dim, epsilon=epsilon, delta=delta, radius=radius, sensitivity=sensitivity,
+                           calibration=calibration, sigma=plan.sigma, delta_used=plan.delta_used, plan=plan)
+
+
+def gaussian_channel(dim, epsilon, delta, *, radius=1.0, calibration: str = "analytic") -> GaussianChannel:
+    """Calibrate the Basic Private Vector mechanism for vectors of length ``dim`` in the ball of
+    radius ``radius`` (L2 sensitivity ``2·radius``) at (ε, δ)-LDP. See the module docstring."""
+    dim = _check_dim(dim)
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    radius = check_positive(radius, "radius")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    if calibration == "classic" and not epsilon < 1.0:
+        raise ValueError(f"calibration='classic' needs epsilon < 1 (got epsilon={epsilon}); use 'analytic'")
+    return _make_channel(dim, epsilon, delta, radius, 2.0 * radius, calibration)
+
+
+def _check_record(x, name: str, dim: Optional[int], radius: float, clip: bool) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = np.array(arr, dtype=np.float64, copy=True).reshape(arr.shape)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector (one user's record), got shape {arr.shape}")
+    if dim is not None and arr.size != dim:
+        raise ValueError(f"{name} must have length {dim} (the protocol's dimension), got {arr.size}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    norm = float(np.linalg.norm(arr))
+    if norm > radius:
+        if not clip:
+            raise ValueError(f"{name} has L2 norm {norm:.6g} > radius {radius:g}; pass clip=True to clip it")
+        arr *= radius * _SHRINK / norm
+    return arr
+
+
+def _clip_to(v: np.ndarray, radius: float) -> np.ndarray:
+    """Clip ``v`` to the L2 ball of ``radius`` (part of the mechanism: Algorithm 1, lines 2–4)."""
+    norm = float(np.linalg.norm(v))
+    if norm > radius:
+        v = v * (radius * _SHRINK / norm)  # a few ulps inside, robust to how the norm is summed
+    return v
+
+
+def _release(v: np.ndarray, channel: GaussianChannel, rng, n_samples: Optional[int] = None) -> np.ndarray:
+    """Exact Gaussian release of ``v`` (already inside the channel's ball) through ``channel``."""
+    flat = np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
+    if flat.size != channel.dim:
+        raise ValueError(f"internal: value of length {flat.size} for a channel of dim {channel.dim}")
+    if float(np.linalg.norm(flat)) > channel.radius:
+        raise AssertionError("internal: released value outside the channel's ball")
+    return noise._grid_release(flat, channel.plan, rng, n_samples)
+
+
+def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calibration: str = "analytic",
+                     random_state=None) -> np.ndarray:
+    """Client side: privatise ONE user's vector (Basic Private Vector mechanism, Algorithm 1).
+
+    What leaves the device: the returned array ``z = x + N(0, σ² I)`` (exact grid release), nothing else.
+
+    Parameters
+    ----------
+    x : array_like, shape (d,)
+        The user's vector; ``||x||_2 ≤ radius`` required (``ValueError`` otherwise unless ``clip=True``).
+    epsilon : float
+        ε > 0.
+    delta : float
+        δ in (0, 1).
+    clip : bool, default False
+        Clip ``x`` to the ball instead of rejecting it.
+    radius : float, default 1.0
+        Declared bound on ``||x||_2``; the sensitivity is ``2·radius``.
+    calibration : {"analytic", "classic"}
+        σ formula (see module docstring); "classic" only for ε < 1.
+    random_state : None, int or ChaChaRng
+        ``None`` (secure OS seeding) in production; ints for tests.
+
+    Returns
+    -------
+    numpy.ndarray, shape (d,)
+
+    Guarantee: (ε, δ)-LDP — any two values of the user differ by at most ``2·radius`` in L2, and the
+    Gaussian mechanism is calibrated for that sensitivity (proof sketch in the module docstring).
+    """
+    radius = check_positive(radius, "radius")
+    xv = _check_record(x, "x", None, radius, clip)
+    channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
+    return _release(xv, channel, noise.check_random_state(random_state))
+
+
+def sample_privatize_vector(x, epsilon, delta, n_samples: int, *, radius=1.0, calibration: str = "analytic",
+                            random_state=None) -> np.ndarray:
+    """``n_samples`` independent outputs of :func:`privatize_vector` on the same ``x`` (for audits only)."""
+    radius = check_positive(radius, "radius")
+    xv = _check_record(x, "x", None, radius, False)
+    channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
+    return _release(xv, channel, noise.check_random_state(random_state), int(n_samples))
+
+
+def split_budget(total: float, share: Fraction, copies: int) -> float:
+    """Largest float ``e`` with ``copies·e ≤ share·total`` exactly (per-copy budget of a split)."""
+    target = Fraction(total) * share
+    e = float(target / copies)
+    while Fraction(e) * copies > target:
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def _release_rows(V: np.ndarray, channel: GaussianChannel, rng) -> np.ndarray:
+    """Release every row of ``V`` (n × dim) through ``channel`` — for simulations only.
+
+    The analytic grid release is coordinate-wise independent (``round_g(v_j + σ Z_j)``, i.i.d. ``Z_j``),
+    so releasing the concatenated rows has exactly the joint law of ``n`` separate client calls."""
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    if V.ndim != 2 or V.shape[1] != channel.dim:
+        raise ValueError(f"internal: rows of shape {V.shape} for a channel of dim {channel.dim}")
+    if (np.linalg.norm(V, axis=1) > channel.radius).any():
+        raise AssertionError("internal: a released row lies outside the channel's ball")
+    return noise._grid_release(V.reshape(-1), channel.plan, rng).reshape(V.shape)
+
+
+def _clip_rows(V: np.ndarray, radius: float) -> np.ndarray:
+    """Row-wise :func:`_clip_to` (the same arithmetic, vectorised)."""
+    V = np.array(V, dtype=np.float64, copy=True)
+    norms = np.linalg.norm(V, axis=1)
+    over = norms > radius
+    V[over] *= (radius * _SHRINK / norms[over])[:, None]
+    return V

@@ -1,0 +1,315 @@
+"""Tests of dpcore.PrivateSVM (Rubinstein et al. 2009): calibration per the SPEC, the tight
+sensitivity 2LCκ/n (hypothesis fuzzing with the real certified solver, linear and RFF, and a pair
+attaining it), privacy audits with deliberately broken copies, validation, agreement with the
+non-private SVM at huge ε, and the scikit-learn protocol.
+
+Fixed seeds; audits at alpha = 1e-6 with thresholds fixed before sampling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from dpcore import BudgetAccountant, BudgetExceededError
+from dpcore.audit import audit
+from dpcore.erm import NotFittedError
+from dpcore.glm import ConvergenceError
+from dpcore.private_svm import PrivateSVM
+from dpcore.rff import RandomFourierFeatures
+from dpcore._glm_solver import solve_hinge
+
+
+def _data(n=200, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+    return X, y
+
+
+# ------------------------------------------------------------------------------ calibration
+def test_calibration_matches_the_spec():
+    X, y = _data(300, 4)
+    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=25, random_state=0).fit(X, y)
+    cal = rff.privacy_
+    assert cal.n_features_out == 50 and cal.kappa == pytest.approx(1.0, abs=1e-11)
+    assert cal.noise_scale_spec == pytest.approx(2**2.5 * 7.0 * math.sqrt(25) / (0.5 * 300), rel=3e-9)
+    assert cal.sensitivity_l2 == pytest.approx(2 * 7.0 / 300, rel=3e-9)
+    assert cal.sensitivity_l1 == pytest.approx(cal.sensitivity_l1_spec + 2 * cal.residual_bound * math.sqrt(50), rel=1e-8)
+    assert cal.residual_bound == pytest.approx(math.sqrt(2 * 1e-10 * 7.0), rel=1e-8)
+    assert cal.release_scale >= cal.sensitivity_l1 / 0.5 and cal.release_scale == pytest.approx(cal.sensitivity_l1 / 0.5, rel=3e-9)
+    assert rff.certificate_.residual <= cal.residual_bound
+    lin = PrivateSVM(C=3.0, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True,
+                     intercept_scaling=1.5, random_state=0).fit(X, y)
+    cal = lin.privacy_
+    kappa = math.sqrt(2.0**2 + 1.5**2)
+    assert cal.n_features_out == 5 and cal.kappa == pytest.approx(kappa, rel=1e-11)
+    assert cal.noise_scale_spec == pytest.approx(4 * 3.0 * kappa * math.sqrt(5) / (2.0 * 300), rel=3e-9)
+    assert lin.coef_.shape == (4,) and lin.random_features_ is None
+    # released values are exact grid points
+    g = cal.release_granularity
+    assert np.all(np.mod(lin.coef_ / g, 1.0) == 0.0)
+
+
+# ------------------------------------------------------------------------------ sensitivity
+def test_tight_sensitivity_is_attained_and_spec_is_twice_it():
+    """All hinges active (C κ² < 1): w* = (C/n) Σ y_i φ(x_i) exactly, so flipping the label of a
+    max-norm point moves w* by exactly 2Cκ/n — the tight bound; the SPEC's L1 constant 4Cκ√F/n is
+    twice √F times it."""
+    rng = np.random.default_rng(1)
+    n, d = 6, 3
+    X = rng.normal(size=(n, d))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    X[0] = np.ones(d) / math.sqrt(d)
+    yA = np.array([1, -1, 1, -1, 1, -1])
+    yB = yA.copy()
+    yB[0] = -1
+    est = PrivateSVM(C=0.5, kernel="linear", data_norm=1.0)
+    pa, pb = est._prepare(X, yA), est._prepare(X, yB)
+    diff = est._solve(pa)[0] - est._solve(pb)[0]
+    assert np.linalg.norm(diff) == pytest.approx(pa.cal.sensitivity_l2, rel=1e-8)
+    assert pa.cal.sensitivity_l1_spec == pytest.approx(2 * math.sqrt(d) * pa.cal.sensitivity_l2, rel=1e-8)
+
+
+def _neighbours(draw, kernel):
+    n = draw(st.integers(3, 12))
+    d = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**32 - 1))
+    C = draw(st.sampled_from([0.3, 1.0, 5.0, 40.0]))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (2.0 if kernel != "linear" else 1.0)
+    if kernel == "linear":
+        X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = np.where(rng.random(n) < 0.5, -1, 1)
+    y[:2] = [-1, 1]
+    X2, y2 = X.copy(), y.copy()
+    i = draw(st.integers(0, n - 1))
+    X2[i] = rng.normal(size=d)
+    if kernel == "linear":
+        X2[i] /= max(1.0, np.linalg.norm(X2[i]))
+    y2[i] = draw(st.sampled_from([-1, 1]))
+    if np.unique(y2).size < 2:  # keep two classes: flip the changed label (still one record changed)
+        y2[i] = -y2[i]
+    return X, y, X2, y2, C
+
+
+@st.composite
+def _pair_linear(draw):
+    return _neighbours(draw, "linear")
+
+
+@st.composite
+def _pair_rff(draw):
+    return _neighbours(draw, "rbf")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_pair_linear(), st.booleans())
+def test_sensitivity_fuzz_linear(pair, intercept):
+    X, y, X2, y2, C = pair
+    est = PrivateSVM(C=C, kernel="linear", data_norm=1.0, fit_intercept=intercept)
+    pa, pb = est._prepare(X, y), est._prepare(X2, y2)
+    diff = est._solve(pa)[0] - est._solve(pb)[0]
+    bound = pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
+    assert np.linalg.norm(diff) <= bound
+    assert np.abs(diff).sum() <= pa.cal.sensitivity_l1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_pair_rff(), st.sampled_from(["rbf", "laplacian"]))
+def test_sensitivity_fuzz_rff(pair, kernel):
+    X, y, X2, y2, C = pair
+    rff = RandomFourierFeatures(6, kernel=kernel, gamma=0.7, random_state=0).fit(X)
+    est = PrivateSVM(C=C, kernel=kernel, n_components=6, gamma=0.7)
+    pa, pb = est._prepare(X, y, random_features=rff), est._prepare(X2, y2, random_features=rff)
+    diff = est._solve(pa)[0] - est._solve(pb)[0]
+    assert np.linalg.norm(diff) <= pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
+    assert np.abs(diff).sum() <= pa.cal.sensitivity_l1
+
+
+# ------------------------------------------------------------------------------ audits
+class _QuarterNoise(PrivateSVM):
+    """Deliberately broken copy: a quarter of the noise (half the tight requirement)."""
+
+    _noise_factor = 0.25
+
+
+class _HalfNoise(PrivateSVM):
+    """Half the SPEC noise: still ε-DP, because the SPEC constant is twice the tight one."""
+
+    _noise_factor = 0.5
+
+
+class _NoSqrtF(PrivateSVM):
+    """Deliberately broken copy: noise calibrated to the L2 sensitivity (no √F factor)."""
+
+    @staticmethod
+    def _l1_from_l2_factor(F):
+        return 1.0
+
+
+def _worst_pair(d, seed):
+    """n = 4, C = 1/2, ||x|| ≤ 1: every hinge is active (margins ≤ Cκ² < 1), so flipping the label
+    of x₀ = (1, …, 1)/√d moves w* by exactly 2Cκ/n, spread evenly over the d coordinates."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(4, d))
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    X[0] = np.ones(d) / math.sqrt(d)
+    yA = np.array([1, -1, 1, -1])
+    yB = yA.copy()
+    yB[0] = -1
+    return X, yA, yB
+
+
+def _audit(cls, eps, d, n_samples, seed):
+    X, yA, yB = _worst_pair(d, 0)
+    kw = dict(C=0.5, epsilon=eps, kernel="linear", data_norm=1.0)
+    est = cls(**kw)
+    ta, tb = est._solve(est._prepare(X, yA))[0], est._solve(est._prepare(X, yB))[0]
+    l1 = float(np.abs(ta - tb).sum())
+
+    def stat(out):  # the Laplace log-likelihood ratio (times the scale): optimal events
+        return (np.abs(out - tb) - np.abs(out - ta)).sum(axis=1)
+
+    def sampler(y, k, s):
+        return cls(**kw)._release_samples(X, y, k, random_state=s)
+
+    thresholds = l1 * np.linspace(0.0, 1.0, 21)[:-1]  # fixed before sampling
+    return audit(sampler, yA, yB, n_samples=n_samples, thresholds=thresholds, statistic=stat, random_state=seed)
+
+
+def test_audit_one_dimensional_honest_half_and_quarter_noise():
+    honest = _audit(PrivateSVM, 1.0, 1, 400_000, 11)
+    honest.assert_private(1.0)
+    half = _audit(_HalfNoise, 1.0, 1, 400_000, 12)
+    half.assert_private(1.0)  # true ε of the half-noise copy is ε·(2/(2 + tiny)) ≤ ε: not a bug
+    quarter = _audit(_QuarterNoise, 1.0, 1, 400_000, 13)
+    assert quarter.epsilon_lower_bound > 1.5, str(quarter)
+    print(f"\nPrivateSVM d=1: honest eps >= {honest.epsilon_lower_bound:.3f}, half noise "
+          f"{half.epsilon_lower_bound:.3f}, quarter noise {quarter.epsilon_lower_bound:.3f}")
+
+
+def test_audit_catches_missing_sqrt_f():
+    honest = _audit(PrivateSVM, 4.0, 16, 400_000, 21)
+    honest.assert_private(4.0)
+    broken = _audit(_NoSqrtF, 4.0, 16, 400_000, 22)
+    assert broken.epsilon_lower_bound > 4.0, str(broken)
+    print(f"\nPrivateSVM F=16, eps=4: honest eps >= {honest.epsilon_lower_bound:.3f}, "
+          f"no sqrt(F) {broken.epsilon_lower_bound:.3f}")
+
+
+# ------------------------------------------------------------------------------ behaviour
+def test_huge_epsilon_reproduces_the_non_private_svm():
+    svm = pytest.importorskip("sklearn.svm")
+    X, y = _data(150, 3, seed=4)
+    C, n = 20.0, 150
+    clf = PrivateSVM(C=C, epsilon=1e9, kernel="linear", data_norm=1.0, fit_intercept=True, random_state=0).fit(X, y)
+    Xa = np.hstack([X, np.ones((n, 1))])
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    theta, _ = solve_hinge(Xa, y_pm, lam=1.0 / C, tol=1e-13, max_iter=1000, radius=2.0)
+    w = np.append(clf.coef_, clf.intercept_)
+    np.testing.assert_allclose(w, theta, atol=1e-5)
+    ref = svm.LinearSVC(C=C / n, loss="hinge", fit_intercept=False, dual=True, tol=1e-10, max_iter=1_000_000).fit(Xa, y)
+    np.testing.assert_allclose(w, ref.coef_.ravel(), atol=1e-3)
+    # RFF: same map, same solution
+    rf = PrivateSVM(C=C, epsilon=1e9, n_components=30, gamma=2.0, random_state=5).fit(X, y)
+    F = rf.random_features_.transform(X)
+    theta, _ = solve_hinge(F, y_pm, lam=1.0 / C, tol=1e-13, max_iter=1000, radius=1.0 + 1e-9)
+    np.testing.assert_allclose(rf.coef_, theta, atol=1e-5)
+
+
+def test_rff_model_learns_a_nonlinear_concept():
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-1, 1, size=(2000, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
+    clf = PrivateSVM(C=500.0, epsilon=50.0, n_components=100, gamma=2.0, random_state=1).fit(X, y)
+    assert set(clf.classes_) == {"a", "b"}
+    assert clf.score(X, y) > 0.85
+    assert PrivateSVM(C=500.0, epsilon=50.0, kernel="linear", data_norm=math.sqrt(2), random_state=1).fit(X, y).score(X, y) < 0.7
+
+
+@pytest.mark.parametrize("loss", ["logistic", "huber_svm"])
+def test_smooth_losses(loss):
+    X, y = _data(300, 3, seed=7)
+    clf = PrivateSVM(C=30.0, epsilon=1e6, kernel="linear", data_norm=1.0, loss=loss, random_state=0).fit(X, y)
+    assert clf.certificate_.residual <= clf.privacy_.residual_bound
+    assert clf.privacy_.fp_bound > 0 and clf.score(X, y) > 0.85
+
+
+def test_reproducibility_clone_and_params():
+    base = pytest.importorskip("sklearn.base")
+    X, y = _data(100, 3, seed=8)
+    a = PrivateSVM(C=5.0, n_components=10, random_state=3).fit(X, y)
+    b = PrivateSVM(C=5.0, n_components=10, random_state=3).fit(X, y)
+    c = PrivateSVM(C=5.0, n_components=10, random_state=4).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.random_features_.random_weights_, b.random_features_.random_weights_)
+    assert not np.array_equal(a.coef_, c.coef_)
+    cl = base.clone(a)
+    assert cl.get_params() == a.get_params() and not hasattr(cl, "coef_")
+    assert "C=5.0" in repr(a)
+    np.testing.assert_array_equal(cl.fit(X, y).coef_, a.coef_)
+    assert a.decision_function(X).shape == (100,) and a.predict(X).shape == (100,)
+
+
+def test_accountant_is_charged_before_anything_is_released():
+    X, y = _data(50, 2)
+    acc = BudgetAccountant(epsilon=1.5)
+    PrivateSVM(epsilon=1.0, kernel="linear", data_norm=1.0, accountant=acc, random_state=0).fit(X, y)
+    clf = PrivateSVM(epsilon=1.0, kernel="linear", data_norm=1.0, accountant=acc, random_state=0)
+    with pytest.raises(BudgetExceededError):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+
+
+def test_convergence_error_when_tol_is_unreachable():
+    X, y = _data(80, 3)
+    with pytest.raises(ConvergenceError):
+        PrivateSVM(C=50.0, kernel="linear", data_norm=1.0, tol=1e-300, max_iter=3, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(C=0.0), "C"), (dict(C=-1.0), "C"), (dict(C=float("nan")), "C"),
+    (dict(epsilon=0.0), "epsilon"), (dict(epsilon=float("inf")), "epsilon"),
+    (dict(kernel="poly"), "kernel"), (dict(kernel="sigmoid"), "kernel"),
+    (dict(n_components=0), "n_components"), (dict(n_components=1.5), "n_components"),
+    (dict(gamma=0.0), "gamma"), (dict(gamma=-2.0), "gamma"),
+    (dict(kernel="linear"), "data_norm"), (dict(kernel="linear", data_norm=0.0), "data_norm"),
+    (dict(kernel="linear", data_norm=-1.0), "data_norm"),
+    (dict(loss="squared"), "loss"), (dict(fit_intercept="yes"), "fit_intercept"),
+    (dict(fit_intercept=True, intercept_scaling=0.0), "intercept_scaling"),
+    (dict(tol=0.0), "tol"), (dict(max_iter=0), "max_iter"), (dict(clip=1), "clip"),
+])
+def test_parameter_validation(kwargs, match):
+    X, y = _data(20, 2)
+    with pytest.raises(ValueError, match=match):
+        PrivateSVM(**kwargs).fit(X, y)
+
+
+def test_data_validation():
+    X, y = _data(20, 2)
+    with pytest.raises(NotFittedError):
+        PrivateSVM().predict(X)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X.*NaN"):
+        PrivateSVM(random_state=0).fit(Xn, y)
+    y3 = y.copy()
+    y3[:3] = [0, 5, 7]
+    with pytest.raises(ValueError, match="two classes"):
+        PrivateSVM(random_state=0).fit(X, y3)
+    with pytest.raises(ValueError, match="y must have length"):
+        PrivateSVM(random_state=0).fit(X, y[:-1])
+    big = X * 3.0
+    with pytest.raises(ValueError, match="data_norm"):
+        PrivateSVM(kernel="linear", data_norm=1.0, random_state=0).fit(big, y)
+    clipped = PrivateSVM(kernel="linear", data_norm=1.0, clip=True, epsilon=1e9, random_state=0).fit(big, y)
+    assert np.isfinite(clipped.coef_).all()
+    clf = PrivateSVM(n_components=5, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="features"):
+        PrivateSVM(kernel="linear", data_norm=1.0, random_state=0).fit(X, y).decision_function(np.ones((2, 3)))
