@@ -38,3 +38,21 @@ def shared_datasets_dir() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return SHARED_DATASETS
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's default SIGINT handler for the duration of a test.
+
+    A shell that starts a job in the background without job control (``cmd &`` in a script, as some CI
+    runners do) starts it with SIGINT *ignored*; Python then keeps ``SIG_IGN`` and
+    ``_thread.interrupt_main()`` is a no-op. Tests that simulate Ctrl-C install the default handler
+    (which raises ``KeyboardInterrupt``) so that their outcome does not depend on how pytest was launched.
+    """
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -397,7 +397,7 @@ def _long_problem():
     return X, y, est
 
 
-def test_ctrl_c_interrupts_fit_promptly_and_leaves_it_unfitted():
+def test_ctrl_c_interrupts_fit_promptly_and_leaves_it_unfitted(python_sigint):
     import _thread
     import threading
     import time

@@ -380,7 +380,7 @@ def test_progress_callback_and_its_exception():
         _core.em_sample_linear(2, 0.001, 1.0, np.array([1.0, 1.0]), 1.0, 2.0, _core.ChaChaRng(1), progress=stop)
 
 
-def test_ctrl_c_interrupts_a_long_scan():
+def test_ctrl_c_interrupts_a_long_scan(python_sigint):
     import _thread
     import threading
 
