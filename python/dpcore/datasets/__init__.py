@@ -41,6 +41,7 @@ import numpy as np
 
 from . import _adult_schema as _schema
 from ._common import Bunch, check_subset as _check_subset, encoded_bunch
+from ._letter import load_letter  # UCI Letter Recognition (Slate 1991, doi:10.24432/C5ZP40), CC BY 4.0
 from ._shuttle import (
     SHUTTLE_DESCRIPTION,
     SHUTTLE_FEATURES,
@@ -75,6 +76,7 @@ __all__ = [
     "SHUTTLE_SPLIT_SEED",
     "SHUTTLE_TEST_FRACTION",
     "SHUTTLE_DESCRIPTION",
+    "load_letter",
 ]
 
 ADULT_CATEGORIES: Dict[str, Tuple[str, ...]] = dict(_schema.CATEGORIES)
