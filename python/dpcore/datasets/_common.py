@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 SUBSETS = ("train", "test", "all")
 
 
@@ -22,6 +24,17 @@ class Bunch(dict):
 
     def __dir__(self):
         return list(self.keys())
+
+
+def split_rows(values, labels, subset: str, *, seed: int, test_fraction: float):
+    """Rows of one subset of the fixed public split (a ``RandomState(seed)`` permutation of the row
+    numbers; the last ``round(test_fraction·n)`` permuted rows are "test", the others "train", "all" is
+    train then test). Depends on the row count and the public seed only. Returns ``(values, labels, idx)``."""
+    n = values.shape[0]
+    perm = np.random.RandomState(seed).permutation(n)
+    n_test = int(round(test_fraction * n))
+    idx = {"train": perm[: n - n_test], "test": perm[n - n_test:], "all": perm}[subset]
+    return values[idx], labels[idx], idx
 
 
 def check_subset(subset) -> str:

@@ -26,11 +26,11 @@ import gzip
 import io
 import math
 from importlib import resources
-from typing import Dict, Tuple
+from typing import Tuple
 
 import numpy as np
 
-from ._common import Bunch, check_subset as _check_subset, encoded_bunch
+from ._common import Bunch, check_subset as _check_subset, encoded_bunch, split_rows
 
 __all__ = [
     "load_letter",
@@ -124,17 +124,8 @@ def _read_file() -> Tuple[np.ndarray, np.ndarray]:
     return values, letters
 
 
-def _split_indices(n: int) -> Dict[str, np.ndarray]:
-    """The fixed public split: depends on the row count and :data:`LETTER_SPLIT_SEED` only."""
-    perm = np.random.RandomState(LETTER_SPLIT_SEED).permutation(n)
-    n_test = int(round(LETTER_TEST_FRACTION * n))
-    return {"train": perm[: n - n_test], "test": perm[n - n_test:], "all": perm}
-
-
 def _rows(subset: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    values, letters = _read_file()
-    idx = _split_indices(values.shape[0])[subset]
-    return values[idx], letters[idx], idx
+    return split_rows(*_read_file(), subset, seed=LETTER_SPLIT_SEED, test_fraction=LETTER_TEST_FRACTION)
 
 
 def load_letter_raw(subset: str = "train") -> "Bunch":

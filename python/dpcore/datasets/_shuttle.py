@@ -30,7 +30,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ._common import Bunch, check_subset as _check_subset, encoded_bunch
+from ._common import Bunch, check_subset as _check_subset, encoded_bunch, split_rows
 
 __all__ = [
     "load_shuttle",
@@ -125,17 +125,8 @@ def _read_file() -> Tuple[np.ndarray, np.ndarray]:
     return values, labels
 
 
-def _split_indices(n: int) -> Dict[str, np.ndarray]:
-    """The fixed public split: depends on the row count and :data:`SHUTTLE_SPLIT_SEED` only."""
-    perm = np.random.RandomState(SHUTTLE_SPLIT_SEED).permutation(n)
-    n_test = int(round(SHUTTLE_TEST_FRACTION * n))
-    return {"train": perm[: n - n_test], "test": perm[n - n_test:], "all": perm}
-
-
 def _rows(subset: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    values, labels = _read_file()
-    idx = _split_indices(values.shape[0])[subset]
-    return values[idx], labels[idx], idx
+    return split_rows(*_read_file(), subset, seed=SHUTTLE_SPLIT_SEED, test_fraction=SHUTTLE_TEST_FRACTION)
 
 
 def load_shuttle_raw(subset: str = "train") -> "Bunch":
