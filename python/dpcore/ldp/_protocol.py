@@ -8,6 +8,7 @@ from typing import Tuple
 
 import numpy as np
 
+from .._validation import check_delta, check_epsilon
 from ..calibrate import compose_basic
 from .vectors import GaussianChannel
 
@@ -44,6 +45,14 @@ class ProtocolMixin:
 
     def releases(self) -> Tuple[ReleaseSpec, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _check_common(self) -> None:
+        """Validate (in place, on the frozen dataclass) the fields every protocol has:
+        ``dim``, ``n_users``, ``epsilon`` and ``delta`` (δ in (0, 1): Gaussian channels)."""
+        object.__setattr__(self, "dim", check_int(self.dim, "dim"))
+        object.__setattr__(self, "n_users", check_int(self.n_users, "n_users"))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
 
     def budget(self) -> LDPBudget:
         """Compose, by basic composition, every private copy one user sends (exactly the client's report)."""

@@ -30,7 +30,7 @@ from scipy import linalg
 
 from .. import noise
 from .._params import ParamsMixin
-from .._validation import check_array, check_delta, check_epsilon, check_positive
+from .._validation import check_array, check_positive
 from ._protocol import ProtocolMixin, ReleaseSpec, check_int
 from ._solvers import debiased_gram
 from .regression import _check_zv, check_label
@@ -73,10 +73,7 @@ class KernelRidgeProtocol(ProtocolMixin):
         from ..rff import RandomFourierFeatures
 
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        s("dim", check_int(self.dim, "dim"))
-        s("n_users", check_int(self.n_users, "n_users"))
-        s("epsilon", check_epsilon(self.epsilon))
-        s("delta", check_delta(self.delta, allow_zero=False))
+        self._check_common()
         s("n_components", check_int(self.n_components, "n_components"))
         s("gamma", check_positive(self.gamma, "gamma"))
         s("y_bound", check_positive(self.y_bound, "y_bound"))

@@ -41,7 +41,7 @@ from numpy.polynomial import chebyshev as C
 
 from .. import noise
 from .._params import ParamsMixin
-from .._validation import check_array, check_delta, check_epsilon, check_positive
+from .._validation import check_array, check_positive
 from ._protocol import ProtocolMixin, ReleaseSpec, check_int
 from .regression import check_label
 from .vectors import GaussianChannel, _check_record, _release, _release_rows, gaussian_channel, split_budget
@@ -93,10 +93,7 @@ class LogisticProtocol(ProtocolMixin):
 
     def __post_init__(self):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        s("dim", check_int(self.dim, "dim"))
-        s("n_users", check_int(self.n_users, "n_users"))
-        s("epsilon", check_epsilon(self.epsilon))
-        s("delta", check_delta(self.delta, allow_zero=False))
+        self._check_common()
         p = check_int(self.degree, "degree")
         s("degree", p)
         s("r", check_positive(self.r, "r"))

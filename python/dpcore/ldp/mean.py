@@ -36,7 +36,7 @@ from scipy import optimize, sparse
 
 from .. import noise
 from .._params import ParamsMixin
-from .._validation import check_delta, check_epsilon, check_positive
+from .._validation import check_positive
 from ._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from .vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
 
@@ -82,10 +82,7 @@ class MeanEstimationProtocol(ProtocolMixin):
 
     def __post_init__(self):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        s("dim", check_int(self.dim, "dim"))
-        s("n_users", check_int(self.n_users, "n_users"))
-        s("epsilon", check_epsilon(self.epsilon))
-        s("delta", check_delta(self.delta, allow_zero=False))
+        self._check_common()
         s("l1_radius", check_positive(self.l1_radius, "l1_radius"))
         s("tau_scale", check_positive(self.tau_scale, "tau_scale"))
         s("projection_radius", check_positive(self.projection_radius, "projection_radius"))
