@@ -126,9 +126,9 @@ from ._glm_losses import FP_ASSUMPTION, LOSSES, UNIT_ROUNDOFF, gamma_k, make_los
 from ._glm_solver import (
     ConvergenceError, GLMObjective, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
+from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
-from .erm import NotFittedError
 from .noise import (
     _grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
@@ -351,7 +351,7 @@ class _Prepared:
         self.__dict__.update(kw)
 
 
-class _GLMPerturbation(ParamsMixin):
+class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
     """Shared implementation of :class:`OutputPerturbation` and :class:`ObjectivePerturbation`."""
 
     _mechanism = ""
@@ -722,10 +722,6 @@ class _GLMPerturbation(ParamsMixin):
         raise NotImplementedError
 
     # -- prediction ----------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "coef_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first.")
-
     def decision_function(self, X) -> np.ndarray:
         """``<coef_, x> + intercept_`` for every row of ``X`` (dense or sparse)."""
         self._check_fitted()
@@ -742,24 +738,6 @@ class _GLMPerturbation(ParamsMixin):
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                              f"n_features_in_ = {self.n_features_in_}")
         return np.asarray(X @ self.coef_, dtype=np.float64).ravel() + self.intercept_
-
-    def predict(self, X) -> np.ndarray:
-        """Class labels (``classes_[1]`` where the decision value is > 0); real values for ``loss="squared"``."""
-        f = self.decision_function(X)
-        if not hasattr(self, "classes_"):
-            return f
-        return self.classes_[(f > 0).astype(np.intp)]
-
-    def score(self, X, y) -> float:
-        """Mean accuracy (classification) or the coefficient of determination R² (``loss="squared"``)."""
-        y = np.asarray(y)
-        pred = self.predict(X)
-        if hasattr(self, "classes_"):
-            return float(np.mean(pred == y))
-        y = y.astype(np.float64)
-        ss_res = float(np.sum((y - pred) ** 2))
-        ss_tot = float(np.sum((y - y.mean()) ** 2))
-        return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)
 
     # -- audit support -------------------------------------------------------------------------
     def _release_samples(self, X, y, n_samples: int, random_state=None) -> np.ndarray:

@@ -96,9 +96,9 @@ from ._glm_solver import (
     ConvergenceError, GLMObjective, _active_set_step, _hinge_gap, certify_smooth, gradient_fp_bound, solve_hinge,
     solve_smooth,
 )
+from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_array, check_epsilon, check_positive
-from .erm import NotFittedError
 from .noise import _grid_release, check_random_state, laplace_plan
 from .rff import RFF_KERNELS, RandomFourierFeatures, _check_gamma, _check_n_components
 
@@ -264,7 +264,7 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
     )
 
 
-class PrivateSVM(ParamsMixin):
+class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     r"""ε-DP SVM by output perturbation in a finite feature space (Rubinstein et al. 2009).
 
     See :mod:`dpcore.private_svm` for the mechanism, the sensitivity derivation (and why the SPEC's
@@ -572,10 +572,6 @@ class PrivateSVM(ParamsMixin):
         return self
 
     # -- prediction ----------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "coef_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first.")
-
     def decision_function(self, X) -> np.ndarray:
         """``<coef_, φ(x)> + intercept_`` (post-processing of the release; queries need no domain check)."""
         self._check_fitted()
@@ -585,15 +581,6 @@ class PrivateSVM(ParamsMixin):
                              f"n_features_in_ = {self.n_features_in_}")
         Phi = X if self.random_features_ is None else self.random_features_.transform(X)
         return Phi @ self.coef_ + self.intercept_
-
-    def predict(self, X) -> np.ndarray:
-        """``classes_[1]`` where the decision value is > 0, else ``classes_[0]``."""
-        self._check_fitted()
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
-
-    def score(self, X, y) -> float:
-        """Mean accuracy."""
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
     # -- audit support -------------------------------------------------------------------------
     def _release_samples(self, X, y, n_samples: int, random_state=None, random_features=None) -> np.ndarray:

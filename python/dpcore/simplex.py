@@ -143,6 +143,7 @@ from scipy import sparse
 from scipy.special import expit, logsumexp
 
 from ._exact import float_up
+from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
 from .calibrate import compose_advanced
@@ -771,7 +772,7 @@ class EntropicSimplexProblem:
 # ------------------------------------------------------------------------------------------------
 # the estimator
 # ------------------------------------------------------------------------------------------------
-class SimplexERM(ParamsMixin):
+class SimplexERM(LinearPredictorMixin, ParamsMixin):
     r"""Private ERM over the (scaled) simplex by sampling from the entropy-regularised optimum.
 
     Jain & Thakurta (2014) §5.1. ``fit`` computes the certified minimiser ``θ̂`` of
@@ -1102,12 +1103,6 @@ class SimplexERM(ParamsMixin):
         return self
 
     # -- prediction ------------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "coef_"):
-            from .erm import NotFittedError
-
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first.")
-
     def decision_function(self, X) -> np.ndarray:
         """``<x, w>`` for the rows of ``X`` (dense or sparse)."""
         self._check_fitted()
@@ -1122,20 +1117,3 @@ class SimplexERM(ParamsMixin):
             raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
         return X @ self.coef_
 
-    def predict(self, X) -> np.ndarray:
-        """Regression: ``<x, w>``. Classification: ``classes_[1]`` where ``<x, w> > 0``."""
-        f = self.decision_function(X)
-        if hasattr(self, "classes_"):
-            return self.classes_[(f > 0).astype(np.intp)]
-        return f
-
-    def score(self, X, y) -> float:
-        """Accuracy (classification) or the coefficient of determination R² (regression)."""
-        y = np.asarray(y)
-        pred = self.predict(X)
-        if hasattr(self, "classes_"):
-            return float(np.mean(pred == y))
-        y = y.astype(np.float64)
-        ss_res = float(np.sum((y - pred) ** 2))
-        ss_tot = float(np.sum((y - y.mean()) ** 2))
-        return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)
