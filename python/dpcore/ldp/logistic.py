@@ -8,21 +8,44 @@ Gauss–Chebyshev quadrature with 512 nodes), rewritten in the power basis ``Σ_
 (The paper expands in ``u = r s`` and multiplies by ``r^{k+1}``; expanding in ``s`` is the same
 estimator with the Chebyshev series on the right interval.)
 
-Collection (Algorithm 5, client :func:`logistic_report`), per user, all Basic Private Vector releases:
+Collection (Algorithm 5, client :func:`logistic_report`), per user, all Basic Private Vector releases.
+The paper (``terms="all"``) sends
 
 * ``z₀ = x + noise`` at ``(ε/4, δ/4)``;
-* ``p + 1`` copies ``zy_k = y + noise`` at ``(ε/(4(p+1)), δ/(4(p+1)))`` each;
-* ``p(p+1)/2`` copies ``z_j = x + noise`` at ``(ε/(p(p+1)), δ/(p(p+1)))`` each.
+* ``p + 1`` copies ``zy_k = y + noise`` (``k = 0..p``) at ``(ε/(4(p+1)), δ/(4(p+1)))`` each;
+* ``p(p+1)/2`` copies ``z_j = x + noise`` at ``(ε/(p(p+1)), δ/(p(p+1)))`` each, in blocks: block ``k``
+  (``k = 1..p``, ``k`` copies) feeds the monomial ``(wᵀx)^k``.
 
-Privacy [(ε, δ)-LDP, basic composition as in the paper (Lemma 2, Theorem 4)]:
-``ε/4 + (p+1)·ε/(4(p+1)) + (p(p+1)/2)·ε/(p(p+1)) = ε/4 + ε/4 + ε/2 = ε`` and the same for δ. The
-per-copy budgets are rounded down so the exact sum never exceeds (ε, δ); :meth:`LogisticProtocol.check_budget`
-verifies the sum over the copies actually sent (``n_x_copies``, ``n_y_copies``), so a protocol that would
-send one copy too many raises :class:`BudgetError`.
+Copies multiplied by zero (default ``terms="nonzero"``). In the estimator below, ``zy_k`` only enters
+through ``c₁ₖ zy_k`` and block ``k`` only through ``(c₂ₖ − c₁ₖ zy_k) t_k``. For the logistic loss
+``h₁' ≡ ½`` is constant, so ``c₁ = (½, 0, …, 0)``, and ``h₂'(rs) = ½ − 1/(1 + e^{rs}) = ½ tanh(rs/2)``
+is odd, so its Chebyshev series has only odd terms: ``T_k`` is even for even ``k`` and
+``∫ f T_k /sqrt(1−s²) = 0`` — these coefficients are *exactly* zero (dpcore computes only the odd ones and
+sets the others to 0.0, instead of keeping quadrature round-off of order 1e-17). So ``zy_k`` for ``k ≥ 1`` and
+the blocks of even ``k`` are multiplied by exactly 0 and carry no information into the estimator: at ``p = 2``
+the paper spends 2 of 3 y-copies and 2 of 3 x-copies on them. With ``terms="nonzero"`` a user sends only
+
+* ``z₀`` at ``(ε/4, δ/4)`` (unchanged);
+* one copy ``zy_k`` per ``k`` in ``y_degrees = {k : c₁ₖ ≠ 0} = {0}``, sharing ``(ε/4, δ/4)`` equally;
+* the blocks ``k`` in ``x_degrees = {k ≥ 1 : c₁ₖ ≠ 0 or c₂ₖ ≠ 0}`` = odd ``k ≤ p`` (``Σ k`` copies),
+  sharing ``(ε/2, δ/2)`` equally.
+
+The paper's three shares (¼, ¼, ½) are kept; only the number of copies they are divided among changes.
+The estimator is the paper's estimator with the zero terms dropped, so it has the same expectation
+(term-by-term identical for every non-zero term); each remaining copy simply has less noise. With
+``p = 2`` this gives one y-copy at ε/4 (paper: ε/12) and one x-copy at ε/2 (paper: ε/6).
+
+Privacy [(ε, δ)-LDP, basic composition as in the paper (Lemma 2, Theorem 4)]. ``terms="all"``:
+``ε/4 + (p+1)·ε/(4(p+1)) + (p(p+1)/2)·ε/(p(p+1)) = ε/4 + ε/4 + ε/2 = ε`` and the same for δ;
+``terms="nonzero"``: ``ε/4 + |y_degrees|·ε/(4|y_degrees|) + n_x·ε/(2n_x) = ε``. The per-copy budgets are
+rounded down (:func:`~dpcore.ldp.vectors.split_budget`) so the exact rational sum never exceeds (ε, δ);
+:meth:`LogisticProtocol.check_budget` verifies the sum over the copies actually sent (``n_x_copies``,
+``n_y_copies``), so a protocol that would send one copy too many raises :class:`BudgetError`.
 
 Learning (Algorithm 6, server :class:`LDPLogisticRegression`): user ``s`` gives the unbiased estimate
-``G̃(w) = r Σ_k (c₂ₖ − c₁ₖ zy_k) t_k z₀``, ``t₀ = 1``, ``t_k = Π_{i in block k} wᵀz_i`` over ``k`` fresh copies
-(block ``k`` = copies ``k(k−1)/2+1 … k(k+1)/2``), so ``E G̃ = r m̂(w; x, y) x`` (independent noises).
+``G̃(w) = r Σ_k (c₂ₖ − c₁ₖ zy_k) t_k z₀``, ``t₀ = 1``, ``t_k = Π_{i in block k} wᵀz_i`` over the
+``k`` fresh copies of block ``k``, so ``E G̃ = r m̂(w; x, y) x`` (independent noises); terms with
+``c₁ₖ = c₂ₖ = 0`` are skipped (they are 0).
 Deviation: instead of SIGM (Dvurechensky & Gasnikov 2016) we run one pass of mini-batch projected
 stochastic gradient on ``B₂(1)`` with iterate averaging — the same ``O(σ/√k) + γ`` guarantee for an
 inexact stochastic oracle on a convex smooth objective, and simpler to certify. Each report is used once
@@ -34,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 from numpy.polynomial import chebyshev as C
@@ -47,19 +70,35 @@ from .regression import check_label
 from .vectors import GaussianChannel, _check_record, _release, _release_rows, gaussian_channel, split_budget
 
 __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisticRegression",
-           "chebyshev_coefficients"]
+           "chebyshev_coefficients", "TERMS"]
 
 
-def chebyshev_coefficients(f, degree: int, n_nodes: int = 512) -> np.ndarray:
-    """Power-basis coefficients ``c_0..c_p`` of the degree-``p`` truncated Chebyshev series of ``f`` on [−1, 1]."""
+def chebyshev_coefficients(f, degree: int, n_nodes: int = 512, parity: Optional[str] = None) -> np.ndarray:
+    """Power-basis coefficients ``c_0..c_p`` of the degree-``p`` truncated Chebyshev series of ``f`` on [−1, 1].
+
+    ``parity="odd"`` / ``"even"`` declares ``f`` odd / even: the Chebyshev (and hence power-basis)
+    coefficients of the other parity are then exactly zero and are set to ``0.0`` instead of quadrature
+    round-off. ``None`` computes every coefficient.
+    """
+    if parity not in (None, "odd", "even"):
+        raise ValueError(f"parity must be None, 'odd' or 'even', got {parity!r}")
     theta = np.pi * (np.arange(n_nodes) + 0.5) / n_nodes
     fx = f(np.cos(theta))
     a = np.array([2.0 / n_nodes * np.sum(fx * np.cos(k * theta)) for k in range(degree + 1)])
     a[0] /= 2.0
+    keep = np.ones(degree + 1, dtype=bool)
+    if parity is not None:
+        keep = (np.arange(degree + 1) % 2 == 1) == (parity == "odd")
+        a[~keep] = 0.0
     c = C.cheb2poly(a)
     out = np.zeros(degree + 1)
     out[: c.size] = c
+    out[~keep] = 0.0  # T_k has the parity of k, so cheb2poly keeps these 0 up to round-off
     return out
+
+
+#: Values of :attr:`LogisticProtocol.terms`.
+TERMS = ("nonzero", "all")
 
 
 @dataclass(frozen=True)
@@ -71,9 +110,18 @@ class LogisticProtocol(ProtocolMixin):
     dim, n_users, epsilon, delta : ``d``, ``n`` and the per-user (ε, δ)-LDP.
     degree : int — Chebyshev degree ``p``.
     r : float — parameter radius (θ = r w, ``w ∈ B₂(1)``).
-    n_x_copies, n_y_copies : optional overrides of ``p(p+1)/2`` and ``p+1`` (for checks; the per-copy
-        budgets are always the paper's, so extra copies exceed (ε, δ) and raise).
+    n_x_copies, n_y_copies : optional overrides of the number of x- and y-copies a user sends (for
+        checks; the per-copy budgets are always computed from the required counts, so extra copies
+        exceed (ε, δ) and raise :class:`BudgetError`).
     calibration : "analytic" | "classic".
+    terms : "nonzero" (default) | "all" — send copies only for the Chebyshev terms whose coefficients
+        are non-zero (module docstring), or every copy of the paper's Algorithm 5.
+
+    Attributes
+    ----------
+    c1, c2 : power-basis coefficients of ``h₁'(r s)`` and ``h₂'(r s)`` (exact zeros by parity).
+    y_degrees : degrees ``k`` whose ``zy_k`` is sent (column ``i`` of ``zy`` is ``zy_{y_degrees[i]}``).
+    x_degrees : degrees ``k ≥ 1`` whose block of ``k`` x-copies is sent, in order (columns of ``zx``).
     """
 
     dim: int
@@ -85,11 +133,14 @@ class LogisticProtocol(ProtocolMixin):
     n_x_copies: Optional[int] = None
     n_y_copies: Optional[int] = None
     calibration: str = "analytic"
+    terms: str = "nonzero"
     c1: np.ndarray = field(init=False, repr=False, compare=False)
     c2: np.ndarray = field(init=False, repr=False, compare=False)
     z0_channel: GaussianChannel = field(init=False, repr=False)
     y_channel: GaussianChannel = field(init=False, repr=False)
     x_channel: GaussianChannel = field(init=False, repr=False)
+    y_degrees: Tuple[int, ...] = field(init=False)
+    x_degrees: Tuple[int, ...] = field(init=False)
 
     def __post_init__(self):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -97,24 +148,39 @@ class LogisticProtocol(ProtocolMixin):
         p = check_int(self.degree, "degree")
         s("degree", p)
         s("r", check_positive(self.r, "r"))
-        kx, ky = p * (p + 1) // 2, p + 1
+        if self.terms not in TERMS:
+            raise ValueError(f"terms must be one of {TERMS}, got {self.terms!r}")
+        r = self.r
+        # h₁' ≡ ½ (constant); h₂'(rs) = ½ − 1/(1 + e^{rs}) = ½ tanh(rs/2) is odd.
+        c1 = np.zeros(p + 1)
+        c1[0] = 0.5
+        c2 = chebyshev_coefficients(lambda t: 0.5 * np.tanh(0.5 * r * t), p, parity="odd")
+        s("c1", c1)
+        s("c2", c2)
+        if self.terms == "all":
+            yd, xd = tuple(range(p + 1)), tuple(range(1, p + 1))
+        else:
+            yd = tuple(k for k in range(p + 1) if c1[k] != 0.0)
+            xd = tuple(k for k in range(1, p + 1) if c1[k] != 0.0 or c2[k] != 0.0)
+        s("y_degrees", yd)
+        s("x_degrees", xd)
+        kx, ky = sum(xd), len(yd)
         nx = kx if self.n_x_copies is None else check_int(self.n_x_copies, "n_x_copies")
         ny = ky if self.n_y_copies is None else check_int(self.n_y_copies, "n_y_copies")
         if nx < kx or ny < ky:
-            raise ValueError(f"n_x_copies/n_y_copies: degree {p} needs {kx} x-copies and {ky} y-copies, "
-                             f"got {nx} and {ny}")
+            raise ValueError(f"n_x_copies/n_y_copies: degree {p} with terms={self.terms!r} needs {kx} x-copies "
+                             f"and {ky} y-copies, got {nx} and {ny}")
         s("n_x_copies", nx)
         s("n_y_copies", ny)
-        r = self.r
-        s("c1", chebyshev_coefficients(lambda t: np.full_like(t, 0.5), p))
-        s("c2", chebyshev_coefficients(lambda t: 0.5 - 1.0 / (1.0 + np.exp(r * t)), p))
         eps, dl, cal = self.epsilon, self.delta, self.calibration
         s("z0_channel", gaussian_channel(self.dim, split_budget(eps, Fraction(1, 4), 1),
                                          split_budget(dl, Fraction(1, 4), 1), calibration=cal))
         s("y_channel", gaussian_channel(1, split_budget(eps, Fraction(1, 4), ky),
                                         split_budget(dl, Fraction(1, 4), ky), calibration=cal))
-        s("x_channel", gaussian_channel(self.dim, split_budget(eps, Fraction(1, 2), kx),
-                                        split_budget(dl, Fraction(1, 2), kx), calibration=cal))
+        # kx ≥ 1 always: x_degrees contains k = 1 (c₂₁ = r/4·(1 − O(r²)) ≠ 0 for the logistic loss); the
+        # guard keeps the split well-defined for any loss.
+        s("x_channel", gaussian_channel(self.dim, split_budget(eps, Fraction(1, 2), max(kx, 1)),
+                                        split_budget(dl, Fraction(1, 2), max(kx, 1)), calibration=cal))
         self.check_budget()
 
     def releases(self):
@@ -176,13 +242,21 @@ def _check_reports(reports, proto: LogisticProtocol):
 
 
 def _gradients(w, z0, zy, zx, proto: LogisticProtocol) -> np.ndarray:
-    """Algorithm 6 line 8 for a batch of users: unbiased ``r m̂(w; x, y) x`` estimates, shape (b, d)."""
+    """Algorithm 6 line 8 for a batch of users: unbiased ``r m̂(w; x, y) x`` estimates, shape (b, d).
+
+    ``m̂ = Σ_k (c₂ₖ − c₁ₖ zy_k) t_k`` over the degrees with a non-zero coefficient; a degree whose
+    ``zy_k`` is not sent has ``c₁ₖ = 0`` and one whose block is not sent has ``c₁ₖ = c₂ₖ = 0``."""
     proj = zx @ w  # (b, K)
-    mag = proto.c2[0] - proto.c1[0] * zy[:, 0]
-    for k in range(1, proto.degree + 1):
-        lo = k * (k - 1) // 2
-        t_k = np.prod(proj[:, lo:lo + k], axis=1)
-        mag = mag + (proto.c2[k] - proto.c1[k] * zy[:, k]) * t_k
+    ycol = {k: i for i, k in enumerate(proto.y_degrees)}
+    t = {0: 1.0}
+    lo = 0
+    for k in proto.x_degrees:
+        t[k] = np.prod(proj[:, lo:lo + k], axis=1)
+        lo += k
+    mag = np.zeros(z0.shape[0])
+    for k, t_k in t.items():
+        coef = proto.c2[k] - proto.c1[k] * zy[:, ycol[k]] if k in ycol else proto.c2[k]
+        mag = mag + coef * t_k
     return proto.r * mag[:, None] * z0
 
 
