@@ -1,7 +1,8 @@
-"""Tests of dpcore.PrivateSVM (Rubinstein et al. 2009): calibration per the SPEC, the tight
-sensitivity 2LCκ/n (hypothesis fuzzing with the real certified solver, linear and RFF, and a pair
-attaining it), privacy audits with deliberately broken copies, validation, agreement with the
-non-private SVM at huge ε, and the scikit-learn protocol.
+"""Tests of dpcore.PrivateSVM (Rubinstein et al. 2009): calibration per the SPEC and the opt-in tight
+calibration, the tight sensitivity 2LCκ/n (hypothesis fuzzing with the real certified solver, linear
+and RFF, and pairs attaining it), privacy audits of both calibrations with deliberately broken copies,
+validation, agreement with the non-private SVM at huge ε, the certified hinge solver on Adult, and
+the scikit-learn protocol.
 
 Fixed seeds; audits at alpha = 1e-6 with thresholds fixed before sampling."""
 
@@ -54,6 +55,49 @@ def test_calibration_matches_the_spec():
     assert np.all(np.mod(lin.coef_ / g, 1.0) == 0.0)
 
 
+def test_tight_calibration_numbers():
+    """calibration="tight": the data part of the L1 sensitivity is exactly half the SPEC's, the
+    residual part 2ρ_pub√F is unchanged; everything else of the record is the same."""
+    X, y = _data(300, 4)
+    cases = [
+        dict(C=7.0, epsilon=0.5, n_components=25, random_state=0),
+        dict(C=3.0, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True, intercept_scaling=1.5,
+             random_state=0),
+        dict(C=30.0, epsilon=1.0, kernel="linear", data_norm=1.0, loss="logistic", random_state=0),
+    ]
+    for kw in cases:
+        spec = PrivateSVM(**kw).fit(X, y)
+        tight = PrivateSVM(calibration="tight", **kw).fit(X, y)
+        cs, ct = spec.privacy_, tight.privacy_
+        assert cs.calibration == "spec" and ct.calibration == "tight"
+        F, eps, rho = ct.n_features_out, ct.epsilon, ct.residual_bound
+        for name in ("sensitivity_l2", "sensitivity_l1_spec", "noise_scale_spec", "residual_bound", "kappa",
+                     "n_features_out", "fp_bound"):
+            assert getattr(ct, name) == getattr(cs, name), name
+        residual_part = 2 * rho * math.sqrt(F)
+        # spec: SPEC part + residual part; tight: half the SPEC part + the same residual part
+        assert cs.sensitivity_l1 == pytest.approx(cs.sensitivity_l1_spec + residual_part, rel=1e-8)
+        assert ct.sensitivity_l1 == pytest.approx(ct.sensitivity_l1_spec / 2 + residual_part, rel=1e-8)
+        assert cs.sensitivity_l1 - ct.sensitivity_l1 == pytest.approx(cs.sensitivity_l1_spec / 2, rel=1e-6)
+        # rounded upwards: never below the tight bound √F (2LCκ/n + 2ρ_pub) of the proof
+        assert ct.sensitivity_l1 >= ct.sensitivity_l1_spec / 2 + residual_part
+        assert ct.sensitivity_l1 >= math.sqrt(F) * (2 * ct.C * ct.kappa / ct.n + 2 * rho)
+        assert ct.sensitivity_l1_spec / 2 == pytest.approx(math.sqrt(F) * ct.sensitivity_l2, rel=1e-8)
+        assert ct.release_scale >= ct.sensitivity_l1 / eps
+        assert ct.release_scale == pytest.approx(ct.sensitivity_l1 / eps, rel=3e-9)
+        assert tight.certificate_.residual <= rho
+        # the calibrations differ only in the noise: same public features, same certified solve
+        if spec.random_features_ is not None:
+            np.testing.assert_array_equal(spec.random_features_.random_weights_,
+                                          tight.random_features_.random_weights_)
+        assert tight.certificate_.duality_gap == spec.certificate_.duality_gap or (
+            math.isnan(tight.certificate_.duality_gap) and math.isnan(spec.certificate_.duality_gap))
+    # with tol at the default the residual part is small (0.16% here): the tight release scale is
+    # about half the SPEC's
+    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=25, random_state=0, calibration="tight").fit(X, y)
+    assert rff.privacy_.release_scale == pytest.approx(rff.privacy_.noise_scale_spec / 2, rel=3e-3)
+
+
 # ------------------------------------------------------------------------------ sensitivity
 def test_tight_sensitivity_is_attained_and_spec_is_twice_it():
     """All hinges active (C κ² < 1): w* = (C/n) Σ y_i φ(x_i) exactly, so flipping the label of a
@@ -72,6 +116,11 @@ def test_tight_sensitivity_is_attained_and_spec_is_twice_it():
     diff = est._solve(pa)[0] - est._solve(pb)[0]
     assert np.linalg.norm(diff) == pytest.approx(pa.cal.sensitivity_l2, rel=1e-8)
     assert pa.cal.sensitivity_l1_spec == pytest.approx(2 * math.sqrt(d) * pa.cal.sensitivity_l2, rel=1e-8)
+    # x₀ has equal-magnitude coordinates: the L1 change is √F·Δ₂, the tight calibration's data part
+    tight = PrivateSVM(C=0.5, kernel="linear", data_norm=1.0, calibration="tight")._prepare(X, yA).cal
+    data_part = tight.sensitivity_l1 - 2 * tight.residual_bound * math.sqrt(d)
+    assert np.abs(diff).sum() == pytest.approx(data_part, rel=1e-8)
+    assert np.abs(diff).sum() <= tight.sensitivity_l1
 
 
 def _neighbours(draw, kernel):
@@ -116,6 +165,8 @@ def test_sensitivity_fuzz_linear(pair, intercept):
     bound = pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
     assert np.linalg.norm(diff) <= bound
     assert np.abs(diff).sum() <= pa.cal.sensitivity_l1
+    tight = est.set_params(calibration="tight")._prepare(X, y).cal
+    assert np.abs(diff).sum() <= tight.sensitivity_l1
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -128,6 +179,46 @@ def test_sensitivity_fuzz_rff(pair, kernel):
     diff = est._solve(pa)[0] - est._solve(pb)[0]
     assert np.linalg.norm(diff) <= pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
     assert np.abs(diff).sum() <= pa.cal.sensitivity_l1
+    tight = est.set_params(calibration="tight")._prepare(X, y, random_features=rff).cal
+    assert np.abs(diff).sum() <= tight.sensitivity_l1
+
+
+@st.composite
+def _attaining_pair(draw):
+    """All hinges active (C κ² < 1) and x₀ = s/√d with signs s: flipping y₀ moves w* by 2(C/n)x₀,
+    whose L1 norm 2C√d/n is the tight calibration's data part √F·Δ₂."""
+    n = draw(st.integers(3, 12))
+    d = draw(st.integers(1, 6))
+    C = draw(st.floats(0.05, 0.95))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    X[0] = np.where(rng.random(d) < 0.5, -1.0, 1.0) / math.sqrt(d)
+    y = np.where(rng.random(n) < 0.5, -1, 1)
+    y[1:3] = [-1, 1]
+    y2 = y.copy()
+    y2[0] = -y[0]
+    return X, y, y2, C, d
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_attaining_pair())
+def test_tight_bound_attained_never_exceeded_fuzz(pair):
+    X, y, y2, C, d = pair
+    est = PrivateSVM(C=C, kernel="linear", data_norm=1.0, calibration="tight")
+    pa, pb = est._prepare(X, y), est._prepare(X, y2)
+    (ta, ca), (tb, cb) = est._solve(pa), est._solve(pb)
+    diff = ta - tb
+    cal = pa.cal
+    root_f = math.sqrt(cal.n_features_out)
+    exact_l1 = 2 * C * np.abs(X[0]).sum() / X.shape[0]  # ||w*(D) − w*(D')||₁, = 2C√d/n
+    # the certified solves are within their residuals of the exact minimisers
+    assert abs(np.abs(diff).sum() - exact_l1) <= root_f * (ca.residual + cb.residual) + 1e-15
+    assert np.abs(diff).sum() <= cal.sensitivity_l1  # never exceeded
+    data_part = cal.sensitivity_l1 - 2 * cal.residual_bound * root_f
+    assert exact_l1 <= data_part and exact_l1 == pytest.approx(data_part, rel=1e-8)  # attained
+    assert np.linalg.norm(diff) == pytest.approx(cal.sensitivity_l2, rel=1e-6)
 
 
 # ------------------------------------------------------------------------------ audits
@@ -139,6 +230,12 @@ class _QuarterNoise(PrivateSVM):
 
 class _HalfNoise(PrivateSVM):
     """Half the SPEC noise: still ε-DP, because the SPEC constant is twice the tight one."""
+
+    _noise_factor = 0.5
+
+
+class _TightHalfNoise(PrivateSVM):
+    """Deliberately broken copy of the tight calibration: half its noise (sensitivity halved)."""
 
     _noise_factor = 0.5
 
@@ -164,9 +261,9 @@ def _worst_pair(d, seed):
     return X, yA, yB
 
 
-def _audit(cls, eps, d, n_samples, seed):
+def _audit(cls, eps, d, n_samples, seed, calibration="spec"):
     X, yA, yB = _worst_pair(d, 0)
-    kw = dict(C=0.5, epsilon=eps, kernel="linear", data_norm=1.0)
+    kw = dict(C=0.5, epsilon=eps, kernel="linear", data_norm=1.0, calibration=calibration)
     est = cls(**kw)
     ta, tb = est._solve(est._prepare(X, yA))[0], est._solve(est._prepare(X, yB))[0]
     l1 = float(np.abs(ta - tb).sum())
@@ -190,6 +287,24 @@ def test_audit_one_dimensional_honest_half_and_quarter_noise():
     assert quarter.epsilon_lower_bound > 1.5, str(quarter)
     print(f"\nPrivateSVM d=1: honest eps >= {honest.epsilon_lower_bound:.3f}, half noise "
           f"{half.epsilon_lower_bound:.3f}, quarter noise {quarter.epsilon_lower_bound:.3f}")
+
+
+def test_audit_tight_calibration_near_epsilon_and_catches_half_noise():
+    """The tight calibration on the pair attaining Δ₂ (and √F·Δ₂ in L1): the honest lower bound is
+    ≤ ε and close to it (the SPEC calibration gives ≈ ε/2); half the tight noise is caught."""
+    honest = _audit(PrivateSVM, 1.0, 1, 400_000, 31, calibration="tight")
+    honest.assert_private(1.0)
+    assert honest.epsilon_lower_bound > 0.9, str(honest)  # fixed seeds: deterministic
+    broken = _audit(_TightHalfNoise, 1.0, 1, 400_000, 32, calibration="tight")
+    assert broken.epsilon_lower_bound > 1.0, str(broken)
+    honest4 = _audit(PrivateSVM, 2.0, 4, 400_000, 33, calibration="tight")
+    honest4.assert_private(2.0)
+    assert honest4.epsilon_lower_bound > 1.5, str(honest4)
+    broken4 = _audit(_TightHalfNoise, 2.0, 4, 400_000, 34, calibration="tight")
+    assert broken4.epsilon_lower_bound > 2.0, str(broken4)
+    print(f"\nPrivateSVM tight d=1, eps=1: honest eps >= {honest.epsilon_lower_bound:.3f}, half noise "
+          f"{broken.epsilon_lower_bound:.3f}; d=4, eps=2: honest {honest4.epsilon_lower_bound:.3f}, "
+          f"half noise {broken4.epsilon_lower_bound:.3f}")
 
 
 def test_audit_catches_missing_sqrt_f():
@@ -231,6 +346,42 @@ def test_rff_model_learns_a_nonlinear_concept():
     assert PrivateSVM(C=500.0, epsilon=50.0, kernel="linear", data_norm=math.sqrt(2), random_state=1).fit(X, y).score(X, y) < 0.7
 
 
+def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
+    """The fast certified hinge path on real data (Adult, n = 5,000) across C and both feature
+    maps: certified (gap ≤ tol) without the generic fallback, and every active-set polish step is
+    bounded — free set ≤ max(F, #interior) and capped BVLS. Unbounded steps (free sets of ~2,000 at
+    τ = 1e-2) cost 5–110 s each on the full data and never lowered the gap. Structure only: no
+    wall-clock assertion."""
+    from dpcore import _glm_solver, private_svm
+    from dpcore.datasets import load_adult
+
+    steps = []
+    step = private_svm._active_set_step
+
+    def spy(X, XT, y, alpha, m, lam, tau, **kw):
+        interior = int(np.count_nonzero((alpha > 1e-12) & (alpha < 1.0 - 1e-12)))
+        free = int(np.count_nonzero(_glm_solver._active_set_free(alpha, m, tau)))
+        steps.append((free, max(X.shape[1], interior), kw.get("bvls_max_iter")))
+        return step(X, XT, y, alpha, m, lam, tau, **kw)
+
+    monkeypatch.setattr(private_svm, "_active_set_step", spy)
+    train = load_adult("train")
+    X, y = train.X[:5000], train.y[:5000]
+    n_steps = 0
+    for kernel, C in [("linear", 0.01), ("linear", 10.0), ("linear", 300.0), ("linear", 3000.0),
+                      ("rbf", 0.1), ("rbf", 10.0), ("rbf", 30.0), ("rbf", 3000.0)]:
+        steps.clear()
+        kw = dict(data_norm=1.0) if kernel == "linear" else dict(n_components=50, gamma=1.0)
+        est = PrivateSVM(C=C, epsilon=1.0, kernel=kernel, random_state=0, **kw).fit(X, y)
+        cert = est.certificate_
+        assert cert.method == "dcd+active-set", (kernel, C, cert)
+        assert cert.duality_gap <= est.privacy_.tol and cert.residual <= est.privacy_.residual_bound
+        for free, cap, bvls_cap in steps:
+            assert free <= cap and bvls_cap == private_svm._POLISH_BVLS_MAX_ITER, (kernel, C, steps)
+        n_steps += len(steps)
+    assert n_steps > 0  # the polish is exercised
+
+
 @pytest.mark.parametrize("loss", ["logistic", "huber_svm"])
 def test_smooth_losses(loss):
     X, y = _data(300, 3, seed=7)
@@ -250,7 +401,10 @@ def test_reproducibility_clone_and_params():
     assert not np.array_equal(a.coef_, c.coef_)
     cl = base.clone(a)
     assert cl.get_params() == a.get_params() and not hasattr(cl, "coef_")
-    assert "C=5.0" in repr(a)
+    assert "C=5.0" in repr(a) and "calibration" not in repr(a)
+    assert a.get_params()["calibration"] == "spec"
+    t = PrivateSVM(C=5.0, n_components=10, random_state=3, calibration="tight")
+    assert base.clone(t).get_params()["calibration"] == "tight" and "calibration='tight'" in repr(t)
     np.testing.assert_array_equal(cl.fit(X, y).coef_, a.coef_)
     assert a.decision_function(X).shape == (100,) and a.predict(X).shape == (100,)
 
@@ -282,6 +436,8 @@ def test_convergence_error_when_tol_is_unreachable():
     (dict(loss="squared"), "loss"), (dict(fit_intercept="yes"), "fit_intercept"),
     (dict(fit_intercept=True, intercept_scaling=0.0), "intercept_scaling"),
     (dict(tol=0.0), "tol"), (dict(max_iter=0), "max_iter"), (dict(clip=1), "clip"),
+    (dict(calibration="loose"), "calibration"), (dict(calibration=None), "calibration"),
+    (dict(calibration="TIGHT"), "calibration"), (dict(calibration=2), "calibration"),
 ])
 def test_parameter_validation(kwargs, match):
     X, y = _data(20, 2)

@@ -451,15 +451,30 @@ def solve_hinge(X, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radi
     return theta, cert
 
 
-def _active_set_step(X, XT, y, alpha, m, lam, tau):
+def _active_set_free(alpha, m, tau):
+    """Free set of :func:`_active_set_step`: ``0 < α_i < 1`` (up to 1e-12) or ``|m_i − 1| ≤ τ``.
+
+    The sets are nested (non-decreasing in ``τ``), and the step depends on ``τ`` only through this set.
+    """
+    interior = (alpha > 1e-12) & (alpha < 1.0 - 1e-12)
+    return interior | (np.abs(m - 1.0) <= tau)
+
+
+def _active_set_step(X, XT, y, alpha, m, lam, tau, bvls_max_iter: Optional[int] = None):
     """Active-set step: the free set holds the points with ``0 < α_i < 1`` or ``|m_i − 1| ≤ τ``; the
     others get ``α_i = 1`` (``m_i < 1``) or ``0``. On the free set solve the margin equations
     ``m_i(α) = 1`` as a box-constrained least-squares problem (BVLS: robust to the singular systems
-    of degenerate problems)."""
+    of degenerate problems).
+
+    ``bvls_max_iter`` caps the main BVLS loop (default ``10k + 100`` for a free set of k points).
+    At ``tol=1e-15`` BVLS rarely stops on its KKT test, and each iteration is one or more dense
+    least-squares solves on up to k columns, so the cap is what bounds the cost of a step; a capped
+    step returns BVLS's current feasible point. Either way the result is only a candidate: callers
+    keep it only if its certified duality gap improves.
+    """
     n = X.shape[0]
     scale = lam * n
-    interior = (alpha > 1e-12) & (alpha < 1.0 - 1e-12)
-    free = interior | (np.abs(m - 1.0) <= tau)
+    free = _active_set_free(alpha, m, tau)
     upper = ~free & (m < 1.0)
     new = np.where(upper, 1.0, 0.0)
     idx = np.flatnonzero(free)
@@ -473,7 +488,8 @@ def _active_set_step(X, XT, y, alpha, m, lam, tau):
         G = Xf @ Xf.T
         G = G.toarray() if sparse.issparse(G) else np.asarray(G)
         A = (yf[:, None] * G * yf[None, :]) / scale
-        res = optimize.lsq_linear(A, rhs, bounds=(0.0, 1.0), method="bvls", tol=1e-15, max_iter=10 * idx.size + 100)
+        cap = 10 * idx.size + 100 if bvls_max_iter is None else int(bvls_max_iter)
+        res = optimize.lsq_linear(A, rhs, bounds=(0.0, 1.0), method="bvls", tol=1e-15, max_iter=cap)
         af = res.x
     else:
         XfT = Xf.T
