@@ -2,11 +2,11 @@
 """Non-interactive local DP (Zheng, Mou & Wang 2017) on real data: UCI Adult and UCI Letter.
 
 Everything private goes through :mod:`dpcore.ldp` (protocols, :func:`dpcore.ldp.simulate`, server
-estimators). The one exception is the *baseline* of stages ``mean``/``dim``, the Basic Private Vector
-mechanism (Algorithm 1) averaged over the users: it is released with the library's channel
-(:func:`dpcore.ldp.gaussian_channel`) and the library's batched row release
-``dpcore.ldp.vectors._release_rows`` — the very function ``simulate`` uses (one client call per row
-through :func:`dpcore.ldp.privatize_vector` has the same law but is ~10^4× slower).
+estimators), including the *baseline* of stages ``mean``/``dim``, the Basic Private Vector mechanism
+(Algorithm 1) averaged over the users: ``simulate(X, None, gaussian_channel(d, ε, δ), seed)`` releases
+every row through the library's channel (each row with the law of one
+:func:`dpcore.ldp.privatize_vector` call, batched; bit-identical to the private row release the
+stored results were produced with).
 
 Data (public pre-processing, rows in the unit ball, ``dpcore.datasets``):
 
@@ -66,7 +66,6 @@ import numpy as np
 import dpcore
 from dpcore import ldp
 from dpcore.datasets import load_adult, load_letter
-from dpcore.ldp.vectors import _release_rows  # the library's batched Algorithm-1 release (as simulate)
 
 DEFAULT_SEED = 20170806  # ICML 2017
 L1_BOUND = {"adult": math.sqrt(14.0), "letter": 4.0}  # public ℓ1 bounds of an encoded row
@@ -205,7 +204,7 @@ def _bar(total: int, desc: str):
 def basic_mean(X: np.ndarray, eps: float, cfg: Config, seed: int) -> np.ndarray:
     """Algorithm 1 for every user (library channel + batched release), averaged by the server."""
     ch = ldp.gaussian_channel(X.shape[1], eps, cfg.delta)
-    return _release_rows(X, ch, dpcore.noise.check_random_state(seed)).mean(axis=0)
+    return ldp.simulate(X, None, ch, random_state=seed).mean(axis=0)
 
 
 def projection_mean(X: np.ndarray, eps: float, cfg: Config, seed: int, l1: float, paper: bool = False):
@@ -214,7 +213,9 @@ def projection_mean(X: np.ndarray, eps: float, cfg: Config, seed: int, l1: float
     proto = ldp.MeanEstimationProtocol(dim=d, n_users=n, epsilon=eps, delta=cfg.delta, l1_radius=l1,
                                        projection_seed=derive_seed(cfg, "G", d, n, eps) % 2**31, **kw)
     Y = ldp.simulate(X, None, proto, random_state=seed)
-    est = ldp.LDPMeanEstimator(proto).fit(Y)
+    with warnings.catch_warnings():  # an all-zero estimate is recorded in the results ("zero"), not printed
+        warnings.simplefilter("ignore", ldp.RecoveryRadiusWarning)
+        est = ldp.LDPMeanEstimator(proto).fit(Y)
     return est.mean_, proto, est
 
 

@@ -17,13 +17,15 @@ Algorithm              protocol                      client                     
 5–6 logistic (Cheb.)   :class:`LogisticProtocol`     :func:`logistic_report`      :class:`LDPLogisticRegression`
 =====================  ============================  ===========================  ========================
 
-:func:`simulate` runs all clients of a protocol on a dataset (experiments/tests only).
+:func:`simulate` runs all clients of a protocol — or, given a :class:`GaussianChannel`, Algorithm 1 on
+every row — on a dataset (experiments/tests only). :class:`RecoveryRadiusWarning`: Algorithm 2's
+estimate is identically zero because the recovery radius τ is at least ``||u||_1``.
 """
 
 from ._protocol import BudgetError, LDPBudget, ReleaseSpec
 from .kernel import KernelRidgeProtocol, LDPKernelRidge, kernel_report
 from .logistic import LDPLogisticRegression, LogisticProtocol, LogisticReports, chebyshev_coefficients, logistic_report
-from .mean import LDPMeanEstimator, MeanEstimationProtocol, l1_recovery, mean_report
+from .mean import LDPMeanEstimator, MeanEstimationProtocol, RecoveryRadiusWarning, l1_recovery, mean_report
 from .regression import LDPSparseRegression, SparseRegressionProtocol, regression_report
 from .simulation import simulate
 from .vectors import GaussianChannel, gaussian_channel, privatize_vector, sample_privatize_vector
@@ -31,6 +33,7 @@ from .vectors import GaussianChannel, gaussian_channel, privatize_vector, sample
 __all__ = [
     "BudgetError", "LDPBudget", "ReleaseSpec", "GaussianChannel", "gaussian_channel", "privatize_vector",
     "sample_privatize_vector", "MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery",
+    "RecoveryRadiusWarning",
     "SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "KernelRidgeProtocol",
     "kernel_report", "LDPKernelRidge", "LogisticProtocol", "LogisticReports", "logistic_report",
     "LDPLogisticRegression", "chebyshev_coefficients", "simulate",

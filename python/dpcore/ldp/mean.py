@@ -23,11 +23,28 @@ Deviations from the printed algorithm (documented, each on the safe side or a pr
    default ``tau=None`` uses the *expected* ℓ1 norm of a group mean's error, computable from public
    quantities only: ``τ = tau_scale · p · sqrt(2/π) · sqrt((σ² + R²/p)/(n/m))`` (noise variance σ²
    plus at most ``R²/p`` data variance per projected coordinate). A float sets τ directly.
+
+Zero estimates (the radius swallowing the signal). Whenever ``τ ≥ ||u||_1``, ``z = 0`` satisfies
+``||G z − u||_1 ≤ τ`` and is the unique minimiser of ``||z||_1``: the estimate is identically zero
+because of the radius, whatever the users' data. :meth:`LDPMeanEstimator.fit` detects this exactly
+(``||u||_1 ≤ τ``), returns ``z = 0`` without calling the LP (it is the LP's unique optimum), sets
+``zero_by_radius_ = True`` and emits a :class:`RecoveryRadiusWarning`; with ``tau="paper"`` (where
+this is the typical outcome at practical ``n``) the warning recommends ``tau=None``. The check reads
+only the released reports (post-processing): it costs no privacy.
+
+There is deliberately no protocol-level (pre-data) version of this check: nothing bounds ``||u||_1``
+deterministically. ``u`` is one group mean of ``clip_R(G x_i) + e_i``; its signal part has
+``ℓ1`` norm at most ``sqrt(p)·R``, but its noise part ``N(0, σ²/|S_j| I_p)`` is unbounded, so for
+every τ the event ``τ < ||u||_1`` has positive probability. Only high-probability statements hold
+(e.g. Gaussian concentration of the ``sqrt(p)σ/sqrt(|S_j|)``-Lipschitz ``ℓ1`` norm, union over the
+``m`` groups), and a construction-time warning based on them could fire on a protocol whose fits
+are informative, so the warning is raised where the fact is certain: at fit time.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -40,7 +57,18 @@ from .._validation import check_positive
 from ._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from .vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
 
-__all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery"]
+__all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
+
+
+class RecoveryRadiusWarning(UserWarning):
+    """The recovery radius τ of Algorithm 2 is at least ``||u||_1``: the estimate is identically zero.
+
+    Emitted by :meth:`LDPMeanEstimator.fit` (see the module docstring, "Zero estimates")."""
+
+
+def _expected_error_tau(p: int, sigma: float, radius: float, group: int, scale: float) -> float:
+    """Default (``tau=None``) radius: ``scale · p · sqrt(2/π) · sqrt((σ² + R²/p)/group)`` (public)."""
+    return scale * p * math.sqrt(2.0 / math.pi) * math.sqrt((sigma**2 + radius**2 / p) / group)
 
 
 @dataclass(frozen=True)
@@ -100,8 +128,7 @@ class MeanEstimationProtocol(ProtocolMixin):
         s("channel", ch)
         group = self.n_users // m
         if self.tau is None:
-            tau = self.tau_scale * p * math.sqrt(2.0 / math.pi) * math.sqrt(
-                (ch.sigma**2 + self.projection_radius**2 / p) / group)
+            tau = _expected_error_tau(p, ch.sigma, self.projection_radius, group, self.tau_scale)
         elif isinstance(self.tau, str):
             if self.tau != "paper":
                 raise ValueError(f"tau must be None, 'paper' or a positive float, got {self.tau!r}")
@@ -186,29 +213,89 @@ class LDPMeanEstimator(ParamsMixin):
     Parameters
     ----------
     protocol : MeanEstimationProtocol
+        The public parameters the reports were produced with (``G``, ``m``, ``τ``).
 
-    Attributes (after :meth:`fit`)
+    Attributes
     ----------
-    mean_ : ndarray (d,) — the recovered mean ``z``.
-    projected_mean_ : ndarray (p,) — ``u``, the median-of-means in projected space.
-    selected_group_ : int — ``j*``.
-    tau_used_ : float — recovery radius actually used.
+    mean_ : numpy.ndarray, shape (d,)
+        The recovered mean ``z`` (also ``coef_``).
+    projected_mean_ : numpy.ndarray, shape (p,)
+        ``u``, the ℓ1 median-of-means in projected space.
+    selected_group_ : int
+        ``j*``, the index of the selected group.
+    tau_used_ : float
+        Recovery radius actually used (``protocol.tau_``, or the smallest feasible radius if the
+        constraint was infeasible).
+    zero_by_radius_ : bool
+        True when ``tau_used_ ≥ ||u||_1``: ``z = 0`` is feasible, so the estimate is identically zero
+        because of the radius (a :class:`RecoveryRadiusWarning` was emitted).
+
+    Warns
+    -----
+    RecoveryRadiusWarning
+        From :meth:`fit`, when ``zero_by_radius_`` is True (see the module docstring).
     """
 
     def __init__(self, protocol: MeanEstimationProtocol):
         self.protocol = protocol
 
     def fit(self, reports):
-        """``reports``: array (n_users, p), one row per user as returned by :func:`mean_report`."""
+        """Estimate the mean from the users' reports.
+
+        Parameters
+        ----------
+        reports : array_like, shape (n_users, p)
+            One row per user, as returned by :func:`mean_report` (or :func:`simulate`).
+
+        Returns
+        -------
+        LDPMeanEstimator
+            ``self``, fitted.
+
+        Raises
+        ------
+        TypeError
+            If ``protocol`` is not a :class:`MeanEstimationProtocol` or ``reports`` is not numeric.
+        ValueError
+            If ``reports`` has the wrong shape or contains NaN/inf.
+
+        Warns
+        -----
+        RecoveryRadiusWarning
+            If ``τ ≥ ||u||_1``, i.e. the estimate is identically zero because of the radius.
+        """
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):
             raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(proto).__name__}")
         Y = check_reports(reports, "reports", proto.n_users, proto.p)
         u, j, _, _ = median_of_means_l1(Y, proto.m)
-        z, tau = l1_recovery(proto._G, u, proto.tau_)
+        u_l1 = float(np.abs(u).sum())
+        zero = u_l1 <= proto.tau_
+        if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
+            z, tau = np.zeros(proto.dim), proto.tau_
+            warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
+        else:
+            z, tau = l1_recovery(proto._G, u, proto.tau_)
         self.mean_ = z
         self.coef_ = z
         self.projected_mean_ = u
         self.selected_group_ = j
         self.tau_used_ = tau
+        self.zero_by_radius_ = bool(zero)
         return self
+
+
+def _zero_message(proto: MeanEstimationProtocol, u_l1: float) -> str:
+    head = (f"LDPMeanEstimator: the recovery radius tau_={proto.tau_:.4g} is >= ||u||_1={u_l1:.4g} (the l1 norm of "
+            "the median-of-means vector), so z = 0 satisfies ||G z - u||_1 <= tau and the estimate is identically "
+            "zero because of the radius, whatever the data (zero_by_radius_=True). ")
+    if isinstance(proto.tau, str):  # "paper"
+        default = _expected_error_tau(proto.p, proto.channel.sigma, proto.projection_radius,
+                                      proto.n_users // proto.m, proto.tau_scale)
+        return head + ("tau='paper' is a worst-case constant far above the noise level at practical n; use tau=None "
+                       f"(the default expected-error radius, here {default:.4g}).")
+    if proto.tau is None:
+        return head + ("Even the default expected-error radius exceeds ||u||_1: the noise of a group mean is as large "
+                       "as the projected signal. More users, a larger epsilon, fewer groups (n_groups) or a smaller "
+                       "tau_scale are needed for an informative estimate.")
+    return head + "Use a smaller tau, or tau=None (the default expected-error radius)."

@@ -2,7 +2,8 @@
 
 This is NOT part of the server: it touches raw data, exactly as the users' devices would, and only
 exists so experiments and tests can produce reports in bulk. Each row has exactly the law of the
-corresponding client function (:func:`mean_report`, :func:`regression_report`, :func:`kernel_report`,
+corresponding client function (:func:`privatize_vector` for a :class:`GaussianChannel`, i.e.
+Algorithm 1; :func:`mean_report`, :func:`regression_report`, :func:`kernel_report`,
 :func:`logistic_report`); the releases are batched, which is legitimate because the exact analytic
 Gaussian release is coordinate-wise independent.
 """
@@ -13,7 +14,7 @@ import numpy as np
 
 from .. import noise
 from .._validation import check_array
-from .vectors import _clip_rows, _release_rows
+from .vectors import GaussianChannel, _clip_rows, _release_rows
 
 __all__ = ["simulate"]
 
@@ -44,14 +45,59 @@ def _check_y(y, n, bound, clip):
     return y
 
 
+def _check_no_y(y, kind: str) -> None:
+    if y is not None:
+        raise ValueError(f"y must be None for a {kind} (only X is released), got {type(y).__name__}")
+
+
 def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     """Run all ``n`` clients of ``protocol`` on ``X`` (and ``y``) and return their reports.
 
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        One row per user. For :class:`GaussianChannel`, :class:`MeanEstimationProtocol`,
+        :class:`SparseRegressionProtocol` and :class:`LogisticProtocol` every row must lie in the
+        ball the client requires (the channel's ``radius``; the unit ball for the protocols),
+        otherwise ``ValueError`` unless ``clip=True``. :class:`KernelRidgeProtocol` accepts any finite
+        rows (its public feature map lands on the unit sphere).
+    y : array_like, shape (n,), or None
+        Responses for the regression/logistic protocols (``|y| ≤ y_bound``, resp. ``y ∈ [−1, 1]``,
+        unless ``clip=True``); must be ``None`` for :class:`GaussianChannel` and
+        :class:`MeanEstimationProtocol`.
+    protocol : GaussianChannel or one of the protocol dataclasses
+        A :class:`GaussianChannel` (from :func:`gaussian_channel`) runs Algorithm 1, the Basic
+        Private Vector mechanism, for every row: each row has exactly the law of
+        :func:`privatize_vector` called on it with the channel's ``(epsilon, delta, radius,
+        calibration)``. The protocols run their client functions (:func:`mean_report`,
+        :func:`regression_report`, :func:`kernel_report`, :func:`logistic_report`); their
+        ``n_users`` must equal the number of rows.
+    random_state : None, int or ChaChaRng
+        Source of the released noise (``None``: secure OS seeding; ints for reproducible runs).
+    clip : bool, default False
+        Clip out-of-range rows / responses instead of rejecting them (as the clients' ``clip``).
+
     Returns
     -------
-    MeanEstimationProtocol: ``Y`` (n, p) — pass ``y=None``.
-    SparseRegressionProtocol / KernelRidgeProtocol: ``(Z, v)``.
-    LogisticProtocol: a :class:`LogisticReports` bundle.
+    numpy.ndarray or tuple or LogisticReports
+        ``GaussianChannel``: the reports ``X + N(0, σ² I)``, shape (n, d).
+        ``MeanEstimationProtocol``: ``Y``, shape (n, p).
+        ``SparseRegressionProtocol`` / ``KernelRidgeProtocol``: ``(Z, v)``.
+        ``LogisticProtocol``: a :class:`LogisticReports` bundle.
+
+    Raises
+    ------
+    TypeError
+        If ``protocol`` is none of the above, or ``X``/``y`` is not numeric.
+    ValueError
+        If shapes disagree with the protocol, a row or response is out of range (and ``clip`` is
+        False), or ``y`` is given where it must be ``None``.
+
+    Notes
+    -----
+    Experiments and tests only (it touches raw data, as the users' devices would). The rows are
+    released in one batch through the exact grid sampler; the release is coordinate-wise
+    independent, so the batch has the joint law of ``n`` separate client calls.
     """
     from .kernel import KernelRidgeProtocol
     from .logistic import LogisticProtocol, _simulate_logistic
@@ -59,7 +105,12 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     from .regression import SparseRegressionProtocol
 
     rng = noise.check_random_state(random_state)
+    if isinstance(protocol, GaussianChannel):
+        _check_no_y(y, "GaussianChannel")
+        X = _check_X(X, protocol.dim, clip, protocol.radius)
+        return _release_rows(X, protocol, rng)
     if isinstance(protocol, MeanEstimationProtocol):
+        _check_no_y(y, "MeanEstimationProtocol")
         X = _check_X(X, protocol.dim, clip)
         if X.shape[0] != protocol.n_users:
             raise ValueError(f"X has {X.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
@@ -81,4 +132,5 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
         X = _check_X(X, protocol.dim, clip)
         yv = _check_y(y, X.shape[0], 1.0, clip)
         return _simulate_logistic(X, yv, protocol, rng)
-    raise TypeError(f"protocol must be one of the dpcore.ldp protocols, got {type(protocol).__name__}")
+    raise TypeError("protocol must be a GaussianChannel or one of the dpcore.ldp protocols, "
+                    f"got {type(protocol).__name__}")
