@@ -51,6 +51,16 @@ def test_quick_demo_numbers_are_sane(quick_run):
     assert 0.0 <= a["epsilon_lower_bound"] <= a["claimed_epsilon"]
     assert a["broken_epsilon_lower_bound"] >= a["epsilon_lower_bound"]
     assert np.isfinite(a["broken_epsilon_lower_bound"])
+    # 7. PrivateSVM: tight calibration is at most the SPEC's, accuracies are probabilities
+    for f in r["private_svm"]["fits"]:
+        assert 0.0 <= f["accuracy"] <= 1.0
+        assert 0.5 * f["sensitivity_l1_spec"] <= f["sensitivity_l1"] < f["sensitivity_l1_spec"]
+    # 8. local DP: the averaged basic vector's error is the noise level σ·sqrt(d/n) (fixed seed; ±30%)
+    ldp_ = r["local_dp"]
+    for m in ldp_["mean"]:
+        expected = m["sigma"] * np.sqrt(113 / ldp_["n_users"])
+        assert abs(m["l2_error"] - expected) < 0.3 * expected
+    assert all(0.0 <= lg["accuracy"] <= 1.0 and lg["copies"] == 3 for lg in ldp_["logistic"])
 
 
 def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
