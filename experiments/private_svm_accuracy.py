@@ -8,24 +8,35 @@ ball, κ = 1; exact grid Laplace noise, pure ε-DP), :class:`dpcore.KernelSVM` (
 non-private) and :class:`dpcore.TDDL` (Gaussian noise, private norm bound, (ε, δ)-DP). Nothing of a
 mechanism is re-implemented here.
 
-One solve per run, fresh noise per ε
-------------------------------------
+PrivateSVM is run with both of its sensitivity calibrations (``calibration=``): ``"spec"`` (the
+SPEC's/paper's L1 bound ``4LCκ√F/n``, the default) and ``"tight"`` (``2LCκ√F/n``, proven in
+:mod:`dpcore.private_svm`; half the noise at the same ε). Both add the same solver-residual term and
+are pure ε-DP; the two variants of a feature map share the certified solve of the run and differ
+only in the release (methods ``psvm-*`` and ``psvm-*-tight``).
+
+One solve per run, fresh noise per ε and calibration
+----------------------------------------------------
 ``PrivateSVM.fit`` draws the public RFF frequencies, solves the certified SVM (deterministic) and adds
-the noise. The certified solve costs seconds to minutes at n = 30,000 (see the timings), so refitting
-once per ε is too slow. The script therefore calls the *same* code path ``fit`` uses, split in its
-three steps — ``PrivateSVM._prepare`` (features + public calibration), ``._solve`` (certified w*) and
-``._release`` (exact grid Laplace release of w* for the calibration of the given ε) — solving once per
-(dataset, feature map, C, run) and releasing at every ε with a fresh noise seed. The RFF draw of run
-``r`` is fixed by the run seed (independent of C and ε). A check at the start of the run (recorded in
-the JSON as ``equivalence_checks``) fits ``PrivateSVM.fit`` publicly with the run's ChaCha20 seed and
-verifies that it releases bit-for-bit the vector of the split path. The non-private RFF baseline is the
-certified w* itself (exactly the vector PrivateSVM perturbs).
+the noise. The certified solve takes well under a second to about a second at n = 30,000 here (see the
+timings table of the results), but refitting once per (ε, calibration) would repeat the identical
+deterministic solve 14 times per run and feature map. The script therefore calls the *same* code path
+``fit`` uses, split in its three steps — ``PrivateSVM._prepare`` (features + public calibration),
+``._solve`` (certified w*) and ``._release`` (exact grid Laplace release of w* for the calibration of
+the given ε) — solving once per (dataset, feature map, C, run) and releasing at every (ε, calibration)
+with a fresh noise seed: for each release the estimator's ``epsilon`` and ``calibration`` are set and
+``_prepare`` recomputes the public calibration exactly as ``fit`` does (the calibration used is checked
+and recorded with each release). The RFF draw of run ``r`` is fixed by the run seed (independent of C,
+ε and the calibration). Checks at the start of the run (recorded in the JSON as
+``equivalence_checks``) fit ``PrivateSVM.fit`` publicly, with each calibration, with the run's ChaCha20
+seed and verify that it releases bit-for-bit the vector of the split path. The non-private RFF baseline
+is the certified w* itself (exactly the vector PrivateSVM perturbs).
 
 Regularisation
 --------------
 C is quoted in LIBSVM units as in the TDDL experiment: KernelSVM's λ = 1/(n·C); PrivateSVM's
 objective ½||w||² + (C_P/n) Σ hinge is the same minimiser for C_P = n·C. PrivateSVM's Laplace scale
-per coordinate is then b = 4·L·C_P·κ·√F/(ε n) = 4·C·√F/ε — independent of n at fixed C.
+per coordinate is then b = 4·L·C_P·κ·√F/(ε n) = 4·C·√F/ε (``"spec"``; ``2·C·√F/ε`` for ``"tight"``)
+— independent of n at fixed C (plus the small solver-residual term of both).
 
 * PrivateSVM runs at **C = 0.01, fixed before the run** (not selected on private data). It is not a
   data-independent choice in the strict sense: the TDDL experiment on the same data had shown that the
@@ -40,11 +51,11 @@ per coordinate is then b = 4·L·C_P·κ·√F/(ε n) = 4·C·√F/ε — indepe
 
 Every method is scored on the same rows: in run r, the test split minus TDDL's T public points of run r.
 
-Stages (``--stages``; all by default): ``main`` (PrivateSVM RFF d̂ ∈ {50, 200} and linear, TDDL, the
-non-private baselines, ε ∈ {0.1, 0.5, 1, 2, 5, 10, 50}, 10 runs) and ``csweep`` (non-private C
-sensitivity, run last). All randomness derives from one public base seed (the TDDL experiment's, so
-the training prefix and the public samples coincide with it). Ctrl-C writes partial results and exits
-with status 130.
+Stages (``--stages``; all by default): ``main`` (PrivateSVM RFF d̂ ∈ {50, 200} and linear, each with
+the spec and the tight calibration, TDDL, the non-private baselines, ε ∈ {0.1, 0.5, 1, 2, 5, 10, 50},
+10 runs) and ``csweep`` (non-private C sensitivity, run last). All randomness derives from one public
+base seed (the TDDL experiment's, so the training prefix and the public samples coincide with it).
+Ctrl-C writes partial results and exits with status 130.
 
 Outputs (``--outdir``, default ``experiments/results``): ``private_svm_results.json`` (every release
 with its calibration), ``private_svm_results.md`` (tables), ``private_svm_accuracy_vs_eps.png``.
@@ -53,7 +64,7 @@ with its calibration), ``private_svm_results.md`` (tables), ``private_svm_accura
 Usage::
 
     .venv/bin/python experiments/private_svm_accuracy.py --quick
-    .venv/bin/python experiments/private_svm_accuracy.py            # full run, ~10-20 min on 2 cores
+    .venv/bin/python experiments/private_svm_accuracy.py            # full run, ~5 min on 2 cores
 """
 
 from __future__ import annotations
@@ -100,11 +111,12 @@ class Config:
     delta: float = 1e-6  # TDDL only; PrivateSVM is pure ε-DP
     runs: int = 10
     n_components: Tuple[int, ...] = (50, 200)
+    calibrations: Tuple[str, ...] = ("spec", "tight")  # PrivateSVM's sensitivity calibrations (one solve)
     C_psvm: float = 0.01  # LIBSVM units; PrivateSVM's C = n·C_psvm
     C_tddl: Tuple[float, ...] = (0.001, 0.01)
     norm_epsilon_share: float = 0.1
     tol_per_C: float = 1e-7  # solver tol = tol_per_C·C (TDDL experiment's rule; 1e-9 at C = 0.01)
-    max_iter: int = 1000
+    max_iter: Optional[int] = None  # PrivateSVM default: 10,000 DCD epochs per round, 1,000 L-BFGS iterations
     csweep_C: Tuple[float, ...] = (0.001, 0.01, 0.1)
     csweep_components: Tuple[int, ...] = (200,)
     stages: Tuple[str, ...] = ("main", "csweep")
@@ -181,24 +193,31 @@ def accuracy(decision: np.ndarray, y: np.ndarray) -> float:
 # ------------------------------------------------------------------------------------------------
 
 
-def method_name(kernel: str, D: int) -> str:
-    return f"psvm-rff{D}" if kernel == "rbf" else "psvm-linear"
+def method_name(kernel: str, D: int, calibration: str = "spec") -> str:
+    base = f"psvm-rff{D}" if kernel == "rbf" else "psvm-linear"
+    return base if calibration == "spec" else f"{base}-{calibration}"
+
+
+def method_calibration(m: str) -> str:
+    """PrivateSVM method → its calibration (the spec variant keeps the historical name)."""
+    return "tight" if m.endswith("-tight") else "spec"
 
 
 def method_label(m: str) -> str:
-    if m.startswith("psvm-rff"):
-        return f"PrivateSVM RFF d̂={m[len('psvm-rff'):]}"
-    if m == "psvm-linear":
-        return "PrivateSVM linear"
+    if m.startswith("psvm"):
+        base = m[:-len("-tight")] if m.endswith("-tight") else m
+        label = f"PrivateSVM RFF d̂={base[len('psvm-rff'):]}" if base.startswith("psvm-rff") else "PrivateSVM linear"
+        return f"{label}, {method_calibration(m)}"
     if m.startswith("tddl-C"):
         return f"TDDL RBF, C={m[len('tddl-C'):]}"
     return m
 
 
-def make_psvm(cfg: Config, kernel: str, D: int, C: float, n: int, eps: float, random_state=None):
+def make_psvm(cfg: Config, kernel: str, D: int, C: float, n: int, eps: float, random_state=None,
+              calibration: str = "spec"):
     kw = dict(n_components=D, gamma=cfg.gamma) if kernel == "rbf" else dict(data_norm=1.0)
     return dpcore.PrivateSVM(C=n * C, epsilon=eps, kernel=kernel, tol=cfg.tol(C), max_iter=cfg.max_iter,
-                             random_state=random_state, **kw)
+                             random_state=random_state, calibration=calibration, **kw)
 
 
 def rff_seed(cfg: Config, ds: str, kernel: str, D: int, run: int) -> int:
@@ -228,11 +247,17 @@ def psvm_solve(cfg: Config, d: Data, kernel: str, D: int, C: float, run: int) ->
     return Solved(est, prep, theta, cert, t2 - t1, t1 - t0)
 
 
-def psvm_release(s: Solved, eps: float, seed: int, d: Data):
-    """``PrivateSVM``'s exact grid Laplace release of w* at ε (calibration recomputed by the library)."""
-    s.est.set_params(epsilon=eps)
+def psvm_release(s: Solved, eps: float, seed: int, d: Data, calibration: str = "spec"):
+    """``PrivateSVM``'s exact grid Laplace release of w* at ε with the given calibration.
+
+    The public calibration is recomputed by the library (``_prepare``, as in ``fit``) for the
+    estimator's parameters with ``epsilon`` and ``calibration`` set; both are set on every call.
+    """
+    s.est.set_params(epsilon=eps, calibration=calibration)
     t0 = time.perf_counter()
     prep = s.est._prepare(d.X, d.y, None, random_features=s.prep.rff)
+    if prep.cal.calibration != calibration or prep.cal.epsilon != eps:  # pragma: no cover - sanity
+        raise RuntimeError(f"calibration {prep.cal.calibration!r} at ε={prep.cal.epsilon}, expected {calibration!r}")
     w = s.est._release(prep, s.theta, ChaChaRng(seed))
     return w, prep.cal, time.perf_counter() - t0
 
@@ -241,21 +266,31 @@ def features(s: Solved, X: np.ndarray) -> np.ndarray:
     return X if s.prep.rff is None else s.prep.rff.transform(X)
 
 
-def equivalence_check(cfg: Config, d: Data, kernel: str, D: int, C: float) -> dict:
-    """Public ``PrivateSVM.fit`` vs the split path with the same ChaCha20 stream: identical release?"""
+def equivalence_check(cfg: Config, d: Data, kernel: str, D: int, C: float, calibration: str = "spec") -> dict:
+    """Public ``PrivateSVM.fit`` vs the split path with the same ChaCha20 stream: identical release?
+
+    The split path is the script's own: solve with a spec-calibrated estimator (the solve does not
+    depend on the calibration), then :func:`psvm_release` with ``calibration``, continuing the same
+    ChaCha20 stream — as ``fit`` does with one ``calibration``-estimator.
+    """
     seed = rff_seed(cfg, d.name, kernel, D, 0)
     eps = cfg.epsilons[len(cfg.epsilons) // 2]
     t0 = time.perf_counter()
-    pub = make_psvm(cfg, kernel, D, C, d.y.shape[0], eps, random_state=seed).fit(d.X, d.y)
+    pub = make_psvm(cfg, kernel, D, C, d.y.shape[0], eps, random_state=seed, calibration=calibration).fit(d.X, d.y)
     fit_s = time.perf_counter() - t0
     rng = ChaChaRng(seed)
     est = make_psvm(cfg, kernel, D, C, d.y.shape[0], eps, random_state=rng)
     prep = est._prepare(d.X, d.y, rng)
     theta, _ = est._solve(prep)
-    w = est._release(prep, theta, rng)
+    est.set_params(epsilon=eps, calibration=calibration)
+    prep2 = est._prepare(d.X, d.y, None, random_features=prep.rff)
+    w = est._release(prep2, theta, rng)
+    key = ("calibration", "epsilon", "sensitivity_l1", "release_scale", "release_granularity")
     same = bool(np.array_equal(w, pub.coef_)) and bool(
-        prep.rff is None or np.array_equal(prep.rff.random_weights_, pub.random_features_.random_weights_))
-    return dict(dataset=d.name, method=method_name(kernel, D), C=C, epsilon=eps, identical=same,
+        prep.rff is None or np.array_equal(prep.rff.random_weights_, pub.random_features_.random_weights_)) and all(
+        getattr(prep2.cal, k) == getattr(pub.privacy_, k) for k in key)
+    return dict(dataset=d.name, method=method_name(kernel, D, calibration), C=C, epsilon=eps,
+                calibration=calibration, sensitivity_l1=pub.privacy_.sensitivity_l1, identical=same,
                 public_fit_seconds=fit_s)
 
 
@@ -303,10 +338,14 @@ def fit_kernel_svm(cfg: Config, d: Data, C: float):
 def stage_main(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     configs = [("rbf", D) for D in cfg.n_components] + [("linear", 0)]
-    n_rel = len(cfg.datasets) * cfg.runs * len(cfg.epsilons) * (len(configs) + len(cfg.C_tddl))
+    n_psvm = len(configs) * len(cfg.calibrations)
+    n_rel = len(cfg.datasets) * cfg.runs * len(cfg.epsilons) * (n_psvm + len(cfg.C_tddl))
     for ds in cfg.datasets:  # the public fit and the split path must agree (cheapest config)
-        state.checks.append(equivalence_check(cfg, data[ds], "rbf", min(cfg.n_components), cfg.C_psvm))
-        print(f"equivalence check {ds}: identical = {state.checks[-1]['identical']}", file=sys.stderr)
+        for calibration in cfg.calibrations:
+            state.checks.append(equivalence_check(cfg, data[ds], "rbf", min(cfg.n_components), cfg.C_psvm,
+                                                  calibration))
+            print(f"equivalence check {ds} {calibration}: identical = {state.checks[-1]['identical']}",
+                  file=sys.stderr)
     with _bar(n_rel, "PrivateSVM + TDDL releases", "release") as bar:
         for ds in cfg.datasets:
             d = data[ds]
@@ -324,6 +363,7 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                 # -- PrivateSVM
                 for kernel, D in configs:
                     m = method_name(kernel, D)
+                    ms = [method_name(kernel, D, c) for c in cfg.calibrations]
                     bar.set_postfix_str(f"{ds} {m} run={run} solving", refresh=True)
                     if kernel == "linear" and linear_solved is not None:
                         s = linear_solved  # no random features: w* is the same in every run
@@ -332,8 +372,9 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                         try:
                             s = psvm_solve(cfg, d, kernel, D, cfg.C_psvm, run)
                         except ConvergenceError as exc:
-                            state.runs.append(dict(dataset=ds, method=m, run=run, error=str(exc)))
-                            bar.update(len(cfg.epsilons))
+                            for mc in ms:
+                                state.runs.append(dict(dataset=ds, method=mc, run=run, error=str(exc)))
+                            bar.update(len(cfg.epsilons) * len(ms))
                             continue
                         solve_s = s.solve_s
                         if kernel == "linear":
@@ -350,20 +391,28 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                                solve_seconds=solve_s, prepare_seconds=s.prepare_s, certificate=s.cert.as_dict())
                     if run == 0 and d.y_val.size:
                         row["nonprivate_val_accuracy"] = accuracy(features(s, d.X_val) @ s.theta, d.y_val)
-                    state.runs.append(row)
-                    for eps in cfg.epsilons:
-                        bar.set_postfix_str(f"{ds} {m} run={run} ε={eps:g}", refresh=False)
-                        seed = derive_seed(cfg, ds, m, cfg.C_psvm, "noise", run, eps)
-                        w, cal, rel_s = psvm_release(s, eps, seed, d)
-                        dec = PQ @ w
-                        state.records.append(dict(
-                            dataset=ds, method=m, run=run, epsilon=eps, delta=0.0, seed=seed,
-                            accuracy=accuracy(dec, yQ), agreement=float(np.mean((dec > 0) == (dec_np > 0))),
-                            noise_scale=cal.release_scale, noise_scale_spec=cal.noise_scale_spec,
-                            sensitivity_l1=cal.sensitivity_l1, epsilon_used=cal.epsilon_used,
-                            noise_norm=float(np.linalg.norm(w - s.theta)), release_seconds=rel_s,
-                            fit_seconds=s.prepare_s + solve_s + rel_s))
-                        bar.update(1)
+                    for calibration, mc in zip(cfg.calibrations, ms):
+                        # one certified solve per run and feature map, shared by the calibrations (the
+                        # solve does not depend on it): its time is counted once, on the first of them
+                        first = mc == ms[0]
+                        state.runs.append(dict(row, method=mc, calibration=calibration,
+                                               solve_seconds=solve_s if first else 0.0,
+                                               solve_shared_with=None if first else ms[0]))
+                        for eps in cfg.epsilons:
+                            bar.set_postfix_str(f"{ds} {mc} run={run} ε={eps:g}", refresh=False)
+                            # spec keeps its historical seed label (method name without suffix)
+                            seed = derive_seed(cfg, ds, mc, cfg.C_psvm, "noise", run, eps)
+                            w, cal, rel_s = psvm_release(s, eps, seed, d, calibration)
+                            dec = PQ @ w
+                            state.records.append(dict(
+                                dataset=ds, method=mc, calibration=cal.calibration, run=run, epsilon=eps,
+                                delta=0.0, seed=seed, accuracy=accuracy(dec, yQ),
+                                agreement=float(np.mean((dec > 0) == (dec_np > 0))),
+                                noise_scale=cal.release_scale, noise_scale_spec=cal.noise_scale_spec,
+                                sensitivity_l1=cal.sensitivity_l1, sensitivity_l1_spec=cal.sensitivity_l1_spec,
+                                epsilon_used=cal.epsilon_used, noise_norm=float(np.linalg.norm(w - s.theta)),
+                                release_seconds=rel_s, fit_seconds=s.prepare_s + solve_s + rel_s))
+                            bar.update(1)
                 # -- TDDL at equal ε (Gaussian, private norm bound)
                 for C in cfg.C_tddl:
                     model = models[C]
@@ -418,11 +467,13 @@ def stage_csweep(state: State, data: Dict[str, Data]) -> None:
             else:
                 F = s.theta.shape[0]
                 b1 = psvm_release(s, 1.0, 0, d)[1].release_scale  # public calibration at ε = 1
+                b1t = psvm_release(s, 1.0, 0, d, "tight")[1].release_scale
                 row.update(C_psvm=s.prep.cal.C, F=F, solve_seconds=s.solve_s,
                            val_acc=accuracy(features(s, d.X_val) @ s.theta, d.y_val) if d.y_val.size else None,
                            test_acc=accuracy(features(s, d.X_test) @ s.theta, d.y_test),
                            w_norm=float(np.linalg.norm(s.theta)), w_rms_coord=float(np.linalg.norm(s.theta)) / math.sqrt(F),
-                           noise_scale_eps1=b1, val_majority=majority_rate(d.y_val) if d.y_val.size else None,
+                           noise_scale_eps1=b1, noise_scale_eps1_tight=b1t,
+                           val_majority=majority_rate(d.y_val) if d.y_val.size else None,
                            test_majority=majority_rate(d.y_test))
             state.csweep.append(row)
             bar.update(1)
@@ -489,7 +540,20 @@ def _fmt(x, spec=".3g") -> str:
 
 
 def method_order(cfg: Config) -> List[str]:
-    return ([f"psvm-rff{D}" for D in cfg.n_components] + ["psvm-linear"] + [f"tddl-C{C:g}" for C in cfg.C_tddl])
+    configs = [("rbf", D) for D in cfg.n_components] + [("linear", 0)]
+    return ([method_name(k, D, c) for k, D in configs for c in cfg.calibrations]
+            + [f"tddl-C{C:g}" for C in cfg.C_tddl])
+
+
+def solve_owner(cfg: Config, m: str) -> str:
+    """The PrivateSVM method whose row carries the (shared) solve time of ``m``'s feature map."""
+    base = m[:-len("-tight")] if m.endswith("-tight") else m
+    return base if cfg.calibrations[0] == "spec" else f"{base}-{cfg.calibrations[0]}"
+
+
+def csweep_label(m: str) -> str:
+    """The C sweep is non-private (no calibration): the feature map only."""
+    return method_label(m).rsplit(", ", 1)[0]
 
 
 def markdown(state: State, summary: dict, total_s: float) -> str:
@@ -501,8 +565,11 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
         f"{cfg.runs} runs per cell (mean ± std over runs, ddof = 1, in %); every method is scored on the test split "
         f"minus TDDL's T = {cfg.T} public points of the run. RBF γ = {cfg.gamma:g}. C in LIBSVM units "
         f"(λ = 1/(n·C); PrivateSVM's C_P = n·C). PrivateSVM: C = {cfg.C_psvm:g} fixed a priori, no intercept, "
-        f"hinge, tol = {cfg.tol_per_C:g}·C, pure ε-DP (δ = 0), exact grid Laplace release; the RFF draw is fixed per "
-        f"run, the noise is fresh per (run, ε). TDDL: KernelSVM RBF, C ∈ {{{', '.join(f'{c:g}' for c in cfg.C_tddl)}}}, "
+        f"hinge, tol = {cfg.tol_per_C:g}·C, max_iter = {'default' if cfg.max_iter is None else cfg.max_iter}, "
+        f"pure ε-DP (δ = 0), exact grid Laplace release "
+        f"with calibration ∈ {{{', '.join(cfg.calibrations)}}} (spec: L1 sensitivity 4LCκ√F/n, tight: 2LCκ√F/n, "
+        f"both + 2ρ√F for the solver residual; one certified solve per run shared by both); the RFF draw is fixed per "
+        f"run, the noise is fresh per (run, ε, calibration). TDDL: KernelSVM RBF, C ∈ {{{', '.join(f'{c:g}' for c in cfg.C_tddl)}}}, "
         f"noise = gaussian, private norm bound ({cfg.norm_epsilon_share:g}·ε), (ε, δ = {cfg.delta:g})-DP. "
         f"Wall-clock: {total_s / 60:.1f} min.\n")
     if state.checks:
@@ -586,9 +653,11 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
             rr = _lookup(rows, dataset=ds, method=m)
             rel = _ms([r["release_seconds_mean"] for r in rr])[0]
             if m.startswith("psvm"):
-                solve = mm[m]["solve_seconds_mean"]
-                L.append(f"| {method_label(m)} | {_fmt(solve, '.2f')} ± {_fmt(mm[m]['solve_seconds_std'], '.2f')} | "
-                         f"{_fmt(rel, '.3f')} | ≈ {_fmt(solve + rel, '.2f')} |")
+                owner = solve_owner(cfg, m)  # the calibrations of a feature map share one solve
+                solve = mm[owner]["solve_seconds_mean"] if owner in mm else float("nan")
+                cell = (f"{_fmt(solve, '.2f')} ± {_fmt(mm[owner]['solve_seconds_std'], '.2f')}" if owner == m
+                        else f"shared with {method_label(owner)}")
+                L.append(f"| {method_label(m)} | {cell} | {_fmt(rel, '.3f')} | ≈ {_fmt(solve + rel, '.2f')} |")
             else:
                 fit = [x["fit_seconds"] for x in state.models if x["dataset"] == ds and f"tddl-C{x['C']:g}" == m]
                 L.append(f"| {method_label(m)} | KernelSVM fit {_fmt(fit[0] if fit else None, '.1f')} (once) | "
@@ -598,17 +667,18 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
         L.append("## Non-private C sensitivity (one RFF draw; NOT used to choose the private runs' C)\n")
         L.append("Selecting C by validation accuracy on the private training data is itself not private; this table only "
                  "shows what such a (non-private) selection would pick and what it costs in noise (b ∝ C).\n")
-        L.append("| dataset | method | C | C_P = n·C | val acc | val majority | test acc | ‖w*‖ | RMS w*_j | b at ε=1 | solve s |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        L.append("| dataset | method | C | C_P = n·C | val acc | val majority | test acc | ‖w*‖ | RMS w*_j | b at ε=1 (spec) | "
+                 "b at ε=1 (tight) | solve s |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in state.csweep:
             if "error" in r:
-                L.append(f"| {r['dataset']} | {method_label(r['method'])} | {r['C']:g} | — | error: {r['error'][:60]} |||||||")
+                L.append(f"| {r['dataset']} | {csweep_label(r['method'])} | {r['C']:g} | — | error: {r['error'][:60]} ||||||||")
                 continue
-            L.append(f"| {r['dataset']} | {method_label(r['method'])} | {r['C']:g} | {r['C_psvm']:g} | "
+            L.append(f"| {r['dataset']} | {csweep_label(r['method'])} | {r['C']:g} | {r['C_psvm']:g} | "
                      f"{_fmt(100 * r['val_acc'] if r['val_acc'] is not None else None, '.2f')} | "
                      f"{_fmt(100 * r['val_majority'] if r['val_majority'] is not None else None, '.2f')} | "
                      f"{100 * r['test_acc']:.2f} | {r['w_norm']:.3g} | {r['w_rms_coord']:.3g} | {r['noise_scale_eps1']:.3g} | "
-                     f"{r['solve_seconds']:.1f} |")
+                     f"{_fmt(r.get('noise_scale_eps1_tight'))} | {r['solve_seconds']:.1f} |")
         L.append("")
     if summary["failures"]:
         L.append(f"## Failures: {len(summary['failures'])}\n")
@@ -633,6 +703,8 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
     fig, axes = plt.subplots(1, len(dss), figsize=(6.2 * len(dss), 4.6), squeeze=False)
     colors = {f"psvm-rff{D}": c for D, c in zip(cfg.n_components, ("C0", "C2", "C4"))}
     colors["psvm-linear"] = "C1"
+    for m in list(colors):
+        colors[f"{m}-tight"] = colors[m]  # same colour, dash-dot line and triangles
     for C, c in zip(cfg.C_tddl, ("C3", "C5", "C6")):
         colors[f"tddl-C{C:g}"] = c
     for ax, ds in zip(axes[0], dss):
@@ -641,8 +713,8 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
             rr = sorted(_lookup(rows, dataset=ds, method=m), key=lambda r: r["epsilon"])
             if not rr:
                 continue
-            ls = "--" if m.startswith("tddl") else "-"
-            mk = "s" if m.startswith("tddl") else "o"
+            ls = "--" if m.startswith("tddl") else ("-." if m.endswith("-tight") else "-")
+            mk = "s" if m.startswith("tddl") else ("^" if m.endswith("-tight") else "o")
             ax.errorbar([r["epsilon"] for r in rr], [100 * r["accuracy_mean"] for r in rr],
                         yerr=[100 * r["accuracy_std"] for r in rr], color=colors.get(m), ls=ls, marker=mk, ms=4,
                         capsize=2, label=method_label(m) + (f" (δ={cfg.delta:g})" if m.startswith("tddl") else " (δ=0)"))

@@ -352,11 +352,11 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     bounded — free set ≤ max(F, #interior) and capped BVLS. Unbounded steps (free sets of ~2,000 at
     τ = 1e-2) cost 5–110 s each on the full data and never lowered the gap. Structure only: no
     wall-clock assertion."""
-    from dpcore import _glm_solver, private_svm
+    from dpcore import _glm_solver
     from dpcore.datasets import load_adult
 
     steps = []
-    step = private_svm._active_set_step
+    step = _glm_solver._active_set_step
 
     def spy(X, XT, y, alpha, m, lam, tau, **kw):
         interior = int(np.count_nonzero((alpha > 1e-12) & (alpha < 1.0 - 1e-12)))
@@ -364,7 +364,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
         steps.append((free, max(X.shape[1], interior), kw.get("bvls_max_iter")))
         return step(X, XT, y, alpha, m, lam, tau, **kw)
 
-    monkeypatch.setattr(private_svm, "_active_set_step", spy)
+    monkeypatch.setattr(_glm_solver, "_active_set_step", spy)  # the shared polish (_glm_solver._polish)
     train = load_adult("train")
     X, y = train.X[:5000], train.y[:5000]
     n_steps = 0
@@ -377,7 +377,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
         assert cert.method == "dcd+active-set", (kernel, C, cert)
         assert cert.duality_gap <= est.privacy_.tol and cert.residual <= est.privacy_.residual_bound
         for free, cap, bvls_cap in steps:
-            assert free <= cap and bvls_cap == private_svm._POLISH_BVLS_MAX_ITER, (kernel, C, steps)
+            assert free <= cap and bvls_cap == _glm_solver._POLISH_BVLS_MAX_ITER, (kernel, C, steps)
         n_steps += len(steps)
     assert n_steps > 0  # the polish is exercised
 

@@ -95,8 +95,9 @@ A LIBLINEAR-style dual coordinate descent in Rust (``dpcore._core.rff_linear_svm
 al. 2008) gives a dual point; :func:`dpcore._glm_solver` recomputes ``ŵ`` and the certified duality
 gap from it (every term non-negative, with its floating-point error bound) and, unless that is
 already ``≤ tol``, polishes it by its active-set step (cheapest free sets first, bounded in size
-and in BVLS iterations, see ``_polish``); up to six such rounds with a tighter DCD tolerance each,
-then the generic :func:`dpcore._glm_solver.solve_hinge` is used. Only the certificate matters for
+and in BVLS iterations: :func:`dpcore._glm_solver._polish`, shared with the generic solver); up to
+six such rounds with a tighter DCD tolerance each, then the generic
+:func:`dpcore._glm_solver.solve_hinge` is used. Only the certificate matters for
 privacy: the search strategy changes the running time, never the guarantee.
 """
 
@@ -112,8 +113,7 @@ import numpy as np
 from . import _core
 from ._glm_losses import UNIT_ROUNDOFF, gamma_k, make_loss
 from ._glm_solver import (
-    ConvergenceError, GLMObjective, _active_set_free, _active_set_step, _hinge_gap, certify_smooth, gradient_fp_bound,
-    solve_hinge, solve_smooth,
+    ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
@@ -244,69 +244,36 @@ def _check_int(value, name: str) -> int:
     return int(value)
 
 
-#: Thresholds τ of the active-set polish, smallest (cheapest, nested free sets) first.
-_POLISH_TAUS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
-#: Cap on the main BVLS loop of one polish step (see :func:`_polish`).
-_POLISH_BVLS_MAX_ITER = 10
 #: Rounds of warm-started DCD (each followed by a polish unless already certified).
 _DCD_ROUNDS = 6
+#: ``max_iter=None``: epoch limit of each DCD round. With shrinking, DCD's epochs after the first
+#: few visit only the unshrunk coordinates and are cheap, but near the optimum it can need several
+#: thousand of them. Measured (tol = 1e-10, 2 cores), 1,000 → 10,000 epochs per round: full Shuttle
+#: train split (n = 39,278), C = 0.1·n, RFF d̂ = 200/100/50: 9.4/4.6/2.3 s → 1.0/0.5/0.3 s (one round
+#: needed 6,227/2,116/4,186 epochs, 0.1–0.4 s; with 1,000 all six rounds stopped short and the
+#: generic fallback ran, its Rust start recomputing kernel rows, O(nF) each); Adult linear
+#: (n = 32,561), C = 3·n / 10·n: 5.7/9.9 s → 0.6/1.2 s. Slower: Adult RFF d̂ = 200, C = n: 0.9 → 2.4 s
+#: (both certified). Where nothing certifies (Adult linear C = 30·n: 45 s both; RFF d̂ = 200,
+#: C = 10·n: 371 → 290 s with the new generic polish) the longer rounds add 0.5–8 s before the
+#: fallback. Fits whose rounds all stop before 1,000 epochs are unchanged.
+_DCD_MAX_EPOCHS = 10_000
+#: ``max_iter=None``: iteration limit of L-BFGS-B/Newton (smooth losses, generic hinge fallback).
+#: Not raised with the DCD limit: in the fallback its rounds are the expensive part (Adult linear
+#: C = 30·n with ``max_iter=10_000`` for both: 179 s instead of 45 s, not certified either).
+_SOLVER_MAX_ITER = 1_000
 
 
-def _polish(F: np.ndarray, FT: np.ndarray, y: np.ndarray, lam: float, tol: float, radius: float, point: tuple):
-    """Active-set polish of the certified dual point ``point = (θ̃, gap, fp, α, m)``.
-
-    Returns the best certified point among ``point`` and the candidates. Every candidate comes
-    from the same base ``(α, m)`` and differs only by its free set
-    (:func:`dpcore._glm_solver._active_set_free`, nested in τ), so candidates are tried from the
-    smallest free set up, a τ that adds no point is skipped (same candidate), and the loop stops at
-    the first certified gap ``≤ tol``. Two bounds keep a step cheap (measured on Adult, n = 32,561,
-    RFF d̂ = 200 and linear, C from 10 to 32,561: before they existed single steps took 5–110 s,
-    and none of those ever lowered the gap):
-
-    * free sets larger than ``max(F, #interior)`` are not solved: at the optimum the points on the
-      margin satisfy ``y_i<w, f_i> = 1`` for ``w ∈ R^F``, so in general position there are at most
-      F of them; a larger free set (~500–2,300 points at τ = 1e-2) makes the margin equations
-      overdetermined and BVLS returned a compromise whose certified gap was 50–15,000 times worse
-      than the start;
-    * the main BVLS loop is capped at :data:`_POLISH_BVLS_MAX_ITER` iterations. Each iteration
-      solves one or more dense least-squares problems on up to k columns; uncapped (``10k + 100``),
-      one step on k = 256 points took 74–94 s (143 iterations) for a worse gap. Every step observed
-      that reached ``tol`` came after DCD had identified the active set, when the least-squares
-      solution on the free set is already inside the box (BVLS stops before its main loop).
-
-    Only the speed depends on these choices: every candidate is judged by its certified gap.
-    """
-    best = point
-    a0, m0 = point[3], point[4]
-    n_interior = int(np.count_nonzero((a0 > 1e-12) & (a0 < 1.0 - 1e-12)))
-    cap = max(F.shape[1], n_interior)
-    last = -1
-    for tau in _POLISH_TAUS:
-        k = int(np.count_nonzero(_active_set_free(a0, m0, tau)))
-        if k > cap:
-            break
-        if k == last:
-            continue
-        last = k
-        cand = _active_set_step(F, FT, y, a0, m0, lam, tau, bvls_max_iter=_POLISH_BVLS_MAX_ITER)
-        t2, gap2, fp2, _, m2 = _hinge_gap(F, FT, y, cand, lam, radius)
-        if gap2 < best[1]:
-            best = (t2, gap2, fp2, cand, m2)
-        if best[1] <= tol:
-            break
-    return best
-
-
-def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radius: float):
+def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, max_epochs: int, max_iter: int,
+                      radius: float):
     """Certified hinge SVM ``(1/n)Σ hinge + (λ/2)||w||²``: Rust DCD, certified gap, active-set polish.
 
-    Up to :data:`_DCD_ROUNDS` rounds: DCD (``dpcore._core.rff_linear_svm_dcd``, at most ``max_iter``
+    Up to :data:`_DCD_ROUNDS` rounds: DCD (``dpcore._core.rff_linear_svm_dcd``, at most ``max_epochs``
     epochs, stopping tolerance ``1e-3, 1e-5, …`` on the projected gradient, solver stream = round
     index) warm-started from the previous round's point (its DCD output, or the polished candidate
-    if that certified a smaller gap), certified by
-    :func:`dpcore._glm_solver._hinge_gap`, then polished (:func:`_polish`) unless the certificate is
-    already ``≤ tol``. Returns ``(θ̃, gap, fp, n_epochs, method)``; raises :class:`ConvergenceError`
-    if the certified gap stays above ``tol`` (after the generic :func:`solve_hinge` fallback for
+    if that certified a smaller gap), certified by :func:`dpcore._glm_solver._hinge_gap`, then
+    polished (:func:`dpcore._glm_solver._polish`) unless the certificate is already ``≤ tol``.
+    Returns ``(θ̃, gap, fp, n_epochs, method)``; raises :class:`ConvergenceError` if the certified
+    gap stays above ``tol`` (after the generic :func:`solve_hinge` fallback, with ``max_iter``, for
     moderate sizes). Deterministic.
     """
     n = F.shape[0]
@@ -317,27 +284,26 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
     best = None
     eps = 1e-3
     for rnd in range(_DCD_ROUNDS):
-        beta, epochs = _core.rff_linear_svm_dcd(F, y, upper, beta, eps, int(max_iter), rnd)
+        beta, epochs = _core.rff_linear_svm_dcd(F, y, upper, beta, eps, int(max_epochs), rnd)
         epochs_total += int(epochs)
         alpha = np.clip(np.asarray(beta) * (lam * n), 0.0, 1.0)
-        theta, gap, fp, _, m = _hinge_gap(F, FT, y, alpha, lam, radius)
-        point = (theta, gap, fp, alpha, m)
-        if gap > tol:
+        point = _hinge_point(F, FT, y, alpha, lam, radius)
+        if point.gap > tol:
             point = _polish(F, FT, y, lam, tol, radius, point)
-        if best is None or point[1] < best[1]:
+        if best is None or point.gap < best.gap:
             best = point
-        if best[1] <= tol:
+        if best.gap <= tol:
             break
         # continue from this round's point (DCD progress is kept even where the gap fluctuates)
-        beta = point[3] * upper
+        beta = point.alpha * upper
         eps *= 1e-2
-    if best[1] <= tol:
-        return best[0], best[1], best[2], epochs_total, "dcd+active-set"
+    if best.gap <= tol:
+        return best.theta, best.gap, best.fp, epochs_total, "dcd+active-set"
     if n * F.shape[1] <= 20_000_000:
         theta, hc = solve_hinge(F, y, lam=lam, tol=tol, max_iter=max_iter, radius=radius)
         return theta, hc.duality_gap, hc.fp_bound, epochs_total + hc.n_iter, "dcd+" + hc.method
     raise ConvergenceError(
-        f"the certified hinge solver reached duality gap {best[1]:.3e} > tol={tol:.3e}; increase tol or max_iter"
+        f"the certified hinge solver reached duality gap {best.gap:.3e} > tol={tol:.3e}; increase tol or max_iter"
     )
 
 
@@ -370,8 +336,12 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     huber_width : float, default 0.5
     tol : float, default 1e-10
         Certified duality-gap (hinge) / gradient-norm (smooth) tolerance; sets the public ρ_pub.
-    max_iter : int, default 1000
-        Iteration limit of the solvers (epochs of the coordinate descent for the hinge).
+    max_iter : int or None, default None
+        Iteration limit of the solvers: epochs of each coordinate-descent round (hinge loss) and
+        iterations of L-BFGS-B/Newton (smooth losses, and the generic fallback of the hinge solver).
+        ``None``: 10,000 epochs per round and 1,000 iterations (an int sets both; the default was
+        1000 for both before — cheap shrunk epochs let more problems certify without the slow
+        fallback, see ``_DCD_MAX_EPOCHS``).
     clip : bool, default False
         ``kernel="linear"``: project rows outside the ball onto it instead of raising.
     random_state : None, int or ChaChaRng
@@ -424,7 +394,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     def __init__(self, C=1.0, epsilon=1.0, *, kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
-                 max_iter=1000, clip=False, random_state=None, accountant=None, calibration="spec"):
+                 max_iter=None, clip=False, random_state=None, accountant=None, calibration="spec"):
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
@@ -470,7 +440,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         p["scaling"] = check_positive(self.intercept_scaling, "intercept_scaling") if p["fit_intercept"] else 0.0
         h = check_positive(self.huber_width, "huber_width")
         p["tol"] = check_positive(self.tol, "tol")
-        p["max_iter"] = _check_int(self.max_iter, "max_iter")
+        p["max_iter"] = None if self.max_iter is None else _check_int(self.max_iter, "max_iter")
         p["clip"] = _check_bool(self.clip, "clip")
         p["loss"] = make_loss(self.loss, huber_width=h)
         return p
@@ -594,15 +564,18 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         """Certified ``ŵ`` (noise-free, deterministic) and its certificate, checked against ρ_pub."""
         cal, p = prep.cal, prep.p
         lam = 1.0 / p["C"]
+        max_iter = _SOLVER_MAX_ITER if p["max_iter"] is None else p["max_iter"]
         if p["loss"].name == "hinge":
+            epochs = _DCD_MAX_EPOCHS if p["max_iter"] is None else p["max_iter"]
             theta, gap, fp, n_iter, method = _solve_hinge_fast(prep.Phi, prep.y, lam=lam, tol=p["tol"],
-                                                               max_iter=p["max_iter"], radius=cal.kappa)
+                                                               max_epochs=epochs, max_iter=max_iter,
+                                                               radius=cal.kappa)
             residual = math.sqrt(2.0 * gap / lam) * (1.0 + _SLACK)
             cert = PrivateSVMCertificate(duality_gap=gap, grad_norm=math.nan, fp_bound=fp, residual=residual,
                                          residual_bound=cal.residual_bound, n_iter=n_iter, method=method)
         else:
             obj = GLMObjective(prep.Phi, prep.y, p["loss"], lam)
-            theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=p["max_iter"], radius=cal.kappa)
+            theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=max_iter, radius=cal.kappa)
             sc = certify_smooth(obj, theta, radius=cal.kappa, n_iter=n_iter)
             if not sc.grad_norm <= p["tol"]:
                 raise ConvergenceError(f"certified gradient norm {sc.grad_norm:.3e} > tol={p['tol']:.3e}; "
