@@ -35,3 +35,18 @@ class ParamsMixin:
         for key, value in params.items():
             setattr(self, key, value)
         return self
+
+    def __repr__(self) -> str:
+        """``Name(k=v, ...)`` listing the parameters that differ from the ``__init__`` defaults
+        (same value *and* type), as scikit-learn does."""
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = []
+        for k, v in self.get_params().items():
+            default = defaults[k].default
+            try:
+                same = v is default or (type(v) is type(default) and v == default)
+            except Exception:  # pragma: no cover - exotic parameter values
+                same = False
+            if not same:
+                changed.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"

@@ -44,7 +44,6 @@ switches to float64 rows if float32 rounding ever limits the gap.
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 import warnings
@@ -109,13 +108,6 @@ class _KernelERM(ParamsMixin):
         self.cache_size = cache_size
         self.shrinking = shrinking
         self.verbose = verbose
-
-    def __repr__(self) -> str:
-        defaults = inspect.signature(_KernelERM.__init__).parameters
-        changed = [
-            f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k].default
-        ]
-        return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- fitting -----------------------------------------------------------------------------
 

@@ -113,7 +113,6 @@ Claims
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 from dataclasses import asdict, dataclass
@@ -396,19 +395,6 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         self.residual_share = residual_share
         self.random_state = random_state
         self.accountant = accountant
-
-    def __repr__(self) -> str:
-        defaults = inspect.signature(_GLMPerturbation.__init__).parameters
-        changed = []
-        for k, v in self.get_params().items():
-            default = defaults[k].default
-            try:
-                same = v is default or (type(v) is type(default) and v == default)
-            except Exception:  # pragma: no cover - exotic parameter values
-                same = False
-            if not same:
-                changed.append(f"{k}={v!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> dict:

@@ -657,19 +657,3 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         theta, _ = self._solve(prep)
         out = self._release(prep, theta, rng, int(n_samples))
         return out.reshape(int(n_samples), prep.cal.n_features_out)
-
-    def __repr__(self) -> str:
-        import inspect
-
-        defaults = inspect.signature(PrivateSVM.__init__).parameters
-        changed = []
-        for k, v in self.get_params().items():
-            default = defaults[k].default
-            try:
-                same = v is default or (type(v) is type(default) and v == default)
-            except Exception:  # pragma: no cover
-                same = False
-            if not same:
-                changed.append(f"{k}={v!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
-
