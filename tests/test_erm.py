@@ -283,10 +283,10 @@ def test_invalid_data():
         KernelSVM().fit(X[0], y)
     with pytest.raises(ValueError, match="^y"):
         KernelSVM().fit(X, y[:-1])
-    with pytest.raises(ValueError, match="^y.*two classes"):
-        KernelSVM().fit(X, np.ones(20))
-    with pytest.raises(ValueError, match="^y.*two classes"):
+    with pytest.raises(ValueError, match=r"^y contains .*outside the declared classes=\[-1, 1\]"):
         KernelSVM().fit(X, np.arange(20) % 3)
+    with pytest.raises(ValueError, match="^y contains 1 label"):
+        KernelSVM().fit(X, np.where(np.arange(20) == 7, 2, y))
     with pytest.raises(ValueError, match="^y"):
         KernelSVM().fit(X, np.where(y > 0, np.nan, 1.0))
     est = KernelSVM(kernel="linear").fit(X, y)
@@ -304,7 +304,7 @@ def test_invalid_data():
 def test_string_labels_predict_score():
     X, y = make_data(200, 3, 9)
     labels = np.where(y > 0, "yes", "no")
-    est = KernelSVM(lam=1e-3, kernel="rbf", gamma=2.0).fit(X, labels)
+    est = KernelSVM(lam=1e-3, kernel="rbf", gamma=2.0, classes=["yes", "no"]).fit(X, labels)
     assert list(est.classes_) == ["no", "yes"]
     pred = est.predict(X)
     assert pred.dtype == labels.dtype and set(pred) <= {"no", "yes"}
@@ -323,7 +323,7 @@ def test_get_set_params_and_clone():
     p = est.get_params()
     assert p["lam"] == 0.1 and p["degree"] == 2 and p["shrinking"] is True
     assert set(p) == {"lam", "kernel", "gamma", "degree", "coef0", "tol", "max_iter",
-                      "cache_size", "shrinking", "verbose"}
+                      "cache_size", "shrinking", "classes", "verbose"}
     est.set_params(lam=0.5, gamma=2.0)
     assert est.lam == 0.5 and est.gamma == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):

@@ -52,6 +52,7 @@ from typing import Optional
 import numpy as np
 
 from . import _core
+from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._params import ParamsMixin
 from ._validation import check_array, check_positive
 from .kernels import _as_f64, _check_kernel_params
@@ -96,6 +97,7 @@ class _KernelERM(ParamsMixin):
         max_iter: Optional[int] = None,
         cache_size: float = 200.0,
         shrinking: bool = True,
+        classes=DEFAULT_CLASSES,
         verbose: bool = False,
     ):
         self.lam = lam
@@ -107,6 +109,7 @@ class _KernelERM(ParamsMixin):
         self.max_iter = max_iter
         self.cache_size = cache_size
         self.shrinking = shrinking
+        self.classes = classes
         self.verbose = verbose
 
     # -- fitting -----------------------------------------------------------------------------
@@ -134,7 +137,8 @@ class _KernelERM(ParamsMixin):
         X : array-like of shape (n_samples, n_features)
             Training points (finite).
         y : array-like of shape (n_samples,)
-            Labels with exactly two distinct values; ``classes_[1]`` is mapped to ``+1``.
+            Labels, each one of the declared ``classes``; ``classes_[1]`` is mapped to ``+1``.
+            Any subset of ``classes`` (including a single class) is accepted.
 
         Returns
         -------
@@ -143,25 +147,14 @@ class _KernelERM(ParamsMixin):
         Raises
         ------
         ValueError
-            NaN/inf or empty ``X``, wrong shapes, ``y`` with other than two classes, ``lam``,
+            NaN/inf or empty ``X``, wrong shapes, a label of ``y`` outside ``classes``, ``lam``,
             ``tol`` or ``cache_size`` not finite and positive, invalid ``max_iter`` or kernel
             parameters. The message names the parameter.
         """
         X = check_array(X, "X")
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"y must have length {X.shape[0]} (the number of rows of X), got {y.shape[0]}"
-            )
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinite values")
-        classes, y_idx = np.unique(y, return_inverse=True)
-        if classes.shape[0] != 2:
-            raise ValueError(
-                f"y must contain exactly two classes, got {classes.shape[0]}: {classes[:5]!r}"
-            )
+        # The label set is declared (``classes``), never read off the data: a training set with
+        # one class trains like any other (see dpcore._labels).
+        classes, y_pm = encode_binary_labels(y, self.classes, X.shape[0])
         lam, tol, cache_size, max_iter, name, gamma, degree, coef0 = self._validate_params(
             X.shape[1]
         )
@@ -169,7 +162,6 @@ class _KernelERM(ParamsMixin):
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
         X = np.array(X, dtype=np.float64, order="C", copy=True)  # the model owns its support
-        y_pm = np.where(y_idx.reshape(-1) == 1, 1.0, -1.0)
         # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
         # like the fit of this data: drop every fitted attribute before solving.
         self._reset_fitted()
@@ -309,6 +301,11 @@ class KernelSVM(_KernelERM):
     shrinking : bool, default=True
         Temporarily remove bounded variables that are predicted to stay bounded; the full problem
         is always re-checked exactly before stopping.
+    classes : sequence of two labels, default=(-1, 1)
+        The declared (public) label set. ``classes_ = sorted(classes)``; ``classes_[1]`` is +1.
+        Labels outside it are refused; a training set containing only one of them trains normally.
+        Never inferred from ``y``: that would make the private releases built on this model
+        (PINP, TDDL, TDIL) refuse or relabel depending on a single record.
     verbose : bool, default=False
         Show a progress bar (tqdm: coordinate updates and the current gap estimate) while
         solving, and print the exact duality gap at every full check afterwards.

@@ -125,6 +125,7 @@ from ._glm_losses import FP_ASSUMPTION, LOSSES, UNIT_ROUNDOFF, gamma_k, make_los
 from ._glm_solver import (
     ConvergenceError, GLMObjective, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
+from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
@@ -371,7 +372,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         huber_width=0.5,
         label_bound=None,
         clip=False,
-        classes=None,
+        classes=DEFAULT_CLASSES,
         tol=1e-10,
         max_iter=1000,
         residual_share=0.01,
@@ -482,25 +483,8 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         # -- labels
         loss = p["loss"]
         if loss.classification:
-            if self.classes is not None:
-                classes = np.asarray(self.classes)
-                if classes.ndim != 1 or classes.shape[0] != 2 or classes[0] == classes[1]:
-                    raise ValueError(f"classes must list exactly two distinct labels, got {self.classes!r}")
-                classes = np.sort(classes)
-                known = np.isin(y, classes)
-                if not known.all():
-                    raise ValueError(
-                        f"y contains labels outside classes={classes.tolist()!r}: e.g. {y[~known][:3].tolist()!r}"
-                    )
-                y_pm = np.where(y == classes[1], 1.0, -1.0)
-            else:
-                classes, y_idx = np.unique(y, return_inverse=True)
-                if classes.shape[0] != 2:
-                    raise ValueError(
-                        f"y must contain exactly two classes, got {classes.shape[0]}: {classes[:5].tolist()!r} "
-                        "(pass classes=[a, b] to declare the two labels publicly)"
-                    )
-                y_pm = np.where(y_idx.reshape(-1) == 1, 1.0, -1.0)
+            # Declared label set (dpcore._labels): never inferred, one class is fine.
+            classes, y_pm = encode_binary_labels(y, self.classes, n)
         else:
             classes = None
             if y.dtype.kind not in "biuf":
@@ -761,9 +745,10 @@ _COMMON_PARAMS_DOC = """
         Declared B with ``|y| ≤ B`` (required for ``loss="squared"``).
     clip : bool, default False
         Project rows outside the ball onto it (and clip labels to ``[−B, B]``) instead of raising.
-    classes : sequence of two labels, optional
-        Declare the two class labels publicly (default: ``np.unique(y)``, which assumes the label
-        set itself is public — a dataset without exactly two classes is refused).
+    classes : sequence of two labels, default (-1, 1)
+        The declared (public) label set of the classification losses; ``classes_[1]`` is +1.
+        Labels outside it are refused; a training set with only one of the two classes trains
+        normally. Never inferred from ``y`` (that would leak through refusals and relabelling).
     tol : float, default 1e-10
         Certified gradient-norm tolerance of the solver (duality-gap tolerance for the hinge loss).
     max_iter : int, default 1000
@@ -798,7 +783,8 @@ _COMMON_PARAMS_DOC = """
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(500, 3)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
     >>> y = np.where(X[:, 0] > 0, "yes", "no")
-    >>> clf = ObjectivePerturbation(epsilon=1.0, delta=1e-6, lam=0.01, data_norm=1.0, random_state=0).fit(X, y)
+    >>> clf = ObjectivePerturbation(epsilon=1.0, delta=1e-6, lam=0.01, data_norm=1.0, classes=["no", "yes"],
+    ...                             random_state=0).fit(X, y)
     >>> clf.privacy_.epsilon, clf.privacy_.delta
     (1.0, 1e-06)
     >>> bool(clf.certificate_.grad_norm <= clf.tol)

@@ -354,13 +354,9 @@ class PINP:
             n_queries=params["n_queries"], norm_bound=params["norm_bound"],
             sensitivity_factor=self._sensitivity_factor,
         )
-        if info["w_norm"] is not None and cal.norm_bound < info["w_norm"]:
-            warnings.warn(
-                f"norm_bound C = {cal.norm_bound:.4g} is below the model's ||w|| = {info['w_norm']:.4g}: "
-                "privacy is unaffected, but Theorem 3's utility argument assumes ||w*|| <= C, so "
-                "the session may exhaust its B updates early",
-                UserWarning, stacklevel=3,
-            )
+        # No warning about ``||w|| > norm_bound`` here: it would depend on the private model (a
+        # neighbour can cross the threshold). Theorem 3's utility needs ||w*|| <= C; the curator can
+        # compare ``model.w_norm_`` with ``calibration_.norm_bound`` privately, outside the service.
         seed, seeded = _seed_from(random_state)
         params = dict(epsilon=cal.epsilon, delta=cal.delta, beta=cal.beta, n_queries=cal.n_queries,
                       data_radius=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,

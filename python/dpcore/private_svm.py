@@ -115,6 +115,7 @@ from ._glm_losses import UNIT_ROUNDOFF, gamma_k, make_loss
 from ._glm_solver import (
     ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
+from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_array, check_epsilon, check_positive
@@ -344,6 +345,9 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         fallback, see ``_DCD_MAX_EPOCHS``).
     clip : bool, default False
         ``kernel="linear"``: project rows outside the ball onto it instead of raising.
+    classes : sequence of two labels, default (-1, 1)
+        The declared (public) label set; ``classes_[1]`` is +1. Labels outside it are refused; a
+        training set with only one of the two classes trains normally (never inferred from ``y``).
     random_state : None, int or ChaChaRng
         Randomness of the RFF frequencies and of the noise. ``None``: OS-seeded ChaCha20 (the only
         setting fit for real data); an int: reproducible, research/tests only.
@@ -394,7 +398,8 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     def __init__(self, C=1.0, epsilon=1.0, *, kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
-                 max_iter=None, clip=False, random_state=None, accountant=None, calibration="spec"):
+                 max_iter=None, clip=False, classes=DEFAULT_CLASSES, random_state=None, accountant=None,
+                 calibration="spec"):
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
@@ -408,6 +413,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         self.tol = tol
         self.max_iter = max_iter
         self.clip = clip
+        self.classes = classes
         self.random_state = random_state
         self.accountant = accountant
         self.calibration = calibration
@@ -452,17 +458,8 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         return X
 
     def _labels(self, y, n):
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
-        if y.shape[0] != n:
-            raise ValueError(f"y must have length {n} (the number of rows of X), got {y.shape[0]}")
-        if y.dtype.kind in "fc" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinite values")
-        classes, idx = np.unique(y, return_inverse=True)
-        if classes.shape[0] != 2:
-            raise ValueError(f"y must contain exactly two classes, got {classes.shape[0]}: {classes[:5].tolist()!r}")
-        return classes, np.where(idx.reshape(-1) == 1, 1.0, -1.0)
+        # Declared label set (dpcore._labels): never inferred from y, one class is fine.
+        return encode_binary_labels(y, self.classes, n)
 
     # -- features ------------------------------------------------------------------------------
     def _features(self, X, p: dict, rff: Optional[RandomFourierFeatures]):

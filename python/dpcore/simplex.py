@@ -143,6 +143,7 @@ from scipy import sparse
 from scipy.special import expit, logsumexp
 
 from ._exact import float_up
+from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
 from ._validation import check_delta, check_epsilon, check_positive
@@ -824,6 +825,9 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         accountant is still charged the declared ``(ε, δ)``).
     clip : bool, default False
         Clip entries to ``[−R∞, R∞]`` (and regression targets to ``[−B, B]``) instead of raising.
+    classes : sequence of two labels, default (-1, 1)
+        Classification: the declared (public) label set; ``classes_[1]`` is +1. Labels outside it
+        are refused; a training set with only one class trains normally (never inferred from ``y``).
     progress : bool, default False
         tqdm progress bar during the solve (iterations and the certified τ; shown to the curator
         only, never stored).
@@ -846,8 +850,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     privacy_ : SimplexCalibration
         Every public number of the calibration (ε, δ, ε0, tol, η terms, per-draw cost, m, ...).
     classes_ : ndarray of shape (2,)
-        Classification only: ``classes_[1]`` is ``+1``. (The two label values are treated as
-        public, as everywhere in dpcore.)
+        Classification only: ``sorted(classes)``; ``classes_[1]`` is ``+1``.
     n_features_in_ : int
 
     Notes
@@ -867,12 +870,12 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     _epsilon0_factor = 1.0
 
     _PARAMS = ("epsilon", "delta", "lam", "data_bound", "loss", "task", "label_bound", "huber_width", "scale",
-               "signed", "tol", "max_iter", "max_draws", "clip", "progress", "random_state", "accountant")
+               "signed", "tol", "max_iter", "max_draws", "clip", "classes", "progress", "random_state", "accountant")
     _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
 
     def __init__(self, epsilon, delta=0.0, *, lam, data_bound, loss="squared", task="auto", label_bound=None,
                  huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
-                 clip=False, progress=False, random_state=None, accountant=None):
+                 clip=False, classes=DEFAULT_CLASSES, progress=False, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
@@ -887,6 +890,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         self.max_iter = max_iter
         self.max_draws = max_draws
         self.clip = clip
+        self.classes = classes
         self.progress = progress
         self.random_state = random_state
         self.accountant = accountant
@@ -972,12 +976,9 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinite values")
         if task == "classification":
-            classes, idx = np.unique(y, return_inverse=True)
-            if classes.shape[0] != 2:
-                raise ValueError(
-                    f"y must contain exactly two classes for classification, got {classes.shape[0]}: {classes[:5]!r}"
-                )
-            return np.where(idx.reshape(-1) == 1, 1.0, -1.0), classes
+            # Declared label set (dpcore._labels): never inferred from y, one class is fine.
+            classes, y_pm = encode_binary_labels(y, self.classes, n)
+            return y_pm, classes
         if y.dtype.kind not in "biuf":
             raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}")
         y = y.astype(np.float64)

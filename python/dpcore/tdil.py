@@ -255,7 +255,9 @@ class TDIL(ReleasingEstimator):
     Each round scores every net point: ``|S| ≈ vol(ball)/h^d`` with ``h = 2ν/√d`` candidates, each
     costing ``d`` flops (linear kernel: ``w_t − w*`` collapses to a d-vector) or
     ``n_sv + t`` kernel evaluations (RBF/poly). :meth:`plan` reports both before anything runs, and
-    ``fit`` refuses above ``max_candidates`` / ``max_kernel_evaluations`` (:class:`TDILCostError`).
+    ``fit`` refuses above ``max_candidates`` / ``max_kernel_evaluations`` (:class:`TDILCostError`);
+    the refusal counts all ``n`` training points (public) instead of the ``n_sv`` support vectors,
+    so whether it happens never depends on the private data.
     Long runs show a progress bar (``verbose=True``) and stop on Ctrl-C (``KeyboardInterrupt``;
     the estimator stays unfitted, the accountant stays charged).
 
@@ -373,13 +375,15 @@ class TDIL(ReleasingEstimator):
                 "use a larger net_radius (utility only), fewer dimensions, or raise the limit"
             )
         sv = info["mu"] != 0.0
-        n_sv = int(sv.sum())
+        # The cost refusals below must not depend on the private data: they count all n training
+        # points (public), never the number of support vectors (which a neighbour can change).
+        n_pub = info["n"]
         linear = k["kernel"] == "linear"
         if cal.sampler == "continuous":
             size, cands, evals = int(est), cal.B, 0  # O(d) per round, independent of the net
         else:
             size = int(_core.net_count(d, cal.net_radius, r, int(4 * max_c) + 1))
-            evals = 0 if linear else size * sum(n_sv + t for t in range(cal.B))
+            evals = 0 if linear else size * sum(n_pub + t for t in range(cal.B))
             cands = size * cal.B
         if cands > max_c:
             raise TDILCostError(
@@ -388,9 +392,9 @@ class TDIL(ReleasingEstimator):
             )
         if evals > max_k:
             raise TDILCostError(
-                f"TDIL would need about {evals:.3g} kernel evaluations ({size:,} net points x "
-                f"({n_sv} support vectors + up to {cal.B} picks) x {cal.B} rounds), above "
-                f"max_kernel_evaluations = {max_k:.3g}; use a larger net_radius, a sparser model, or raise the limit"
+                f"TDIL would need at most {evals:.3g} kernel evaluations ({size:,} net points x "
+                f"(n = {n_pub} training points + up to {cal.B} picks) x {cal.B} rounds), above "
+                f"max_kernel_evaluations = {max_k:.3g}; use a larger net_radius or raise the limit"
             )
         return dict(
             calibration=cal, net_size=size, candidates=cands, kernel_evaluations=evals, info=info, radius=r,
