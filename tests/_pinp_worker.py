@@ -33,6 +33,7 @@ class StandInModel:
         assert np.all(y * f < 1.0), "closed form is not the optimum (a margin is >= 1)"
         self.duality_gap_ = 0.0
         self.w_error_bound_ = 0.0
+        self.tol = 1e-300  # declared (public) gap tolerance of the exact closed form
         self.w_norm_ = float(np.sqrt(self.mu_ @ f))
 
     def decision_function(self, Z):

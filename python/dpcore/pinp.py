@@ -22,7 +22,7 @@ from .noise import laplace_plan
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from ._kernel_model import (  # noqa: F401  (re-exported names used by tests)
     RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _atomic_write, _b64, _checksum, _fingerprint,
-    _model_info, _seed_from, _unb64, check_in_domain,
+    _model_info, _seed_from, _unb64, check_in_domain, public_error_bound,
 )
 
 try:  # POSIX advisory locks: one live session per state file
@@ -201,8 +201,10 @@ class PINP:
     ``R_φ² = max_{||z||≤r} K(z, z)`` for the declared ``data_radius`` r; the model's λ, L, n.
 
     * Sensitivity (supplement eq. 3): ``S = 2 L R_φ² / (λ n)``. The solver is inexact, so its
-      certificate ``||w − w*|| ≤ err`` (``model.w_error_bound_``) is added:
-      ``S_cert = S + 2 R_φ·err`` (a model without certificate is refused).
+      certificate ``||w − w*|| ≤ err`` is added: ``S_cert = S + 2 R_φ·err`` with the public
+      ``err = sqrt(2 tol/λ)`` from the model's declared tolerance (checked against its
+      certificate ``model.w_error_bound_``, which itself depends on the data and is never used
+      in the calibration; a model without certificate is refused).
     * ``C = norm_bound`` (default ``2 L R_φ / λ``, which bounds ``||w*||`` by optimality);
       ``B = ⌊n λ ε C² / (200 L R_φ sqrt(2 log(2T/β)) log(4/δ))⌋``, refused if ``B < 1``.
     * Theorem 9 (GRU 2011 Thm 4.1): ``ε0 = ε / (200 √B S_eff log(4/δ))``. Implemented as a
@@ -335,6 +337,9 @@ class PINP:
         self._state_path = None
         self._lock_fd = None
         info = _model_info(model)
+        # Calibrate with the solver's *public* error bound sqrt(2 tol/λ) (as TDDL/TDIL do), never
+        # with the model's own certificate w_error_bound_, which depends on the private data.
+        info["w_err"] = public_error_bound(model, info["lam"], "PINP")
         r = check_positive(params["data_radius"], "data_radius")
         k = info["kernel"]
         r_eff = r * (1.0 + _RADIUS_TOL)

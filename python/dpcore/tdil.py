@@ -299,7 +299,10 @@ class TDIL(ReleasingEstimator):
     calibration_ : TDILCalibration
     n_updates_ : int
     net_size_ : int
-    trace_ : list of dict (per round: score of the chosen point, |d̂| > σ, update)
+    trace_ : list of dict
+        Per round: ``round`` and ``update`` (``|d̂| > σ``), both functions of the release. The EM
+        score of the chosen point, ``<z, w_t − w*>``, is not kept: it is an exact function of the
+        private ``w*``, not covered by the guarantee.
     """
 
     #: Test hooks for deliberately broken copies; must stay 1.0 / False.
@@ -436,14 +439,13 @@ class TDIL(ReleasingEstimator):
                     fp_used += d_t
                     z_cont = linear_em.LinearBallEM(rng).sample(u, cal.kappa, r)
                     coords, z = linear_em.snap_to_net(z_cont, cal.net_radius, r)
-                    score = float(z @ u)
                 elif plan["linear"]:
-                    coords, z, score, _ = _core.em_sample_linear(
+                    coords, z, _, _ = _core.em_sample_linear(
                         d, cal.net_radius, r, np.ascontiguousarray(u), cal.kappa, cal.exponent_bound, rng)
                 else:
                     pts = np.vstack([X_sv] + ([np.asarray(picks)] if picks else []))
                     coef = np.concatenate([-mu_sv, np.asarray(alphas, dtype=np.float64)])
-                    coords, z, score, _ = _core.em_sample_kernel(
+                    coords, z, _, _ = _core.em_sample_kernel(
                         d, cal.net_radius, r, np.ascontiguousarray(pts), np.ascontiguousarray(coef),
                         k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.kappa, cal.exponent_bound, rng)
                 z = np.asarray(z, dtype=np.float64)
@@ -457,7 +459,7 @@ class TDIL(ReleasingEstimator):
                 if update:
                     picks.append(z)
                     alphas.append(cal.eta * math.copysign(1.0, d_hat))
-                trace.append(dict(round=t, score=float(score), update=bool(update)))
+                trace.append(dict(round=t, update=bool(update)))  # no EM score: it is a function of w*
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(f"updates {len(picks)}", refresh=False)
