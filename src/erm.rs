@@ -189,7 +189,7 @@ fn check_problem(x: &ArrayView2<'_, f64>, y: &ArrayView1<'_, f64>, lam: f64) -> 
     if !lam.is_finite() || lam <= 0.0 {
         return Err(DpError::invalid(
             "lam",
-            format!("must be finite and > 0, got {lam}"),
+            format!("must be finite and > 0, got {lam:?}"),
         ));
     }
     Ok(())
@@ -199,7 +199,7 @@ fn check_options(opts: &ErmOptions) -> DpResult<()> {
     if !opts.tol.is_finite() || opts.tol <= 0.0 {
         return Err(DpError::invalid(
             "tol",
-            format!("must be finite and > 0, got {}", opts.tol),
+            format!("must be finite and > 0, got {:?}", opts.tol),
         ));
     }
     if opts.max_iter == 0 {
@@ -349,9 +349,8 @@ pub fn certify(
     })
 }
 
-/// Relative accuracy assumed for the recomputed decision values: `|δf_i| ≤ FP_REL · Σ_j |K_ij|
-/// |μ_j|` (the fused engine is documented at ~1e-13; a 10× margin).
-const FP_REL: f64 = 1e-12;
+/// Relative accuracy assumed for the recomputed decision values (named in [`crate::fp`]).
+use crate::fp::KERNEL_SUM_REL_ERROR as FP_REL;
 
 /// Floating-point slack added to the certified gap: the gap is `(1/n)`-Lipschitz in each `u_i`
 /// (its derivative is `(a_i − ℓ'-term)/n` with both in `[0, 1]`) and `Σ_j |K_ij| |μ_j| ≤

@@ -103,18 +103,20 @@
 //!   `(0, ½)` and `E = −ln V`, `Exp(1)` conditioned on `E > ln 2`. Mixed with weights ½ each: `E`
 //!   is exactly `Exp(1)`.
 //! * Relative error: branch A, `W·φ'(W)/φ(W) ≤ 1/(2 ln 2) < 1.45` for `φ(W) = −ln(1 − W)` on
-//!   `(0, ½)`, so the midpoint error contributes `≤ 1.45·2⁻⁵²` and `ln_1p` (≤ 1 ulp) `2⁻⁵²`;
-//!   branch B, `|Δ ln V| ≤ 2⁻⁵²` against `E ≥ ln 2` gives `1.45·2⁻⁵²`, plus `ln` (≤ 1 ulp). So the
-//!   computed `E_c = E(1 + ξ)` with `|ξ| ≤ 2.45·2⁻⁵² < 2⁻⁵⁰` under this coupling of the float
-//!   sampler with the continuous one. (Assumption named here: the platform's `ln` and `ln_1p` are
-//!   accurate to 1 ulp, as glibc's and the Rust/LLVM libm are.) For `k > 1000`, where `U_c` would
+//!   `(0, ½)`, so the midpoint error contributes `≤ 1.45·2⁻⁵²` and `ln_1p` (≤ 2 ulp) `2·2⁻⁵²`;
+//!   branch B, `|Δ ln V| ≤ 2⁻⁵²` against `E ≥ ln 2` gives `1.45·2⁻⁵²`, plus `ln` (≤ 2 ulp). So the
+//!   computed `E_c = E(1 + ξ)` with `|ξ| ≤ 3.45·2⁻⁵² < 2⁻⁵⁰` under this coupling of the float
+//!   sampler with the continuous one. (Named assumption [`crate::fp::LIBM_LN_ULPS`] = 2: the
+//!   platform's `ln` and `ln_1p` are accurate to 2 ulp; glibc, musl and LLVM's libm document < 1.) For `k > 1000`, where `U_c` would
 //!   approach the subnormal range, the same quantities are evaluated in the log domain
 //!   (`−ln U_c = (k+1) ln 2 − ln_1p(f)`), with the same relative accuracy.
 //! * Key error. The key is `key_c = fl(a + G_c)`, `G_c = fl(−ln E_c)`. With
-//!   `|ln E_c − ln E| = |ln(1 + ξ)| ≤ 1.01·2⁻⁵⁰`, the rounding of `ln` (`≤ 2⁻⁵²|G_c|`) and of the
-//!   sum (`≤ 2⁻⁵³(a + |G_c|)`): `|key_c − (a + G)| ≤ 2⁻⁴⁸ + 2⁻⁵¹(B + |G_c|) ≤ η`,
-//!   `η = 2⁻⁴⁸ + 2⁻⁵¹·(B + 746)` ([`key_error_bound`]) whenever `|G| ≤ 746`, where `B` is the
-//!   declared `exponent_bound ≥ a`.
+//!   `|ln E_c − ln E| = |ln(1 + ξ)| ≤ 1.01·2⁻⁵⁰`, the error of `ln` (`≤ LIBM_LN_ULPS` ulp, i.e.
+//!   `≤ 2·2⁻⁵²|G_c|`) and the rounding of the sum (`≤ 2⁻⁵³(a + |G_c|)`):
+//!   `|key_c − (a + G)| ≤ 2⁻⁴⁸ + 2⁻⁵³·B + (2·2⁻⁵² + 2⁻⁵³)|G_c| ≤ η`,
+//!   `η = 2⁻⁴⁸ + 2⁻⁵¹·B + 2⁻⁵⁰·746` ([`key_error_bound`]; `5·2⁻⁵³ < 2⁻⁵⁰`) whenever `|G| ≤ 746`,
+//!   where `B` is the declared `exponent_bound ≥ a`. (Until issue 12 the bound assumed a 1-ulp
+//!   `ln` and read `2⁻⁴⁸ + 2⁻⁵¹(B + 746)`, which that assumption's own module contradicted.)
 //!
 //! **Claim.** `e^{−2η}·P_exact(z) ≤ P_float(z) ≤ e^{2η}·P_exact(z)`. Proof: under the coupling every
 //! computed key is within `η` of the exact key `K_y = a_y + G_y`. If `z` wins in floating point then
@@ -137,8 +139,8 @@
 //! to the best key of the previous waves, which it must beat anyway). The lane alone gives the
 //! branch and `k` (or says `k ≥ 15`), and `G_c` is bounded by a function of `(branch, k)` only:
 //!
-//! * branch A: `U_c ≥ 2^{−k−1}` so `W_c ≥ 2^{−k−2}`; `E_c ≥ W_c(1 − 2⁻⁵²)` (`−ln(1−W) > W`, `ln_1p`
-//!   ≤ 1 ulp), so `G_c ≤ (k+2)·ln 2 + 2⁻⁴⁸ ≤ t_A(k) = (k+2)·ln 2 + 10⁻⁹`;
+//! * branch A: `U_c ≥ 2^{−k−1}` so `W_c ≥ 2^{−k−2}`; `E_c ≥ W_c(1 − 2⁻⁵¹)` (`−ln(1−W) > W`, `ln_1p`
+//!   ≤ 2 ulp), so `G_c ≤ (k+2)·ln 2 + 2⁻⁴⁷ ≤ t_A(k) = (k+2)·ln 2 + 10⁻⁹`;
 //! * branch B: `V_c < 2^{−k−1}` so `E > (k+1) ln 2` and `G_c ≤ t_B(k) = −ln((k+1)·ln 2) + 10⁻⁹`;
 //! * `k ≥ 15` (all 15 bits zero, probability 2⁻¹⁵): no bound (`t = +∞`), always evaluated.
 //!
@@ -198,14 +200,10 @@ pub const HOOK_INTERVAL: Duration = Duration::from_millis(100);
 /// Largest net accepted by [`sample_many`], [`scores`] and [`exact_log_probs`].
 pub const SMALL_NET_MAX_POINTS: u64 = 1 << 22;
 
-/// `h = (2ν/√d)·H_SHRINK`: the covering radius `h√d/2` stays strictly below `ν`.
-const H_SHRINK: f64 = 1.0 - 1.0 / (1u64 << 32) as f64;
-/// Relative slack making `T` an upper bound of `((r + ν)/h)²` despite rounding.
-const T_SLACK: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
-/// Relative slack making `T_in` a lower bound of `(r/h)²` (points clearly inside the ball).
-const T_IN_SLACK: f64 = 1.0 - 1.0 / (1u64 << 40) as f64;
-/// Projected points are pulled in by this factor so that rounding never leaves the ball.
-const PROJ_SHRINK: f64 = 1.0 - 1.0 / (1u64 << 48) as f64;
+use crate::fp::{
+    BALL_PROJ_SHRINK as PROJ_SHRINK, LIBM_LN_ULPS, NET_INNER_SLACK as T_IN_SLACK,
+    NET_SPACING_SHRINK as H_SHRINK, NET_THRESHOLD_SLACK as T_SLACK,
+};
 /// `((r+ν)/h)²` above this is refused before any integer conversion.
 const MAX_RHO_SQ: f64 = 1.2676506002282294e30; // 2^100
 /// Leading-zero counts above this switch to log-domain evaluation (see module docs).
@@ -344,13 +342,13 @@ impl BallNet {
         if !(nu.is_finite() && nu > 0.0) {
             return Err(DpError::invalid(
                 "nu",
-                format!("must be finite and > 0, got {nu}"),
+                format!("must be finite and > 0, got {nu:?}"),
             ));
         }
         if !(radius.is_finite() && radius > 0.0) {
             return Err(DpError::invalid(
                 "radius",
-                format!("must be finite and > 0, got {radius}"),
+                format!("must be finite and > 0, got {radius:?}"),
             ));
         }
         let h = 2.0 * nu / (d as f64).sqrt() * H_SHRINK;
@@ -507,6 +505,29 @@ impl BallNet {
         for (o, &c) in out.iter_mut().zip(coords) {
             *o = (c as f64 * self.h) * f;
         }
+    }
+
+    /// Snap a point `z` of the ball to the net: the nearest grid vector `i = round(z/h)` and its
+    /// net point (projected into the ball as every net point is). For `‖z‖ ≤ radius` the grid
+    /// vector lies within the net's threshold (`‖i h‖ ≤ radius + h√d/2 < radius + ν`).
+    ///
+    /// # Errors
+    /// `z` of the wrong length or with a non-finite coordinate, or a coordinate whose grid index
+    /// does not fit in `i64` (all named `z`).
+    pub fn snap(&self, z: &[f64]) -> DpResult<(Vec<i64>, Array1<f64>)> {
+        if z.len() != self.d {
+            return Err(DpError::invalid("z", format!("must have length d = {}, got {}", self.d, z.len())));
+        }
+        let mut coords = Vec::with_capacity(self.d);
+        for &v in z {
+            let c = (v / self.h).round();
+            if !(c.is_finite() && c.abs() < 2f64.powi(62)) {
+                return Err(DpError::invalid("z", format!("coordinate {v:e} is not a finite point of the ball")));
+            }
+            coords.push(c as i64);
+        }
+        let point = self.point(&coords);
+        Ok((coords, point))
     }
 
     /// The net point of the index vector `coords`.
@@ -1127,12 +1148,14 @@ fn kernel_block<F: FnMut(Block<'_>)>(
 // Gumbel keys
 // ------------------------------------------------------------------------------------------------
 
-/// `η = 2⁻⁴⁸ + 2⁻⁵¹·(exponent_bound + 746)`: every computed Gumbel key is within `η` of the exact
+/// `η = 2⁻⁴⁸ + 2⁻⁵¹·exponent_bound + 2⁻⁵⁰·746` (for [`LIBM_LN_ULPS`] ≤ 2; the `ln` error
+/// coefficient `(2·LIBM_LN_ULPS + 1)·2⁻⁵³` is rounded up to `2⁻⁵⁰`): every computed Gumbel key is within `η` of the exact
 /// key (see the module docs), so the floating-point sampler's probabilities are within a factor
 /// `e^{±2η}` of the exact exponential mechanism's and it is `(ε_em + 4η)`-DP when the exact
 /// mechanism is `ε_em`-DP.
 pub fn key_error_bound(exponent_bound: f64) -> f64 {
-    (2f64).powi(-48) + (2f64).powi(-51) * (exponent_bound + 746.0)
+    const _: () = assert!(LIBM_LN_ULPS <= 2.0, "key_error_bound's ln coefficient assumes LIBM_LN_ULPS <= 2");
+    (2f64).powi(-48) + (2f64).powi(-51) * exponent_bound + (2f64).powi(-50) * 746.0
 }
 
 /// Main-stream lanes per buffer refill (a lane is 16 bits: one candidate).
@@ -1450,13 +1473,13 @@ fn check_kappa_bound(kappa: f64, exponent_bound: f64) -> DpResult<()> {
     if !(kappa.is_finite() && kappa >= 0.0) {
         return Err(DpError::invalid(
             "kappa",
-            format!("must be finite and >= 0, got {kappa}"),
+            format!("must be finite and >= 0, got {kappa:?}"),
         ));
     }
     if !(exponent_bound.is_finite() && exponent_bound >= 0.0) {
         return Err(DpError::invalid(
             "exponent_bound",
-            format!("must be finite and >= 0, got {exponent_bound}"),
+            format!("must be finite and >= 0, got {exponent_bound:?}"),
         ));
     }
     if exponent_bound > MAX_EXPONENT_BOUND {
@@ -1464,7 +1487,7 @@ fn check_kappa_bound(kappa: f64, exponent_bound: f64) -> DpResult<()> {
             "exponent_bound",
             format!(
                 "must be <= {MAX_EXPONENT_BOUND:e} (the floating-point key slack grows with it), \
-                 got {exponent_bound}"
+                 got {exponent_bound:?}"
             ),
         ));
     }
@@ -2146,7 +2169,7 @@ mod tests {
     fn key_error_bound_formula() {
         assert_eq!(
             key_error_bound(0.0),
-            2f64.powi(-48) + 746.0 * 2f64.powi(-51)
+            2f64.powi(-48) + 746.0 * 2f64.powi(-50)
         );
         assert!(key_error_bound(1e12) < 5e-4);
     }

@@ -11,9 +11,11 @@
 //! The PyO3 binding layer lives in `bindings` (feature `python`): it only converts arguments,
 //! releases the GIL and calls into the core. No mathematics lives there.
 
+pub mod alloc;
 pub mod erm;
 pub mod error;
 pub mod expmech;
+pub mod fp;
 pub mod kernels;
 pub mod multinomial;
 pub mod noise;

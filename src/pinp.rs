@@ -69,13 +69,13 @@ impl PinpConfig {
         if !(self.sigma.is_finite() && self.sigma > 0.0) {
             return Err(DpError::invalid(
                 "sigma",
-                format!("must be finite and > 0, got {}", self.sigma),
+                format!("must be finite and > 0, got {:?}", self.sigma),
             ));
         }
         if !(self.eta.is_finite() && self.eta > 0.0) {
             return Err(DpError::invalid(
                 "eta",
-                format!("must be finite and > 0, got {}", self.eta),
+                format!("must be finite and > 0, got {:?}", self.eta),
             ));
         }
         if self.max_updates == 0 {
@@ -486,7 +486,7 @@ mod tests {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
         let exact = kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
-        let gram = crate::kernels::gram_matrix(z.view(), &c.kernel);
+        let gram = crate::kernels::gram_matrix(z.view(), &c.kernel).unwrap();
         let rows = sample_sessions(&c, exact.view(), gram.view(), &[11, 12]).unwrap();
         for (r, seed) in [11u64, 12].iter().enumerate() {
             let mut st = PinpState::new(2);

@@ -36,7 +36,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
 use rand_core::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
@@ -60,7 +60,7 @@ impl RffKernel {
     /// Parse `kernel` (`"rbf"` or `"laplacian"`) with bandwidth `gamma > 0` (finite).
     pub fn from_params(kernel: &str, gamma: f64) -> DpResult<Self> {
         if !(gamma.is_finite() && gamma > 0.0) {
-            return Err(DpError::invalid("gamma", format!("must be finite and > 0, got {gamma}")));
+            return Err(DpError::invalid("gamma", format!("must be finite and > 0, got {gamma:?}")));
         }
         match kernel {
             "rbf" => Ok(RffKernel::Rbf { gamma }),
@@ -101,22 +101,24 @@ pub fn sample_weights(
     if n_components == 0 {
         return Err(DpError::invalid("n_components", "must be positive"));
     }
-    let w = match *kernel {
+    // Allocate first (fallibly): n_components = 10^9 must be a MemoryError, not an abort.
+    let mut w = crate::alloc::zeros2("n_components", "the random weights", n_features, n_components)?;
+    match *kernel {
         RffKernel::Rbf { gamma } => {
             let sd = (2.0 * gamma).sqrt();
-            Array2::from_shape_simple_fn((n_features, n_components), || {
+            w.iter_mut().for_each(|v| {
                 let z: f64 = StandardNormal.sample(rng);
-                sd * z
-            })
+                *v = sd * z;
+            });
         }
         RffKernel::Laplacian { gamma } => {
             // Cauchy(0, γ) by inversion: γ tan(π (U − ½)), U uniform on the open unit interval.
-            Array2::from_shape_simple_fn((n_features, n_components), || {
+            w.iter_mut().for_each(|v| {
                 let u = open_unit_f64(rng);
-                gamma * (std::f64::consts::PI * (u - 0.5)).tan()
-            })
+                *v = gamma * (std::f64::consts::PI * (u - 0.5)).tan();
+            });
         }
-    };
+    }
     if !w.iter().all(|v| v.is_finite()) {
         // Cannot happen for finite γ (|tan| < 2^54 on the open-unit grid); kept as a guard.
         return Err(DpError::invalid("gamma", "gives non-finite random weights"));
@@ -149,37 +151,54 @@ pub fn check_inputs(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<
 
 /// `φ̂(X)`: the `n × 2D` random Fourier feature matrix (see the module docs). Inputs must have
 /// passed [`check_inputs`]. An empty `X` (no rows) gives an empty `0 × 2D` matrix.
-pub fn transform(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> Array2<f64> {
+///
+/// # Errors
+/// [`DpError::OutOfMemory`] (naming `X`) when the `n × 2D` output cannot be allocated.
+pub fn transform(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<Array2<f64>> {
     let n = x.nrows();
     let dc = w.ncols();
     let scale = 1.0 / (dc as f64).sqrt();
-    let mut out = Array2::<f64>::zeros((n, 2 * dc));
+    let cols = dc.checked_mul(2).ok_or_else(|| DpError::out_of_memory("X", "the random features", None))?;
+    let mut out = crate::alloc::zeros2("X", "the random features", n, cols)?;
     if n == 0 {
-        return out;
+        return Ok(out);
     }
     out.axis_chunks_iter_mut(Axis(0), TILE_ROWS)
         .into_par_iter()
         .zip(x.axis_chunks_iter(Axis(0), TILE_ROWS).into_par_iter())
         .for_each(|(mut out_tile, x_tile)| {
             let rows = x_tile.nrows();
-            let mut proj = Array2::<f64>::zeros((rows, dc));
-            general_mat_mul(1.0, &x_tile, &w, 0.0, &mut proj);
+            // Column blocks keep the per-thread scratch at rows × PROJ_COLS, whatever D is.
+            let mut proj = Array2::<f64>::zeros((rows, PROJ_COLS.min(dc)));
             let (mut cos_part, mut sin_part) = out_tile.view_mut().split_at(Axis(1), dc);
-            Zip::from(&mut cos_part).and(&mut sin_part).and(&proj).for_each(|c, s_, &p| {
-                let (sv, cv) = p.sin_cos();
-                *c = cv * scale;
-                *s_ = sv * scale;
-            });
+            let mut c0 = 0;
+            while c0 < dc {
+                let c1 = (c0 + PROJ_COLS).min(dc);
+                let mut pb = proj.slice_mut(s![.., ..c1 - c0]);
+                general_mat_mul(1.0, &x_tile, &w.slice(s![.., c0..c1]), 0.0, &mut pb);
+                Zip::from(cos_part.slice_mut(s![.., c0..c1]))
+                    .and(sin_part.slice_mut(s![.., c0..c1]))
+                    .and(&pb)
+                    .for_each(|c, s_, &p| {
+                        let (sv, cv) = p.sin_cos();
+                        *c = cv * scale;
+                        *s_ = sv * scale;
+                    });
+                c0 = c1;
+            }
         });
-    out
+    Ok(out)
 }
+
+/// Columns of `W` projected at once per row tile in [`transform`] (bounds the scratch memory).
+const PROJ_COLS: usize = 1024;
 
 /// Convenience used by tests: `φ̂(x)·φ̂(z)` for two single points.
 pub fn feature_dot(x: &[f64], z: &[f64], w: ArrayView2<'_, f64>) -> f64 {
     let xs = ArrayView2::from_shape((1, x.len()), x).expect("row shape");
     let zs = ArrayView2::from_shape((1, z.len()), z).expect("row shape");
-    let fx = transform(xs, w);
-    let fz = transform(zs, w);
+    let fx = transform(xs, w).expect("one row");
+    let fz = transform(zs, w).expect("one row");
     fx.row(0).iter().zip(fz.row(0).iter()).map(|(a, b)| a * b).sum()
 }
 
@@ -214,7 +233,7 @@ pub fn linear_svm_dcd(
         return Err(DpError::invalid("beta0", format!("must have length {n}, got {}", beta0.len())));
     }
     if !(upper.is_finite() && upper > 0.0) {
-        return Err(DpError::invalid("upper", format!("must be finite and > 0, got {upper}")));
+        return Err(DpError::invalid("upper", format!("must be finite and > 0, got {upper:?}")));
     }
     if !y.iter().all(|&v| v == 1.0 || v == -1.0) {
         return Err(DpError::invalid("y", "must contain only -1.0 and +1.0"));
@@ -335,7 +354,7 @@ mod tests {
         let k = RffKernel::from_params("rbf", 0.7).unwrap();
         let w = sample_weights(5, 300, &k, &mut rng_from_seed(Some(1))).unwrap();
         let x = points(1000, 5, 2);
-        let f = transform(x.view(), w.view());
+        let f = transform(x.view(), w.view()).unwrap();
         assert_eq!(f.shape(), &[1000, 600]);
         for row in f.rows() {
             let nrm: f64 = row.iter().map(|v| v * v).sum::<f64>().sqrt();
@@ -348,20 +367,20 @@ mod tests {
         let k = RffKernel::from_params("laplacian", 1.3).unwrap();
         let w = sample_weights(4, 37, &k, &mut rng_from_seed(Some(3))).unwrap();
         let x = points(3 * TILE_ROWS + 5, 4, 4);
-        let all = transform(x.view(), w.view());
+        let all = transform(x.view(), w.view()).unwrap();
         // each row alone gives the same bits as inside a tile
         for i in [0, 1, TILE_ROWS - 1, TILE_ROWS, 2 * TILE_ROWS + 7, 3 * TILE_ROWS + 4] {
-            let one = transform(x.slice(s![i..i + 1, ..]), w.view());
+            let one = transform(x.slice(s![i..i + 1, ..]), w.view()).unwrap();
             assert_eq!(one.row(0), all.row(i));
         }
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let serial = pool.install(|| transform(x.view(), w.view()));
+        let serial = pool.install(|| transform(x.view(), w.view()).unwrap());
         assert_eq!(serial, all);
         // Fortran-ordered input gives the same bits
         let mut xf = Array2::<f64>::zeros(x.dim().f());
         xf.assign(&x);
         assert!(!xf.is_standard_layout());
-        assert_eq!(transform(xf.view(), w.view()), all);
+        assert_eq!(transform(xf.view(), w.view()).unwrap(), all);
     }
 
     #[test]

@@ -207,6 +207,12 @@ def net_points(
     """``(coords, points)``, both (n, d), in canonical order (small nets; ValueError
     ``max_points`` above ``max_points`` points)."""
 
+def net_snap(
+    d: int, nu: float, radius: float, z: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The net point of ``z``: ``(coords (d,), point (d,))`` with ``coords = round(z / h)``,
+    projected into the ball exactly as the net's points are (ValueError ``z``)."""
+
 def em_sample_linear(
     d: int,
     nu: float,
@@ -273,7 +279,8 @@ def em_sample_many_kernel(
     """Kernel-sum version of ``em_sample_many_linear``."""
 
 def em_key_error_bound(exponent_bound: float) -> float:
-    """``eta = 2^-48 + 2^-51 (exponent_bound + 746)``: bound on the error of every Gumbel key."""
+    """``eta = 2^-48 + 2^-51 exponent_bound + 2^-50 746``: bound on the error of every Gumbel key
+    (with the platform ``ln`` within ``LIBM_LN_ULPS = 2`` ulp)."""
 
 # ---- end expmech ----
 
@@ -332,3 +339,10 @@ def rff_linear_svm_dcd(
     ``(beta in [0, upper]^n, epochs)``; ``w = Σ beta_i y_i x_i``. Not certified (callers certify)."""
 
 # ---- end rff ----
+
+# ---- process-wide ----
+def memory_limit_bytes() -> Optional[int]:
+    """Physical memory plus swap (bytes; None where unknown): larger outputs are a MemoryError."""
+
+def fp_constants() -> dict[str, float]:
+    """The named floating-point assumptions of the Rust core (``src/fp.rs``)."""

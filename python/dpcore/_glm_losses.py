@@ -36,10 +36,9 @@ import math
 import numpy as np
 from scipy.special import expit
 
+from ._fp import NUMPY_EXP_ULPS, UNIT_ROUNDOFF, gamma_k  # noqa: F401
+
 __all__ = [
-    "UNIT_ROUNDOFF",
-    "FP_ASSUMPTION",
-    "gamma_k",
     "GLMLoss",
     "LogisticLoss",
     "HuberSVMLoss",
@@ -49,28 +48,8 @@ __all__ = [
     "LOSSES",
 ]
 
-#: Unit roundoff of binary64.
-UNIT_ROUNDOFF = 2.0**-53
-
-#: The named floating-point assumption every certificate of :mod:`dpcore.glm` rests on.
-FP_ASSUMPTION = (
-    "IEEE-754 binary64 arithmetic with round-to-nearest (u = 2^-53) for +, -, *, / and sqrt; "
-    "scipy.special.expit returns the logistic function with relative error <= 4u; numpy/BLAS dot "
-    "products and sums of k terms have error <= gamma_k * (sum of absolute values of the terms) "
-    "whatever their summation order (true for recursive, pairwise and blocked summation, with or "
-    "without FMA)"
-)
-
 #: Supported loss names.
 LOSSES = ("logistic", "huber_svm", "hinge", "squared")
-
-
-def gamma_k(k: float) -> float:
-    """Higham's ``γ_k = k u / (1 − k u)`` (bounds the relative error of k chained roundings)."""
-    ku = float(k) * UNIT_ROUNDOFF
-    if ku >= 0.5:
-        raise ValueError(f"gamma_k: k = {k!r} is too large for a first-order rounding bound")
-    return ku / (1.0 - ku)
 
 
 class GLMLoss:
@@ -114,8 +93,9 @@ class LogisticLoss(GLMLoss):
     """``ℓ(z; y) = log(1 + exp(−y z))``: ``L = 1``, ``c = 1/4``.
 
     ``ℓ'(z; y) = −y σ(−y z)`` and ``ℓ'' = σ(m) σ(−m) ≤ 1/4``. Float error: ``m = y z`` and the
-    sign changes are exact (``y = ±1``), ``expit`` has relative error ``≤ 4u`` (``FP_ASSUMPTION``),
-    and ``|ℓ'| ≤ 1``, so the absolute error is ``≤ 4u``.
+    sign changes are exact (``y = ±1``), ``expit`` is within ``NUMPY_EXP_ULPS = 4`` ulp, i.e. relative
+    error ``≤ 8u`` (``FP_ASSUMPTION``; one ulp is at most ``2u`` relative), and ``|ℓ'| ≤ 1``, so the
+    absolute error is ``≤ 8u``.
     """
 
     name = "logistic"
@@ -135,7 +115,7 @@ class LogisticLoss(GLMLoss):
         return expit(m) * expit(-m)
 
     def deriv_fp_error(self, theta_norm, radius):
-        return 4.0 * UNIT_ROUNDOFF
+        return 2.0 * NUMPY_EXP_ULPS * UNIT_ROUNDOFF
 
 
 class HuberSVMLoss(GLMLoss):

@@ -61,7 +61,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 from scipy import optimize, sparse
 
-from ._glm_losses import UNIT_ROUNDOFF, GLMLoss, gamma_k
+from ._fp import SLACK, UNIT_ROUNDOFF, gamma_k
+from ._glm_losses import GLMLoss
 
 __all__ = [
     "ConvergenceError",
@@ -77,7 +78,7 @@ __all__ = [
 
 _U = UNIT_ROUNDOFF
 #: Relative inflation applied to computed bounds to cover the rounding of their own computation.
-_BOUND_SLACK = 1e-12
+_BOUND_SLACK = SLACK
 
 
 class ConvergenceError(RuntimeError):

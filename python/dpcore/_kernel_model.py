@@ -35,14 +35,7 @@ from .kernels import _check_kernel_params
 from .noise import check_random_state
 from ._validation import check_array
 
-#: Unit roundoff of float64.
-UNIT_ROUNDOFF = 2.0**-53
-#: Relative slack used to round privacy-relevant floats in the safe direction (the float error of
-#: the few scalar operations involved is < 1e-15 relative).
-SLACK = 1e-12
-#: Points may exceed the declared radius by this relative amount (rounding of user-side
-#: clipping); R_phi is computed for the radius inflated by the same factor, so nothing is lost.
-RADIUS_TOL = 2.0**-40
+from ._fp import KERNEL_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -188,8 +181,8 @@ def kernel_eval_error(kernel: dict, radius: float, d: int) -> float:
     if name == "linear":
         return 1.01 * (d + 2) * u * r2
     if name == "rbf":
-        # ||z||² + ||x||² − 2<z,x> with absolute error ≤ (d+3)·u·4r²; exp within 2 ulp; K ≤ 1.
-        return 1.01 * ((d + 3) * 4.0 * gamma * r2 + 4.0) * u
+        # ||z||² + ||x||² − 2<z,x> with absolute error ≤ (d+3)·u·4r²; exp within KERNEL_EXP_ULPS = 2 ulp (≤ 4u); K ≤ 1.
+        return 1.01 * ((d + 3) * 4.0 * gamma * r2 + 2.0 * KERNEL_EXP_ULPS) * u
     # poly: base = γ<z,x> + c with |error| ≤ (d+2)·u·s, s = γr² + |c|; base^p by multiplication.
     s = gamma * r2 + abs(c)
     return 1.01 * u * s**p * (p * (d + 2) + p + 1)

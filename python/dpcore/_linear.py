@@ -19,6 +19,16 @@ class LinearPredictorMixin:
         if not hasattr(self, "coef_"):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first.")
 
+    def _linear_decision(self, X, intercept: float = 0.0) -> np.ndarray:
+        """``X @ coef_ + intercept`` for validated ``X`` (dense or sparse); refuses rows whose
+        decision value overflows float64 (finite but huge entries) instead of answering ±inf."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = np.asarray(X @ self.coef_, dtype=np.float64).ravel() + intercept
+        if not np.isfinite(f).all():
+            raise ValueError("X has values too large: the decision value <coef_, x> overflows float64; "
+                             "rescale X to the declared data domain")
+        return f
+
     def predict(self, X) -> np.ndarray:
         """Classification: ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``.
         Regression (no ``classes_``): the decision values."""

@@ -71,6 +71,18 @@ def _div_down(epsilon: float, k: int) -> float:
     return float_down(Fraction(epsilon) / k)
 
 
+def _representable(value: float, what: str, **params) -> float:
+    """``value`` if it is a positive finite float, else a ``ValueError`` naming the user's parameters.
+
+    Extreme but valid inputs (ε = 1e-308, Δ = 1e308) give noise scales or composed budgets that
+    overflow or underflow a float; they are refused here instead of returning inf/0/NaN.
+    """
+    if math.isfinite(value) and value > 0.0:
+        return value
+    args = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    raise ValueError(f"{args}: the {what} ({value!r}) is not representable as a positive finite float")
+
+
 def _bisect(pred, lo: float, hi: float, *, rtol: float = _RTOL) -> Tuple[float, float]:
     """Bisect a monotone predicate with ``pred(lo) != pred(hi)`` down to relative width ``rtol``.
 
@@ -115,7 +127,8 @@ def laplace_scale(sensitivity, epsilon) -> float:
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
-    return sensitivity / epsilon
+    return _representable(sensitivity / epsilon, "Laplace scale sensitivity/epsilon",
+                          sensitivity=sensitivity, epsilon=epsilon)
 
 
 def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
@@ -153,7 +166,8 @@ def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
             f"sigma = sensitivity*sqrt(2 ln(1.25/delta))/epsilon is only proven for epsilon < 1), "
             f"got {epsilon!r}; use gaussian_sigma_analytic (method='analytic') instead"
         )
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return _representable(sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon, "Gaussian sigma",
+                          sensitivity=sensitivity, epsilon=epsilon, delta=delta)
 
 
 def _log_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
@@ -188,7 +202,7 @@ def _log_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> flo
         # Tiny gap: erfcx is convex, so erfcx(x) − erfcx(x + h) ≤ h·(−erfcx'(x)) with
         # −erfcx'(x) = 2/√π − 2x·erfcx(x); a relative slack covers the rounding of that difference.
         g = (2.0 / math.sqrt(math.pi) - 2.0 * x * float(special.erfcx(x))) * (1.0 + 1e-12 * (1.0 + x * x))
-        if g > 0.0:
+        if math.isfinite(g) and g > 0.0 and h * g > 0.0:
             return _LOG_HALF - 0.5 * a * a + math.log(h * g)
         # last resort: Φ(a) − e^ε Φ(b) ≤ Φ(a) − Φ(b) ≤ (a − b) φ(a)   (φ increasing on (−∞, 0])
         return math.log(r) - 0.5 * a * a - 0.5 * math.log(2.0 * math.pi)
@@ -263,6 +277,11 @@ def gaussian_sigma_analytic(sensitivity, epsilon, delta) -> float:
 
     # Initial guess: the classic formula with ε clipped (a valid upper bound for ε < 1).
     hi = sensitivity * math.sqrt(2.0 * (math.log(1.25) - log_target)) / epsilon
+    # the classic σ is within a factor ~2 of the analytic one; both ends must be normal floats
+    _representable(hi if hi >= 2.0**-1000 else 0.0, "Gaussian sigma", sensitivity=sensitivity,
+                   epsilon=epsilon, delta=delta)
+    if hi > 2.0**1000:
+        _representable(math.inf, "Gaussian sigma", sensitivity=sensitivity, epsilon=epsilon, delta=delta)
     while not ok(hi):
         hi *= 2.0
         if not math.isfinite(hi):  # pragma: no cover - δ(σ) → 0 as σ → ∞
@@ -414,8 +433,8 @@ def zcdp_epsilon(rho, delta) -> float:
     hi = rho + 2.0 * math.sqrt(rho * -math.log(delta))
     while not ok(hi):
         hi *= 2.0
-        if not math.isfinite(hi):  # pragma: no cover
-            raise ArithmeticError("could not bracket zCDP epsilon")
+        if not math.isfinite(hi):
+            _representable(hi, "epsilon", rho=rho, delta=delta)
     lo = hi
     while ok(lo):
         lo *= 0.5
@@ -451,7 +470,8 @@ def gaussian_sigma(sensitivity, epsilon, delta, method: str = "analytic") -> flo
         sensitivity = check_sensitivity(sensitivity)
         rho = zcdp_rho(epsilon, delta)
         # round the result up by one ulp so that Δ²/(2σ²) ≤ ρ despite float rounding
-        return math.nextafter(sensitivity / math.sqrt(2.0 * rho), math.inf)
+        return _representable(math.nextafter(sensitivity / math.sqrt(2.0 * rho), math.inf), "Gaussian sigma",
+                              sensitivity=sensitivity, epsilon=epsilon, delta=delta)
     raise ValueError(f"method must be one of 'analytic', 'classic', 'zcdp', got {method!r}")
 
 
@@ -528,7 +548,8 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     delta = check_delta(delta)
     k = _check_k(k)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
-    eps_total = _advanced_epsilon(epsilon, k, delta_prime)
+    eps_total = _representable(_advanced_epsilon(epsilon, k, delta_prime), "composed epsilon",
+                               epsilon=epsilon, k=k, delta_prime=delta_prime)
     delta_total = float_up(k * Fraction(delta) + Fraction(delta_prime))
     return eps_total, delta_total
 
@@ -567,8 +588,8 @@ def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
     lo = hi
     while not ok(lo):
         lo *= 0.5
-        if lo == 0.0:  # pragma: no cover
-            raise ArithmeticError("could not bracket the advanced-composition step epsilon")
+        if lo == 0.0:
+            _representable(0.0, "per-step epsilon", epsilon=epsilon, k=k, delta_prime=delta_prime)
     lo, _ = _bisect(ok, lo, hi)
     return lo
 

@@ -54,8 +54,8 @@ import numpy as np
 from . import _core
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._params import ParamsMixin
-from ._validation import check_array, check_positive
-from .kernels import _as_f64, _check_kernel_params
+from ._validation import check_array, check_positive, check_scale
+from .kernels import _as_f64, _check_kernel_params, check_kernel_domain
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "ConvergenceWarning"]
 
@@ -115,7 +115,7 @@ class _KernelERM(ParamsMixin):
     # -- fitting -----------------------------------------------------------------------------
 
     def _validate_params(self, n_features: int):
-        lam = check_positive(self.lam, "lam")
+        lam = check_scale(self.lam, "lam")
         tol = check_positive(self.tol, "tol")
         cache_size = check_positive(self.cache_size, "cache_size")
         if self.max_iter is None:
@@ -159,6 +159,7 @@ class _KernelERM(ParamsMixin):
             X.shape[1]
         )
         n = X.shape[0]
+        check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n)
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
         X = np.array(X, dtype=np.float64, order="C", copy=True)  # the model owns its support
@@ -259,6 +260,8 @@ class _KernelERM(ParamsMixin):
         if self._mu_sv.shape[0] == 0:
             return np.zeros(Z.shape[0])
         p = self.kernel_params_
+        check_kernel_domain(Z, "Z", p["kernel"], p["gamma"], p["degree"], p["coef0"], B=self._X_sv,
+                            n_terms=self._X_sv.shape[0])
         return _core.kernel_predict(
             _as_f64(Z), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
         )

@@ -121,14 +121,15 @@ from typing import Optional
 import numpy as np
 from scipy import sparse
 
-from ._glm_losses import FP_ASSUMPTION, LOSSES, UNIT_ROUNDOFF, gamma_k, make_loss
+from ._fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
+from ._glm_losses import LOSSES, make_loss
 from ._glm_solver import (
     ConvergenceError, GLMObjective, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
-from ._validation import check_delta, check_epsilon, check_positive
+from ._validation import check_X, check_delta, check_epsilon, check_positive, check_scale
 from .noise import (
     _grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
@@ -145,23 +146,16 @@ __all__ = [
 ]
 
 _U = UNIT_ROUNDOFF
-#: Rows may exceed ``data_norm`` by this relative amount (rounding of user-side normalisation).
-RADIUS_TOL = 1e-12
 #: δ claimed by the Gamma-noise variants when ``delta`` is not given (floating-point tail events).
 GAMMA_DEFAULT_DELTA = 1e-12
 #: Cap on the δ spent on the noise-norm tail by the Gaussian objective variant.
 GAUSS_FP_DELTA = 1e-12
-_SLACK = 1e-12
+_SLACK = SLACK
 _NOISES = ("gaussian", "gamma")
 
 
-def _up(x: float, rel: float = _SLACK) -> float:
-    """Round a positive computed quantity safely up (covers the float error of a few operations)."""
-    return math.nextafter(float(x) * (1.0 + rel), math.inf)
-
-
-def _down(x: float, rel: float = _SLACK) -> float:
-    return math.nextafter(float(x) * (1.0 - rel), -math.inf)
+_up = round_up
+_down = round_down
 
 
 # ----------------------------------------------------------------------------------------------
@@ -419,7 +413,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
                         "in exact arithmetic; dpcore's floating-point implementation is certified (ε, δ)-DP with "
                         f"a tiny δ — pass delta=None (δ = {GAMMA_DEFAULT_DELTA:g}) or a δ > 0"
                     )
-        lam = check_positive(self.lam, "lam")
+        lam = check_scale(self.lam, "lam")
         if self.data_norm is None:
             raise ValueError(
                 "data_norm must be given: the declared bound R on ||x|| is public and is never derived from the data"
@@ -695,19 +689,8 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
     def decision_function(self, X) -> np.ndarray:
         """``<coef_, x> + intercept_`` for every row of ``X`` (dense or sparse)."""
         self._check_fitted()
-        if sparse.issparse(X):
-            X = sparse.csr_matrix(X, dtype=np.float64)
-        else:
-            X = np.asarray(X)
-            if X.dtype.kind not in "biuf":
-                raise TypeError(f"X must be a numeric array, got dtype {X.dtype}")
-            X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array, got shape {X.shape}")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
-                             f"n_features_in_ = {self.n_features_in_}")
-        return np.asarray(X @ self.coef_, dtype=np.float64).ravel() + self.intercept_
+        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True)
+        return self._linear_decision(X, self.intercept_)
 
     # -- audit support -------------------------------------------------------------------------
     def _release_samples(self, X, y, n_samples: int, random_state=None) -> np.ndarray:

@@ -75,6 +75,57 @@ def _check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]
     return name, gamma, degree, coef0
 
 
+def _check_representable(values: np.ndarray, name: str, inputs: str) -> np.ndarray:
+    """Refuse a kernel result that is not finite: never return ±inf/NaN silently.
+
+    Finite, validated inputs give non-finite kernel values only by float64 overflow: the
+    polynomial kernel ``(gamma <x, v> + coef0)**degree`` with a large ``degree``/``gamma`` or
+    large entries, or squared norms / inner products of entries near ``1e154`` and beyond.
+    """
+    if np.isfinite(values).all():
+        return values
+    if name == "poly":
+        raise ValueError(
+            "degree: the polynomial kernel (gamma <x, v> + coef0)**degree overflows float64 for these "
+            f"inputs; use a smaller degree, gamma or coef0, or rescale {inputs}"
+        )
+    raise ValueError(
+        f"{inputs}: kernel values overflow float64 (entries too large in magnitude); rescale the inputs"
+    )
+
+
+def check_kernel_domain(A: np.ndarray, name: str, kernel: str, gamma: float, degree: int, coef0: float,
+                        *, B: np.ndarray = None, n_terms: int = 1) -> None:
+    """Refuse inputs whose kernel values (or sums of ``n_terms`` of them) cannot be represented.
+
+    A priori and from the inputs' largest row norms only (Cauchy–Schwarz: ``|<a, b>| ≤ ||a|| ||b||``):
+    squared norms must be finite (the rbf distance ``||a||² + ||b||² − 2<a, b>`` is formed from
+    them) and, for ``"linear"``/``"poly"``, ``n_terms · (gamma ||a|| ||b|| + |coef0|)**degree``
+    (``gamma = 1``, ``coef0 = 0``, ``degree = 1`` for linear) must stay below the float range.
+    The error names ``name`` (or ``degree`` when it is the polynomial degree that overflows).
+    """
+    def max_sq_norm(M):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.max(np.einsum("ij,ij->i", M, M))) if M.size else 0.0
+
+    ra2 = max_sq_norm(A)
+    rb2 = ra2 if B is None else max_sq_norm(B)
+    if not (math.isfinite(ra2) and math.isfinite(rb2)):
+        raise ValueError(f"{name}: squared row norms overflow float64 (entries too large in magnitude); "
+                         f"rescale {name}")
+    if kernel == "rbf":
+        return
+    g, p, c = (1.0, 1, 0.0) if kernel == "linear" else (float(gamma), int(degree), float(coef0))
+    base = g * math.sqrt(ra2) * math.sqrt(rb2) + abs(c)
+    if base > 0.0 and p * math.log(base) + math.log(max(n_terms, 1)) > 700.0:  # e^700 ≈ 1e304
+        if kernel == "poly" and (base <= 1e10 or p > 30):
+            raise ValueError(f"degree: the polynomial kernel (gamma <x, v> + coef0)**degree can overflow "
+                             f"float64 for {name} (bound {base:.3g}**{p}); use a smaller degree or gamma, "
+                             f"or rescale {name}")
+        raise ValueError(f"{name}: kernel values can overflow float64 (|K| up to {base:.3g}**{p}); "
+                         f"rescale {name}")
+
+
 def _as_f64(arr: np.ndarray) -> np.ndarray:
     # float64 input (any memory layout) is passed through without a copy; float32 is converted once.
     return arr if arr.dtype == np.float64 else arr.astype(np.float64)
@@ -109,7 +160,12 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     ------
     ValueError
         For NaN/inf or empty input, wrong number of dimensions, different feature counts, an
-        unknown kernel or invalid ``gamma``/``degree``/``coef0``; the message names the argument.
+        unknown kernel or invalid ``gamma``/``degree``/``coef0``, or kernel values that overflow
+        float64 (e.g. ``degree=10**9``); the message names the argument.
+    MemoryError
+        If the ``n_samples_A x n_samples_B`` output cannot be allocated (message names ``A``).
+    TypeError
+        For non-numeric or scipy.sparse input.
 
     See Also
     --------
@@ -119,9 +175,10 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     if B is not None:
         B = check_array(B, "B", n_features=A.shape[1])
     name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
-    return _core.kernel_matrix(
+    K = _core.kernel_matrix(
         _as_f64(A), None if B is None else _as_f64(B), name, gamma, degree, coef0
     )
+    return _check_representable(K, name, "A and B")
 
 
 def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
@@ -175,7 +232,8 @@ def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     X = check_array(X, "X", n_features=Z.shape[1])
     mu = check_vector(mu, "mu", length=X.shape[0])
     name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
-    return _core.kernel_predict(_as_f64(Z), _as_f64(X), _as_f64(mu), name, gamma, degree, coef0)
+    f = _core.kernel_predict(_as_f64(Z), _as_f64(X), _as_f64(mu), name, gamma, degree, coef0)
+    return _check_representable(f, name, "Z, X and mu")
 
 
 def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None):

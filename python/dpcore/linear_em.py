@@ -49,12 +49,12 @@ import math
 
 import numpy as np
 
+from . import _core
+
 __all__ = ["LinearBallEM", "t_logpdf", "snap_to_net", "fp_delta", "FP_REL_ERROR", "FP_REJECT_ERROR"]
 
-#: Assumed bound on the float error of a sampled point, relative to the radius (see module doc).
-FP_REL_ERROR = 2.0**-45
-#: Assumed bound on the probability that one float acceptance decision is wrong.
-FP_REJECT_ERROR = 2.0**-40
+from ._fp import EM_FP_REJECT_ERROR as FP_REJECT_ERROR
+from ._fp import EM_FP_REL_ERROR as FP_REL_ERROR
 
 
 def t_logpdf(t, a: float, d: int, r: float):
@@ -66,25 +66,22 @@ def t_logpdf(t, a: float, d: int, r: float):
 
 
 def snap_to_net(z: np.ndarray, nu: float, radius: float):
-    """Nearest point of the cubic grid (spacing ``2ν/√d``), projected onto the ball.
+    """The net point of ``z``: the Rust ``BallNet`` snapping (``dpcore._core.net_snap``), so that a
+    continuous sample lands on exactly the points the exponential mechanism's net enumerates
+    (same spacing ``h = 2ν/√d·(1 − 2⁻³²)``, same projection into the ball).
 
-    Returns ``(coords, point)`` with integer grid coordinates, matching :mod:`dpcore.expmech`.
+    Returns ``(coords, point)``: the integer grid coordinates and the net point.
     """
-    z = np.asarray(z, dtype=np.float64)
-    d = z.shape[0]
-    h = 2.0 * nu / math.sqrt(d)
-    coords = np.rint(z / h).astype(np.int64)
-    g = coords * h
-    norm = float(np.linalg.norm(g))
-    point = g * (radius / norm) if norm > radius else g
-    return coords, point
+    z = np.ascontiguousarray(z, dtype=np.float64).reshape(-1)
+    return _core.net_snap(z.shape[0], float(nu), float(radius), z)
 
 
 def fp_delta(a: float, nu: float, d: int, radius: float) -> float:
     """Per-draw ``δ_fp = 2d(η_z/h)·e^{a h √d} + p_rej`` under the module's stated assumption
     (``η_z = FP_REL_ERROR·radius``, ``p_rej = FP_REJECT_ERROR``)."""
-    h = 2.0 * nu / math.sqrt(d)
-    return 2.0 * d * FP_REL_ERROR * radius / h * math.exp(min(a * h * math.sqrt(d), 700.0)) + FP_REJECT_ERROR
+    h = 2.0 * nu / math.sqrt(d)  # the exponent uses the nominal spacing (an upper bound) ...
+    h_net = float(_core.net_info(d, float(nu), float(radius))["h"])  # ... the ratio the net's (smaller) one
+    return 2.0 * d * FP_REL_ERROR * radius / h_net * math.exp(min(a * h * math.sqrt(d), 700.0)) + FP_REJECT_ERROR
 
 
 class LinearBallEM:

@@ -87,7 +87,7 @@ import numpy as np
 
 from . import _core
 from ._exact import float_up
-from ._validation import check_delta, check_epsilon, check_sensitivity
+from ._validation import check_count, check_delta, check_epsilon, check_sensitivity
 
 ChaChaRng = _core.ChaChaRng
 
@@ -170,9 +170,7 @@ def _floor_log2(x: float) -> int:
 
 
 def _check_dim(dim) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    return int(dim)
+    return check_count(dim, "dim")
 
 
 @dataclass(frozen=True)
@@ -269,6 +267,17 @@ def _check_method(method) -> str:
     return method
 
 
+def _check_grid_exponent(k: int, sensitivity: float, scale_name: str, scale: float) -> None:
+    """The exact samplers work on grids ``2**k`` with ``k`` in a fixed range: refuse (naming the
+    user's ``sensitivity``, never the internal exponent) a noise scale outside it."""
+    if not _MIN_GRID_EXPONENT <= k <= _MAX_GRID_EXPONENT:
+        raise ValueError(
+            f"sensitivity={sensitivity:.6g} gives a noise scale {scale_name}={scale:.3g} outside the range the "
+            f"exact samplers support (about 2**{_MIN_GRID_EXPONENT + 40} to 2**{_MAX_GRID_EXPONENT}); rescale "
+            "the released quantity"
+        )
+
+
 def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePlan:
     """Calibrate the grid Laplace mechanism for L1 sensitivity ``sensitivity`` and budget ``epsilon``.
 
@@ -292,6 +301,7 @@ def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePla
     if not math.isfinite(b) or b == 0.0:
         raise ValueError(f"sensitivity/epsilon = {b!r} is not a usable noise scale")
     k = _floor_log2(b) - LAPLACE_GRID_BITS
+    _check_grid_exponent(k, sensitivity, "sensitivity/epsilon", b)
     g = Fraction(2) ** k
     delta_int = math.floor(Fraction(sensitivity) / g) + dim
     # ε' = M / 2**s ≤ ε with 2**29 ≤ M < 2**30.
@@ -357,11 +367,7 @@ def gaussian_plan(
             sigma = math.nextafter(sigma, math.inf)
             delta_used = gaussian_delta(sigma, sensitivity, epsilon)
         k = _floor_log2(sigma) - ANALYTIC_GRID_BITS
-        if not _MIN_GRID_EXPONENT <= k <= _MAX_GRID_EXPONENT:
-            raise ValueError(
-                f"sensitivity={sensitivity!r} with epsilon={epsilon!r}, delta={delta!r} gives sigma={sigma!r}, "
-                "outside the range the exact sampler supports"
-            )
+        _check_grid_exponent(k, sensitivity, "sigma", sigma)
         g = Fraction(2) ** k
         return GaussianPlan(
             sensitivity=sensitivity,
@@ -384,6 +390,7 @@ def gaussian_plan(
         raise ValueError(f"(epsilon={epsilon}, delta={delta}) gives no usable zCDP level")
     sigma0 = sensitivity / math.sqrt(2.0 * rho)
     k = _floor_log2(sigma0) - GAUSSIAN_GRID_BITS
+    _check_grid_exponent(k, sensitivity, "sigma", sigma0)
     g = Fraction(2) ** k
     sqrt_dim_up = Fraction(math.nextafter(math.sqrt(dim), math.inf))  # ≥ sqrt(dim)
     delta_units = Fraction(sensitivity) / g + sqrt_dim_up
@@ -444,7 +451,7 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
 
 def _sample_releases(value, plan_for, n_samples, random_state) -> np.ndarray:
     flat, _, scalar = _as_values(value)
-    n_samples = _check_n_samples(n_samples)
+    n_samples = _check_n_samples(n_samples, per_sample=flat.size)
     out = _grid_release(flat, plan_for(flat.size), random_state, n_samples)
     return out[:, 0] if scalar else out
 
@@ -536,10 +543,8 @@ def gaussian_mechanism(
     )
 
 
-def _check_n_samples(n_samples) -> int:
-    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-    return int(n_samples)
+def _check_n_samples(n_samples, name: str = "n_samples", per_sample: int = 1) -> int:
+    return check_count(n_samples, name, bytes_per_unit=8 * max(per_sample, 1))
 
 
 def sample_laplace_mechanism(value, sensitivity: float, epsilon: float, n_samples: int, *, random_state: RandomState = None) -> np.ndarray:
@@ -584,13 +589,13 @@ def _check_rational(num, den, name: str) -> tuple[int, int]:
 def discrete_laplace(scale_num: int, scale_den: int = 1, size: int = 1, *, random_state: RandomState = None) -> np.ndarray:
     """Exact i.i.d. discrete Laplace integers, ``P[Y=y] ∝ exp(-|y| / (scale_num/scale_den))``."""
     num, den = _check_rational(scale_num, scale_den, "scale")
-    return _core.discrete_samples("laplace", num, den, _check_n_samples(size), check_random_state(random_state))
+    return _core.discrete_samples("laplace", num, den, _check_n_samples(size, "size"), check_random_state(random_state))
 
 
 def discrete_gaussian(sigma2_num: int, sigma2_den: int = 1, size: int = 1, *, random_state: RandomState = None) -> np.ndarray:
     """Exact i.i.d. discrete Gaussian integers, ``P[Y=y] ∝ exp(-y² / (2·sigma2_num/sigma2_den))``."""
     num, den = _check_rational(sigma2_num, sigma2_den, "sigma2")
-    return _core.discrete_samples("gaussian", num, den, _check_n_samples(size), check_random_state(random_state))
+    return _core.discrete_samples("gaussian", num, den, _check_n_samples(size, "size"), check_random_state(random_state))
 
 
 def gamma_norm_vector(dim: int, scale: float, *, random_state: RandomState = None) -> np.ndarray:
@@ -666,9 +671,9 @@ def normal_vector_coupled(dim: int, sigma: float, *, random_state: RandomState =
 
 def gumbel(size: int, *, random_state: RandomState = None) -> np.ndarray:
     """Standard Gumbel variates (for Gumbel-max selection; never released as values)."""
-    return _core.gumbel(_check_n_samples(size), check_random_state(random_state))
+    return _core.gumbel(_check_n_samples(size, "size"), check_random_state(random_state))
 
 
 def exponential(size: int, *, random_state: RandomState = None) -> np.ndarray:
     """Standard exponential variates (never released as values)."""
-    return _core.exponential(_check_n_samples(size), check_random_state(random_state))
+    return _core.exponential(_check_n_samples(size, "size"), check_random_state(random_state))

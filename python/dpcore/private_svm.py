@@ -111,14 +111,15 @@ from typing import Optional
 import numpy as np
 
 from . import _core
-from ._glm_losses import UNIT_ROUNDOFF, gamma_k, make_loss
+from ._fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
+from ._glm_losses import make_loss
 from ._glm_solver import (
     ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
 )
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
-from ._validation import check_array, check_epsilon, check_positive
+from ._validation import check_array, check_epsilon, check_positive, check_scale
 from .noise import _grid_release, check_random_state, laplace_plan
 from .rff import RFF_KERNELS, RandomFourierFeatures, _check_gamma, _check_n_components
 
@@ -130,14 +131,11 @@ KERNELS = ("linear",) + RFF_KERNELS
 SVM_LOSSES = ("hinge", "logistic", "huber_svm")
 #: Sensitivity calibrations of :class:`PrivateSVM`: the SPEC's ``4LCκ√F/n`` or the tight ``2LCκ√F/n``.
 CALIBRATIONS = ("spec", "tight")
-#: Rows may exceed the declared radius by this relative amount.
-RADIUS_TOL = 1e-12
 _U = UNIT_ROUNDOFF
-_SLACK = 1e-12
+_SLACK = SLACK
 
 
-def _up(x: float, rel: float = _SLACK) -> float:
-    return math.nextafter(float(x) * (1.0 + rel), math.inf)
+_up = round_up
 
 
 @dataclass(frozen=True)
@@ -420,7 +418,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> dict:
-        C = check_positive(self.C, "C")
+        C = check_scale(self.C, "C")
         epsilon = check_epsilon(self.epsilon)
         if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
@@ -641,7 +639,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                              f"n_features_in_ = {self.n_features_in_}")
         Phi = X if self.random_features_ is None else self.random_features_.transform(X)
-        return Phi @ self.coef_ + self.intercept_
+        return self._linear_decision(Phi, self.intercept_)
 
     # -- audit support -------------------------------------------------------------------------
     def _release_samples(self, X, y, n_samples: int, random_state=None, random_features=None) -> np.ndarray:

@@ -136,7 +136,11 @@ class RandomFourierFeatures(ParamsMixin):
             )
         if X.dtype != np.float64:
             X = X.astype(np.float64)
-        return _core.rff_transform(X, self.random_weights_)
+        out = _core.rff_transform(X, self.random_weights_)
+        if not np.isfinite(out).all():
+            raise ValueError(f"X has values too large for the random projection X·W (it overflows a float; "
+                             f"max |X| = {float(np.abs(X).max()):.3g}); scale X to the data domain")
+        return out
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         return self.fit(X, y).transform(X)

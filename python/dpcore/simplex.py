@@ -143,10 +143,12 @@ from scipy import sparse
 from scipy.special import expit, logsumexp
 
 from ._exact import float_up
+from ._fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
+from ._fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
 from ._params import ParamsMixin
-from ._validation import check_delta, check_epsilon, check_positive
+from ._validation import check_X, check_scale, check_delta, check_epsilon, check_positive
 from .calibrate import compose_advanced
 
 __all__ = [
@@ -163,16 +165,8 @@ __all__ = [
     "FP_EXP_ULPS",
 ]
 
-#: Unit roundoff of float64.
-UNIT_ROUNDOFF = 2.0**-53
-#: Assumed accuracy (in ulps) of numpy's ``exp``/``log``/``expit`` on float64 (see module docstring).
-FP_EXP_ULPS = 4
 #: Smallest admissible public lower bound on a sampling probability.
 MIN_PROBABILITY = 2.0**-60
-#: Relative slack for privacy-relevant scalars (rounded in the safe direction).
-SLACK = 1e-12
-#: Absolute slack added to the public range of the exponents ``−g/λ`` (covers float error in ``b``).
-RANGE_SLACK = 1e-6
 #: Default ``tol`` as a fraction of ``ε0``.
 DEFAULT_TOL_FRACTION = 0.01
 
@@ -190,12 +184,7 @@ class SimplexCertificationError(RuntimeError):
     """
 
 
-def _gamma(k: float) -> float:
-    """``γ_k = k u / (1 − k u)``: relative error bound of a float sum/dot product of ``k`` terms."""
-    ku = k * UNIT_ROUNDOFF
-    if ku >= 0.5:
-        return math.inf
-    return ku / (1.0 - ku)
+_gamma = gamma_k
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,7 +343,7 @@ def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_bound, loss=
     if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
     n, p = int(n), int(n_features)
-    lam = check_positive(lam, "lam")
+    lam = check_scale(lam, "lam")
     r_inf = check_positive(data_bound, "data_bound")
     s = check_positive(scale, "scale")
     if not isinstance(signed, (bool, np.bool_)):
@@ -1107,14 +1096,6 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     def decision_function(self, X) -> np.ndarray:
         """``<x, w>`` for the rows of ``X`` (dense or sparse)."""
         self._check_fitted()
-        if sparse.issparse(X):
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
-            return np.asarray(X @ self.coef_).ravel()
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array of shape (n, {self.n_features_in_}), got shape {X.shape}")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
-        return X @ self.coef_
+        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True)
+        return self._linear_decision(X)
 

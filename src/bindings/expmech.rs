@@ -118,6 +118,21 @@ fn net_points<'py>(
     Ok((c.into_pyarray(py), p.into_pyarray(py)))
 }
 
+/// Snap a point of the ball to the net: `(coords int64 (d,), point float64 (d,))`.
+#[pyfunction]
+fn net_snap<'py>(
+    py: Python<'py>,
+    d: usize,
+    nu: f64,
+    radius: f64,
+    z: PyReadonlyArray1<'py, f64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>)> {
+    let net = BallNet::new(d, nu, radius)?;
+    let z = z.as_array().to_vec();
+    let (c, p) = net.snap(&z)?;
+    Ok((ndarray::Array1::from(c).into_pyarray(py), p.into_pyarray(py)))
+}
+
 /// One exponential-mechanism sample with the linear score `<z, u>`.
 #[pyfunction]
 #[pyo3(signature = (d, nu, radius, u, kappa, exponent_bound, rng, progress=None, _skip_trick=true))]
@@ -295,6 +310,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(net_info, m)?)?;
     m.add_function(wrap_pyfunction!(net_count, m)?)?;
     m.add_function(wrap_pyfunction!(net_points, m)?)?;
+    m.add_function(wrap_pyfunction!(net_snap, m)?)?;
     m.add_function(wrap_pyfunction!(em_sample_linear, m)?)?;
     m.add_function(wrap_pyfunction!(em_sample_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(em_sample_many_linear, m)?)?;

@@ -26,13 +26,13 @@ fn kernel_matrix<'py>(
     let out = match &b {
         None => py.detach(|| {
             kernels::check_inputs(av, av, None)?;
-            Ok::<_, crate::DpError>(kernels::gram_matrix(av, &k))
+            kernels::gram_matrix(av, &k)
         })?,
         Some(b) => {
             let bv = b.as_array();
             py.detach(|| {
                 kernels::check_inputs(av, bv, None)?;
-                Ok::<_, crate::DpError>(kernels::kernel_matrix(av, bv, &k))
+                kernels::kernel_matrix(av, bv, &k)
             })?
         }
     };

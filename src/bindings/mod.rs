@@ -2,7 +2,7 @@
 //! validates/converts its arguments, calls the pure-Rust core inside `py.detach`, and converts the
 //! result back with `into_pyarray`. No mathematics lives here.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::error::DpError;
@@ -17,8 +17,37 @@ mod rff;
 
 impl From<DpError> for PyErr {
     fn from(e: DpError) -> PyErr {
-        PyValueError::new_err(e.to_string())
+        match e {
+            DpError::InvalidArgument { .. } => PyValueError::new_err(e.to_string()),
+            DpError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+        }
     }
+}
+
+/// Physical memory plus swap in bytes (`None` where unknown): the one limit above which the core
+/// refuses an allocation with `MemoryError` (`crate::alloc`), shared with Python's size checks.
+#[pyfunction]
+fn memory_limit_bytes() -> Option<u64> {
+    crate::alloc::memory_limit_bytes()
+}
+
+/// The named floating-point assumptions of `crate::fp` (compared with `dpcore._fp` by the tests).
+#[pyfunction]
+fn fp_constants() -> std::collections::HashMap<&'static str, f64> {
+    use crate::fp::*;
+    [
+        ("UNIT_ROUNDOFF", UNIT_ROUNDOFF),
+        ("LIBM_LN_ULPS", LIBM_LN_ULPS),
+        ("EXP_FAST_ULPS", EXP_FAST_ULPS),
+        ("KERNEL_SUM_REL_ERROR", KERNEL_SUM_REL_ERROR),
+        ("RADIUS_TOL", RADIUS_TOL),
+        ("NET_SPACING_SHRINK", NET_SPACING_SHRINK),
+        ("NET_THRESHOLD_SLACK", NET_THRESHOLD_SLACK),
+        ("NET_INNER_SLACK", NET_INNER_SLACK),
+        ("BALL_PROJ_SHRINK", BALL_PROJ_SHRINK),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// The compiled extension module `dpcore._core`.
@@ -26,6 +55,8 @@ impl From<DpError> for PyErr {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(memory_limit_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(fp_constants, m)?)?;
     erm::register(m)?;
     expmech::register(m)?;
     kernels::register(m)?;

@@ -34,7 +34,7 @@ fn rff_transform<'py>(
     let (xv, wv) = (x.as_array(), weights.as_array());
     let out = py.detach(|| {
         rff::check_inputs(xv, wv)?;
-        Ok::<_, crate::DpError>(rff::transform(xv, wv))
+        rff::transform(xv, wv)
     })?;
     Ok(out.into_pyarray(py))
 }

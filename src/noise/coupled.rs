@@ -42,12 +42,8 @@ use super::karney::{BitSource, ExactNormal};
 use super::rng::DpRng;
 use crate::error::{DpError, DpResult};
 
-/// Unit roundoff of binary64.
-const U: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53
-
-/// Named assumption: `f64::ln` (the platform libm) is accurate to within this many ulps on
-/// `(0, 1]`. glibc, musl and Apple's libm document < 1 ulp for `log`; we assume 2 to be safe.
-pub const LIBM_LN_ULPS: f64 = 2.0;
+pub use crate::fp::LIBM_LN_ULPS;
+use crate::fp::{gamma_k, UNIT_ROUNDOFF as U};
 
 /// Largest supported dimension: keeps every `γ_k` below 2^-12 so the first-order bounds below
 /// are valid with the stated inflation.
@@ -62,14 +58,9 @@ fn check_dim(d: usize) -> DpResult<()> {
 
 fn check_scale(scale: f64, name: &'static str) -> DpResult<()> {
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(DpError::invalid(name, format!("must be finite and > 0, got {scale}")));
+        return Err(DpError::invalid(name, format!("must be finite and > 0, got {scale:?}")));
     }
     Ok(())
-}
-
-#[inline]
-fn gamma_k(k: f64) -> f64 {
-    k * U / (1.0 - k * U)
 }
 
 /// Inflate a non-negative bound computed in floating point so that it also covers the rounding

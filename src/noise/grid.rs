@@ -98,22 +98,24 @@ fn check_exponent(exponent: i32) -> DpResult<()> {
 /// binary floating point, so this is the exact nearest grid index.
 pub fn snap(x: f64, exponent: i32) -> DpResult<i128> {
     if !x.is_finite() {
-        return Err(DpError::invalid("value", format!("must be finite, got {x}")));
+        return Err(DpError::invalid("value", format!("must be finite, got {x:?}")));
     }
     let scaled = (x * pow2(-exponent)).round();
     if scaled.abs().partial_cmp(&2f64.powi(120)) != Some(std::cmp::Ordering::Less) {
         return Err(DpError::invalid(
             "value",
-            format!("{x} is too large relative to the noise granularity 2^{exponent}"),
+            format!("{x:e} is too large relative to the noise granularity 2^{exponent}"),
         ));
     }
     Ok(scaled as i128)
 }
 
-/// The real number `k · 2^exponent`, rounded to the nearest `f64` (post-processing).
+/// The real number `k · 2^exponent`, rounded to the nearest `f64` and saturated at `±f64::MAX`
+/// (post-processing of the exact integer release, so it costs no privacy; a released value is
+/// never ±inf even when a value near the float range meets a large noise draw).
 #[inline]
 pub fn unsnap(k: i128, exponent: i32) -> f64 {
-    (k as f64) * pow2(exponent)
+    ((k as f64) * pow2(exponent)).clamp(-f64::MAX, f64::MAX)
 }
 
 fn noisy_flat(base: &[i128], reps: usize, exponent: i32, noise: &DiscreteNoise, rng: &mut DpRng) -> Vec<f64> {

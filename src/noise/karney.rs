@@ -448,14 +448,14 @@ enum Frac {
 impl Offset {
     fn new(x: f64, exponent: i32) -> DpResult<Offset> {
         if !x.is_finite() {
-            return Err(DpError::invalid("value", format!("must be finite, got {x}")));
+            return Err(DpError::invalid("value", format!("must be finite, got {x:?}")));
         }
         // Scaling by a power of two is exact unless it overflows (→ inf, rejected) or underflows
         // (→ tiny, accepted), so this comparison is exact.
         if x.abs() * pow2(-exponent) > 2f64.powi(MAX_VALUE_UNITS_LOG2) {
             return Err(DpError::invalid(
                 "value",
-                format!("{x} is too large relative to the noise granularity 2^{exponent} (|value|/g must be ≤ 2^{MAX_VALUE_UNITS_LOG2})"),
+                format!("{x:e} is too large relative to the noise granularity 2^{exponent} (|value|/g must be ≤ 2^{MAX_VALUE_UNITS_LOG2})"),
             ));
         }
         let (m, e) = decompose(x);
@@ -510,7 +510,7 @@ impl GridScale {
     fn new(sigma: f64, exponent: i32) -> DpResult<GridScale> {
         check_exponent(exponent)?;
         if !(sigma.is_finite() && sigma > 0.0) {
-            return Err(DpError::invalid("sigma", format!("must be finite and > 0, got {sigma}")));
+            return Err(DpError::invalid("sigma", format!("must be finite and > 0, got {sigma:?}")));
         }
         let units = sigma * pow2(-exponent); // exact unless it over/underflows (then rejected)
         if !(units <= 2f64.powi(MAX_SIGMA_UNITS_LOG2) && units >= 2f64.powi(MIN_SIGMA_UNITS_LOG2)) {
@@ -1029,6 +1029,7 @@ mod tests {
         let mut rng = rng_from_seed(Some(1));
         let name = |r: DpResult<Array1<f64>>| match r {
             Err(DpError::InvalidArgument { name, .. }) => name,
+            Err(DpError::OutOfMemory { name, .. }) => name,
             Ok(_) => "ok",
         };
         assert_eq!(name(release_analytic(v.view(), f64::NAN, 0, &mut rng)), "sigma");

@@ -14,20 +14,14 @@ import numpy as np
 
 from .. import noise
 from .._validation import check_array
-from .vectors import GaussianChannel, _clip_rows, _release_rows
+from .vectors import GaussianChannel, _clip_rows, _into_ball, _release_rows
 
 __all__ = ["simulate"]
 
 
 def _check_X(X, dim, clip, radius=1.0):
     X = np.array(check_array(X, "X", n_features=dim), dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1)
-    if (norms > radius).any():
-        if not clip:
-            i = int(np.argmax(norms))
-            raise ValueError(f"X row {i} has L2 norm {norms[i]:.6g} > {radius:g}; pass clip=True to clip it")
-        X = _clip_rows(X, radius)
-    return X
+    return _into_ball(X, radius, clip, "X")
 
 
 def _check_y(y, n, bound, clip):

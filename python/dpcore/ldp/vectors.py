@@ -41,7 +41,8 @@ from .._validation import check_delta, check_epsilon, check_positive
 __all__ = ["GaussianChannel", "gaussian_channel", "privatize_vector", "sample_privatize_vector"]
 
 CALIBRATIONS = ("analytic", "classic")
-_SHRINK = 1.0 - 2.0**-40  # clipped vectors land this far inside the ball (norm rounding safety)
+from .._fp import BALL_SHRINK as _SHRINK  # clipped vectors land this far inside the ball
+from .._fp import RADIUS_TOL
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,30 @@ def _check_record(x, name: str, dim: Optional[int], radius: float, clip: bool) -
         raise ValueError(f"{name} must have length {dim} (the protocol's dimension), got {arr.size}")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values")
-    norm = float(np.linalg.norm(arr))
-    if norm > radius:
-        if not clip:
-            raise ValueError(f"{name} has L2 norm {norm:.6g} > radius {radius:g}; pass clip=True to clip it")
-        arr *= radius * _SHRINK / norm
-    return arr
+    return _into_ball(arr[None, :], radius, clip, name)[0]
+
+
+def _into_ball(V: np.ndarray, radius: float, clip: bool, name: str) -> np.ndarray:
+    """The one acceptance rule of every ldp client and of :func:`dpcore.ldp.simulate` for rows of ``V``.
+
+    A row of norm ``≤ radius·(1 + RADIUS_TOL)`` is accepted (the tolerance of :mod:`dpcore._fp`
+    for user-side normalisation that rounds up); one beyond it is a ``ValueError`` naming ``name``
+    unless ``clip=True``. Every row that is accepted or clipped and lies outside the ball is then
+    rescaled to ``radius·BALL_SHRINK``, so what the channel releases is always inside its ball (the
+    channel's sensitivity ``2·radius`` needs no inflation). The rule depends on the row alone.
+    """
+    V = np.array(V, dtype=np.float64, copy=True)
+    norms = np.linalg.norm(V, axis=1)
+    if not clip:
+        bad = norms > radius * (1.0 + RADIUS_TOL)
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = f"{name} row {i}" if V.shape[0] > 1 else name
+            raise ValueError(f"{where} has L2 norm {norms[i]:.17g} > radius {radius:g} (tolerance "
+                             f"RADIUS_TOL = 2^-40 relative); pass clip=True to clip it")
+    over = norms > radius
+    V[over] *= (radius * _SHRINK / norms[over])[:, None]
+    return V
 
 
 def _clip_to(v: np.ndarray, radius: float) -> np.ndarray:
@@ -213,8 +232,4 @@ def _release_rows(V: np.ndarray, channel: GaussianChannel, rng) -> np.ndarray:
 
 def _clip_rows(V: np.ndarray, radius: float) -> np.ndarray:
     """Row-wise :func:`_clip_to` (the same arithmetic, vectorised)."""
-    V = np.array(V, dtype=np.float64, copy=True)
-    norms = np.linalg.norm(V, axis=1)
-    over = norms > radius
-    V[over] *= (radius * _SHRINK / norms[over])[:, None]
-    return V
+    return _into_ball(V, radius, True, "X")

@@ -1,0 +1,126 @@
+"""Every floating-point assumption dpcore's privacy proofs rely on — the one home on the Python side.
+
+A sensitivity bound, a certified solver residual or a noise calibration computed in binary64 is
+only as good as the assumptions about the arithmetic that produced it. Each assumption is a
+named constant here, documented with its source; every module that relies on one imports it from
+here (never a local copy), so the values cannot drift apart. The Rust core has the same role
+played by ``src/fp.rs``; the constants shared by both languages are asserted equal by the tests
+(``tests/test_fp.py``).
+
+Where two modules used different values for the same assumption, the strictest one was kept:
+the smaller radius tolerance (2⁻⁴⁰ rather than 1e-12) and the less accurate libm (2 ulp for
+``ln``/``log``, 4 ulp for numpy's ``exp``/``log``/``expit``).
+
+=================  ============  ========================================================================
+name               value         meaning and source
+=================  ============  ========================================================================
+UNIT_ROUNDOFF      2⁻⁵³          u of IEEE-754 binary64, round to nearest (Higham 2002, §2.2, Thm 2.2)
+gamma_k(k)         k·u/(1−k·u)   Higham's bound on k chained roundings (Higham 2002, Lemma 3.1);
+                                 sums and dot products of k terms in any order (recursive, pairwise,
+                                 blocked, with or without FMA) err by at most γ_k·Σ|terms| (§3.1, §4.2)
+LIBM_LN_ULPS       2             the platform ``ln``/``log``/``log1p`` is accurate to 2 ulp (glibc,
+                                 musl, Apple libm document < 1 ulp; 2 for margin). Rust: LIBM_LN_ULPS
+NUMPY_EXP_ULPS     4             numpy/scipy ``exp``, ``log``, ``expit`` on float64 within 4 ulp (numpy
+                                 uses SIMD kernels documented at ≤ 4 ulp; scipy's expit is 1/(1+exp))
+KERNEL_EXP_ULPS    2             dpcore's Rust SIMD ``exp`` in kernel evaluation (tested ≤ 2 ulp
+                                 against ``f64::exp`` in src/kernels.rs). Rust: EXP_FAST_ULPS
+RADIUS_TOL         2⁻⁴⁰          a record may exceed its declared L2 bound by this relative amount
+                                 (user-side normalisation rounds); every sensitivity bound is computed
+                                 for the bound inflated by (1 + RADIUS_TOL), so nothing is lost
+BALL_SHRINK        1 − 2⁻⁴⁰      clipping / rescaling into a ball lands this far inside it, so the
+                                 recomputed norm (any summation order, ≤ γ_d relative) stays ≤ radius
+SLACK              1e-12         relative slack for rounding a privacy-relevant scalar (a noise scale,
+                                 a sensitivity) in the safe direction after a few float operations
+                                 (each ≤ u relative: 1e-12 ≫ 10·u); see :func:`round_up`
+RANGE_SLACK        1e-6          absolute slack on the public range of SimplexERM's exponents −g/λ
+                                 (covers the float error of the bound b, ≤ γ_{d+4}·b)
+EM_FP_REL_ERROR    2⁻⁴⁵          LinearBallEM: a sampled point's float error relative to the radius
+EM_FP_REJECT_ERROR 2⁻⁴⁰          LinearBallEM: probability that one float acceptance decision is wrong
+PARAM_RANGE        1e±100        accepted range of scale hyper-parameters (λ, C, norm bounds): derived
+                                 constants (1/(λn), λ², C/n) stay normal floats
+=================  ============  ========================================================================
+
+A bound that needs more than these (e.g. γ_k with k·u ≥ ½) is not available: :func:`gamma_k`
+returns ``inf`` for such k (one behaviour everywhere; unreachable in practice, since k ≥ 2⁵² terms
+do not fit in memory), and callers that need a finite bound refuse with an error naming the
+public parameter that made k so large.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "UNIT_ROUNDOFF",
+    "gamma_k",
+    "LIBM_LN_ULPS",
+    "NUMPY_EXP_ULPS",
+    "KERNEL_EXP_ULPS",
+    "RADIUS_TOL",
+    "BALL_SHRINK",
+    "SLACK",
+    "RANGE_SLACK",
+    "EM_FP_REL_ERROR",
+    "EM_FP_REJECT_ERROR",
+    "FP_ASSUMPTION",
+    "round_up",
+    "round_down",
+    "PARAM_RANGE",
+]
+
+#: Unit roundoff of IEEE-754 binary64 with round-to-nearest (Higham 2002, §2.2).
+UNIT_ROUNDOFF = 2.0**-53
+#: Accuracy (ulps) assumed of the platform ``ln``/``log``/``log1p`` (Rust: ``fp::LIBM_LN_ULPS``).
+LIBM_LN_ULPS = 2
+#: Accuracy (ulps) assumed of numpy/scipy ``exp``/``log``/``expit`` on float64.
+NUMPY_EXP_ULPS = 4
+#: Accuracy (ulps) of dpcore's Rust SIMD ``exp`` used in kernel evaluation (Rust: ``fp::EXP_FAST_ULPS``).
+KERNEL_EXP_ULPS = 2
+#: Relative amount by which a record may exceed its declared L2 bound (Rust: ``fp::RADIUS_TOL``).
+RADIUS_TOL = 2.0**-40
+#: Factor that puts a clipped / rescaled vector safely inside its ball (Rust: ``fp::BALL_SHRINK``).
+BALL_SHRINK = 1.0 - 2.0**-40
+#: Relative slack for rounding a privacy-relevant scalar in the safe direction.
+SLACK = 1e-12
+#: Absolute slack on the public range of SimplexERM's exponents.
+RANGE_SLACK = 1e-6
+#: LinearBallEM: assumed float error of a sampled point, relative to the radius.
+EM_FP_REL_ERROR = 2.0**-45
+#: LinearBallEM: assumed probability that one float acceptance decision is wrong.
+EM_FP_REJECT_ERROR = 2.0**-40
+
+#: Accepted range of positive scale hyper-parameters (λ, C, norm bounds): inside it, their
+#: products with n ≤ 2⁵³, their squares and reciprocals stay normal floats, so no derived constant
+#: (1/(λn), λ², C/n) overflows, underflows or turns into NaN. Outside it a ValueError names the
+#: parameter.
+PARAM_RANGE = (1e-100, 1e100)
+
+#: The arithmetic every certificate and calibration in dpcore assumes, in one sentence.
+FP_ASSUMPTION = (
+    "IEEE-754 binary64 arithmetic with round-to-nearest (u = 2^-53) for +, -, *, / and sqrt; "
+    f"the platform log within {LIBM_LN_ULPS} ulp; numpy/scipy exp, log and expit within "
+    f"{NUMPY_EXP_ULPS} ulp; dot products and sums of k terms have error <= gamma_k * (sum of absolute "
+    "values of the terms) whatever their summation order (true for recursive, pairwise and blocked "
+    "summation, with or without FMA)"
+)
+
+
+def gamma_k(k: float) -> float:
+    """Higham's ``γ_k = k·u / (1 − k·u)``: the relative error bound of ``k`` chained roundings.
+
+    Returns ``inf`` when ``k·u ≥ ½`` (no first-order bound; see the module docstring).
+    """
+    ku = float(k) * UNIT_ROUNDOFF
+    if not ku < 0.5:
+        return math.inf
+    return ku / (1.0 - ku)
+
+
+def round_up(x: float, rel: float = SLACK) -> float:
+    """``x·(1 + rel)`` rounded up by one more ulp: a safe upper bound of a positive computed scalar."""
+    return math.nextafter(float(x) * (1.0 + rel), math.inf)
+
+
+def round_down(x: float, rel: float = SLACK) -> float:
+    """``x·(1 − rel)`` rounded down by one more ulp: a safe lower bound of a positive computed scalar."""
+    return math.nextafter(float(x) * (1.0 - rel), -math.inf)

@@ -1,0 +1,75 @@
+//! Every floating-point assumption the core's privacy arguments rely on — the one home on the
+//! Rust side (the Python side is `dpcore/_fp.py`; the constants both languages share are asserted
+//! equal by `tests/test_fp.py`).
+//!
+//! | name | value | meaning and source |
+//! |---|---|---|
+//! | [`UNIT_ROUNDOFF`] | 2⁻⁵³ | `u` of IEEE-754 binary64, round to nearest (Higham 2002, §2.2) |
+//! | [`gamma_k`] | `k·u/(1−k·u)` | `k` chained roundings (Higham 2002, Lemma 3.1); `+inf` when `k·u ≥ ½` |
+//! | [`LIBM_LN_ULPS`] | 2 | `f64::ln`/`ln_1p` (the platform libm) accurate to 2 ulp on `(0, ∞)`; glibc, musl and Apple document < 1 ulp |
+//! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `kernels` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `kernels`) |
+//! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
+//! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
+//! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
+//! | [`NET_THRESHOLD_SLACK`] | 1 + 2⁻⁴⁰ | makes the net's index threshold `T` an upper bound of `((r + ν)/h)²` despite rounding |
+//! | [`NET_INNER_SLACK`] | 1 − 2⁻⁴⁰ | makes `T_in` a lower bound of `(r/h)²` (points certainly inside the ball) |
+//! | [`BALL_PROJ_SHRINK`] | 1 − 2⁻⁴⁸ | projected net points are pulled in by this factor so that rounding never leaves the ball |
+//!
+//! Where two modules assumed different values, the strictest one is kept: the exponential
+//! mechanism used to assume `ln` accurate to 1 ulp while the coupled samplers assumed 2; both
+//! now use [`LIBM_LN_ULPS`] = 2 (the Gumbel-key slack [`crate::expmech::key_error_bound`] grew
+//! accordingly, see its docs).
+
+/// Unit roundoff of IEEE-754 binary64 with round-to-nearest.
+pub const UNIT_ROUNDOFF: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53
+
+/// Named assumption: `f64::ln` and `f64::ln_1p` (the platform libm) are accurate to within this
+/// many ulps. glibc, musl and Apple's libm document < 1 ulp for `log`; we assume 2 to be safe.
+pub const LIBM_LN_ULPS: f64 = 2.0;
+
+/// Accuracy of the SIMD `exp` in [`crate::kernels`] against a correctly rounded `exp` (tested).
+pub const EXP_FAST_ULPS: f64 = 2.0;
+
+/// Relative accuracy assumed of a recomputed kernel decision value: `|δf_i| ≤ KERNEL_SUM_REL_ERROR ·
+/// Σ_j |K_ij| |μ_j|` (the fused engine is documented at ~1e-13; a 10× margin).
+pub const KERNEL_SUM_REL_ERROR: f64 = 1e-12;
+
+/// Relative amount by which a record may exceed its declared L2 bound (`dpcore._fp.RADIUS_TOL`).
+pub const RADIUS_TOL: f64 = 1.0 / (1u64 << 40) as f64;
+
+/// `h = (2ν/√d)·NET_SPACING_SHRINK`: the covering radius `h√d/2` stays strictly below `ν`.
+pub const NET_SPACING_SHRINK: f64 = 1.0 - 1.0 / (1u64 << 32) as f64;
+/// Relative slack making the net threshold `T` an upper bound of `((r + ν)/h)²` despite rounding.
+pub const NET_THRESHOLD_SLACK: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
+/// Relative slack making `T_in` a lower bound of `(r/h)²` (points clearly inside the ball).
+pub const NET_INNER_SLACK: f64 = 1.0 - 1.0 / (1u64 << 40) as f64;
+/// Projected points are pulled in by this factor so that rounding never leaves the ball.
+pub const BALL_PROJ_SHRINK: f64 = 1.0 - 1.0 / (1u64 << 48) as f64;
+
+/// Higham's `γ_k = k·u/(1 − k·u)`: the relative error bound of `k` chained roundings; `+inf` when
+/// `k·u ≥ ½` (no first-order bound; unreachable for sizes that fit in memory).
+#[inline]
+pub fn gamma_k(k: f64) -> f64 {
+    let ku = k * UNIT_ROUNDOFF;
+    if ku < 0.5 {
+        ku / (1.0 - ku)
+    } else {
+        f64::INFINITY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_what_the_docs_say() {
+        assert_eq!(UNIT_ROUNDOFF, 2f64.powi(-53));
+        assert_eq!(RADIUS_TOL, 2f64.powi(-40));
+        assert_eq!(NET_SPACING_SHRINK, 1.0 - 2f64.powi(-32));
+        assert_eq!(BALL_PROJ_SHRINK, 1.0 - 2f64.powi(-48));
+        assert_eq!(gamma_k(0.0), 0.0);
+        assert!((gamma_k(10.0) - 10.0 * UNIT_ROUNDOFF).abs() < 1e-29);
+        assert_eq!(gamma_k(2f64.powi(52)), f64::INFINITY);
+    }
+}
