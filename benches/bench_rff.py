@@ -75,7 +75,7 @@ def main() -> None:
                              random_state=0).fit(Xs, ys)
             t_svm = time.perf_counter() - t
             print(f"PrivateSVM fit n={args.svm_n} d={args.d} n_components={args.svm_components} C=1000: "
-                  f"{t_svm:.2f} s ({clf.certificate_.method}, gap {clf.certificate_.duality_gap:.2e})")
+                  f"{t_svm:.2f} s")
 
 
 if __name__ == "__main__":

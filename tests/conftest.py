@@ -10,6 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Every property-based test is deterministic in outcome (the guide's rule): derandomised example
+# generation and no example database, unless a test's own @settings says more.
+settings.register_profile("dpcore", derandomize=True, database=None)
+settings.load_profile("dpcore")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO_ROOT.parent / "shared" / "datasets"

@@ -24,6 +24,7 @@ def test_python_and_rust_constants_agree():
     assert rust["RADIUS_TOL"] == _fp.RADIUS_TOL == 2.0**-40
     assert rust["LIBM_LN_ULPS"] == _fp.LIBM_LN_ULPS == 2
     assert rust["EXP_FAST_ULPS"] == _fp.KERNEL_EXP_ULPS == 2
+    assert rust["KERNEL_SUM_REL_ERROR"] == _fp.KERNEL_SUM_REL_ERROR == 1e-12
 
 
 def test_gamma_k_has_one_overflow_behaviour():

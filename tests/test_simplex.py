@@ -343,11 +343,20 @@ def test_accountant_checked_before_solve_charged_once_before_sampling():
     with pytest.raises(BudgetExceededError):
         est.fit(X, y)
     assert not hasattr(est, "coef_") and len(acc) == 1
-    # a refused certification charges nothing and leaves the estimator unfitted
+    # a tol below the certificate's public float floor is refused from public parameters only
+    # (it used to be a SimplexCertificationError after solving, i.e. data-dependent), charging nothing
     acc2 = BudgetAccountant(10.0)
     bad = SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", accountant=acc2, tol=1e-300, max_iter=3)
-    with pytest.raises(SimplexCertificationError, match="SimplexCertificationError"):
+    with pytest.raises(ValueError, match="^tol=1e-300 is below what float64 can certify"):
         bad.fit(X, y)
+    assert len(acc2) == 0 and not hasattr(bad, "coef_")
+    with pytest.raises(ValueError, match="^tol=1e-300"):  # same refusal on a neighbouring data set
+        SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", tol=1e-300).fit(X[::-1].copy(), y)
+    # an iteration cap below the public bound that guarantees certification is refused publicly too
+    bad = SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", accountant=acc2, tol=1e-9, max_iter=1)
+    with pytest.raises(ValueError, match="^max_iter=1 is below the public iteration bound"):
+        bad.fit(X, y)
+    assert issubclass(SimplexCertificationError, RuntimeError)
     assert len(acc2) == 0 and not hasattr(bad, "coef_")
 
 

@@ -24,6 +24,8 @@ NUMPY_EXP_ULPS     4             numpy/scipy ``exp``, ``log``, ``expit`` on floa
                                  uses SIMD kernels documented at ≤ 4 ulp; scipy's expit is 1/(1+exp))
 KERNEL_EXP_ULPS    2             dpcore's Rust SIMD ``exp`` in kernel evaluation (tested ≤ 2 ulp
                                  against ``f64::exp`` in src/kernels.rs). Rust: EXP_FAST_ULPS
+KERNEL_SUM_REL_E.  1e-12         relative accuracy of a Rust kernel decision value vs Σ|K_ij||μ_j|
+                                 (KernelSVM's certified gap). Rust: KERNEL_SUM_REL_ERROR
 RADIUS_TOL         2⁻⁴⁰          a record may exceed its declared L2 bound by this relative amount
                                  (user-side normalisation rounds); every sensitivity bound is computed
                                  for the bound inflated by (1 + RADIUS_TOL), so nothing is lost
@@ -56,6 +58,7 @@ __all__ = [
     "LIBM_LN_ULPS",
     "NUMPY_EXP_ULPS",
     "KERNEL_EXP_ULPS",
+    "KERNEL_SUM_REL_ERROR",
     "RADIUS_TOL",
     "BALL_SHRINK",
     "SLACK",
@@ -76,6 +79,9 @@ LIBM_LN_ULPS = 2
 NUMPY_EXP_ULPS = 4
 #: Accuracy (ulps) of dpcore's Rust SIMD ``exp`` used in kernel evaluation (Rust: ``fp::EXP_FAST_ULPS``).
 KERNEL_EXP_ULPS = 2
+#: Relative accuracy of a kernel decision value computed by the Rust engine, against
+#: ``Σ_j |K_ij||μ_j|`` (Rust: ``fp::KERNEL_SUM_REL_ERROR``; the certified KernelSVM gap relies on it).
+KERNEL_SUM_REL_ERROR = 1e-12
 #: Relative amount by which a record may exceed its declared L2 bound (Rust: ``fp::RADIUS_TOL``).
 RADIUS_TOL = 2.0**-40
 #: Factor that puts a clipped / rescaled vector safely inside its ball (Rust: ``fp::BALL_SHRINK``).

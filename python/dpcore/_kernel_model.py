@@ -35,7 +35,7 @@ from .kernels import _check_kernel_params
 from .noise import check_random_state
 from ._validation import check_array
 
-from ._fp import KERNEL_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
+from ._fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def _seed_from(random_state):
 # ----------------------------------------------------------------------------------------------
 # certified sensitivity: solver certificate and floating-point slack
 # ----------------------------------------------------------------------------------------------
-def public_error_bound(model, lam: float, who: str) -> float:
+def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschitz: float = 1.0) -> float:
     """Public bound on ``||w − w*||`` from the model's *declared* tolerance, checked against its certificate.
 
     The solver stops once its certified duality gap is ``≤ tol`` (``model.tol``, a public
@@ -149,8 +149,17 @@ def public_error_bound(model, lam: float, who: str) -> float:
     the data — keeps the noise level a function of public quantities. A model whose certificate
     exceeds the bound did not reach its tolerance and is refused.
 
-    Privacy assumption named here: the solver reaches ``tol`` on *every* dataset (so the refusal
-    is never triggered by a neighbouring dataset). Choose ``max_iter`` generously.
+    Two refusals, in this order:
+
+    1. **Public** (the same for every dataset): ``tol`` below ``2×`` the worst-case float floor of
+       the Rust solver's certificate over the declared domain, ``KERNEL_SUM_REL_ERROR·R_φ²·L/λ``
+       (``src/erm.rs`` adds ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K_ii)·Σ_j sqrt(K_jj)|μ_j|`` to the gap,
+       and ``K_jj ≤ R_φ²``, ``Σ|μ_j| ≤ L/λ``). Below it, whether the gap certifies depended on the data.
+    2. The model's certificate exceeds the bound: it did not reach ``tol``. Named assumption: with
+       ``tol`` above the public floor, dpcore's dual coordinate descent reaches it on *every*
+       dataset within ``max_iter`` (its default, ``max(10⁷, 100 n)`` updates, is generous: DCD for
+       this box QP converges linearly, Wang & Lin 2014); this refusal is outside the proof and has
+       not been observed in the neighbour-pair tests. Choose ``max_iter`` generously.
     """
     tol = getattr(model, "tol", None)
     if tol is None or isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (
@@ -160,6 +169,14 @@ def public_error_bound(model, lam: float, who: str) -> float:
             f"model.tol = {tol!r}: {who} needs the solver's public duality-gap tolerance to bound "
             "||w - w*|| independently of the data"
         )
+    floor = KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) / lam
+    from .erm import _KernelERM  # the floor is that of dpcore's own solver (src/erm.rs)
+
+    if isinstance(model, _KernelERM) and not float(tol) >= 2.0 * floor:
+        raise ValueError(
+            f"model.tol = {tol!r} is below what the certified kernel solver can certify for the declared "
+            f"domain (float floor {floor:.3g} = KERNEL_SUM_REL_ERROR·R_phi²·L/lam); {who} refuses before "
+            f"anything is charged: refit the model with tol >= {2.0 * floor:.3g}")
     bound = math.sqrt(2.0 * float(tol) / lam) * (1.0 + SLACK)
     cert = float(model.w_error_bound_)
     if cert > bound:

@@ -520,7 +520,7 @@ def _step_tddl(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     lam = 1.0 / (len(y) * args.tddl_C)
     kw = _kernel_kwargs(args)
     t0 = time.perf_counter()
-    model = dpcore.KernelSVM(lam=lam, tol=1e-10, **kw).fit(X, y)
+    model = dpcore.KernelSVM(lam=lam, tol=1e-9, **kw).fit(X, y)
     fit_s = time.perf_counter() - t0
     acc_np = model.score(Q, yq)
     majority = float(max(np.mean(yq > 0), np.mean(yq < 0)))

@@ -124,7 +124,8 @@ from scipy import sparse
 from ._fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
 from ._glm_losses import LOSSES, make_loss
 from ._glm_solver import (
-    ConvergenceError, GLMObjective, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
+    ConvergenceError, GLMObjective, certify_smooth, check_certifiable, gradient_fp_bound, hinge_gap_floor,
+    solve_hinge, solve_smooth,
 )
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
@@ -562,6 +563,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
             fp = gradient_fp_bound(n=n, d=dim, radius=R, theta_norm=theta_hat, b_norm=b_norm, mu=mu, loss=loss)
             rho = _up((tol + fp + extra / n) / mu, 1e-9)
             if theta_star_bound + rho <= theta_hat:
+                check_certifiable(tol, fp, "certified gradient norm")
                 return rho, theta_hat, fp
             theta_hat = (theta_star_bound + rho) * 1.01
         raise ValueError("could not compute a public residual bound (numerically degenerate parameters)")
@@ -631,7 +633,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
 
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
-        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "certificate_", "n_iter_"):
+        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X, y):
@@ -678,8 +680,9 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
             self.classes_ = prep.classes
         self.n_features_in_ = prep.d
         self.privacy_ = cal
-        self.certificate_ = cert
-        self.n_iter_ = cert.n_iter
+        # The solver certificate (gradient norm / duality gap, iteration count) is a function of the
+        # data that the proof does not cover: it was checked against the public bound
+        # privacy_.residual_bound and is discarded, never stored on the released model.
         return self
 
     def _fit_release(self, prep, rng):
@@ -754,10 +757,10 @@ _COMMON_PARAMS_DOC = """
     n_features_in_ : int
     privacy_ : GLMPrivacy
         The claimed guarantee and every calibrated number (public).
-    certificate_ : GLMCertificate
-        Solver certificate (gradient norm, float bound, residual). **Computed from the data and
-        not covered by the privacy guarantee** — a diagnostic: do not publish it.
-    n_iter_ : int
+
+    The solver's certificate and iteration count are functions of the data that the guarantee does
+    not cover; they are checked against the public ``privacy_.residual_bound`` inside ``fit`` and
+    not kept (earlier versions exposed them as ``certificate_`` / ``n_iter_``).
 
     Examples
     --------
@@ -770,8 +773,8 @@ _COMMON_PARAMS_DOC = """
     ...                             random_state=0).fit(X, y)
     >>> clf.privacy_.epsilon, clf.privacy_.delta
     (1.0, 1e-06)
-    >>> bool(clf.certificate_.grad_norm <= clf.tol)
-    True
+    >>> hasattr(clf, "certificate_")  # data-dependent diagnostics are not released
+    False
 """
 
 
@@ -808,6 +811,7 @@ class OutputPerturbation(_GLMPerturbation):
         if loss.smooth:
             rho_opt, theta_hat, fp = self._opt_residual(n, dim, R, loss, lam, tol, theta_star, 0.0)
         else:
+            check_certifiable(tol, hinge_gap_floor(n=n, d=dim, radius=R, lam=lam, tol=tol), "certified duality gap")
             rho_opt = _up(math.sqrt(2.0 * tol / lam), 1e-9)
             theta_hat, fp = theta_star + rho_opt, 0.0
         common = dict(mechanism="output", noise=p["noise"], loss=loss.name, n=n, dim=dim, lam=lam, extra_reg=0.0,

@@ -339,11 +339,11 @@ class PINP:
         info = _model_info(model)
         # Calibrate with the solver's *public* error bound sqrt(2 tol/λ) (as TDDL/TDIL do), never
         # with the model's own certificate w_error_bound_, which depends on the private data.
-        info["w_err"] = public_error_bound(model, info["lam"], "PINP")
         r = check_positive(params["data_radius"], "data_radius")
         k = info["kernel"]
         r_eff = r * (1.0 + _RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        info["w_err"] = public_error_bound(model, info["lam"], "PINP", r_phi_sq=r2, lipschitz=info["L"])
         norms = np.linalg.norm(info["X"], axis=1)
         bad = np.flatnonzero(norms > r_eff)
         if bad.size:

@@ -114,7 +114,8 @@ from . import _core
 from ._fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from ._glm_losses import make_loss
 from ._glm_solver import (
-    ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, gradient_fp_bound, solve_hinge, solve_smooth,
+    ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, check_certifiable, gradient_fp_bound,
+    hinge_gap_floor, solve_hinge, solve_smooth,
 )
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
@@ -372,8 +373,6 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         ``classes_[1]`` is the +1 class.
     n_features_in_ : int
     privacy_ : PrivateSVMPrivacy
-    certificate_ : PrivateSVMCertificate
-        Not private: a diagnostic of the solver.
 
     Examples
     --------
@@ -501,6 +500,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         root_f = self._l1_from_l2_factor(F)
         spec_l1 = _up(4.0 * L * C * kappa * root_f / n, 1e-9)
         if loss.name == "hinge":
+            check_certifiable(tol, hinge_gap_floor(n=n, d=F, radius=kappa, lam=lam, tol=tol), "certified duality gap")
             rho = _up(math.sqrt(2.0 * tol * C), 1e-9)
             fp = 0.0
         else:
@@ -511,6 +511,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
                 fp = gradient_fp_bound(n=n, d=F, radius=kappa, theta_norm=theta_hat, b_norm=0.0, mu=lam, loss=loss)
                 rho = _up((tol + fp) * C, 1e-9)
                 if theta_star + rho <= theta_hat:
+                    check_certifiable(tol, fp, "certified gradient norm")
                     break
                 theta_hat = (theta_star + rho) * 1.01
             else:  # pragma: no cover - degenerate parameters
@@ -592,7 +593,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
-        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "certificate_",
+        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_",
                      "random_features_"):
             self.__dict__.pop(attr, None)
 
@@ -627,7 +628,8 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         self.classes_ = prep.classes
         self.n_features_in_ = prep.d
         self.privacy_ = cal
-        self.certificate_ = cert
+        # the certificate (data-dependent, not covered by the proof) was checked against the public
+        # privacy_.residual_bound in _solve and is not kept on the released model
         return self
 
     # -- prediction ----------------------------------------------------------------------------

@@ -144,6 +144,7 @@ from scipy.special import expit, logsumexp
 
 from ._exact import float_up
 from ._fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
+from ._glm_solver import check_certifiable
 from ._fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from ._labels import DEFAULT_CLASSES, encode_binary_labels
 from ._linear import LinearPredictorMixin
@@ -586,6 +587,48 @@ class EntropicSimplexProblem:
         g_err = (R / self.scale) * (d_err + _gamma(self.n + 2) * (L + d_err))
         return 1.01 * (self.scale * g_err + 2.0 * u * R * L)
 
+    def public_tau_floor(self) -> float:
+        """The floating-point floor of the certified ``τ`` at the exact optimum, from public quantities.
+
+        :meth:`_certificate` evaluated where every optimisation term vanishes (``KL = 0``, no
+        oscillation, ``d = 0``) and every magnitude takes its public worst case: ``|b_j| ≤ L R/λ``
+        (``|g_j| ≤ L R``), so the log-probabilities satisfy ``|u_j| ≤ 2LR/λ + log P``. Uses only
+        ``n``, ``P``, the declared bounds, λ, the loss constants and ``M = L_g R²`` — never ``X``.
+        No iterate can certify a ``τ`` below this value (up to second-order terms).
+        """
+        ur = UNIT_ROUNDOFF
+        lam = self.lam
+        max_b = self.L * self.r_eff / lam * (1.0 + 1e-9)
+        log_p = math.log(self.P + 1.0)
+        max_u = 2.0 * max_b + log_p
+        delta0 = 1.01 * (_gamma(self.P + 2) + ur * (2.0 * FP_EXP_ULPS + 6.0 + 2.0 * max_b
+                                                     + FP_EXP_ULPS * log_p + 4.0 * max_u))
+        theta_err = math.expm1(delta0 + 1.01 * FP_EXP_ULPS * ur)
+        e_b = 1.01 * (self._grad_fp_error(theta_err) / lam + ur * max_b)
+        scale_terms = 1.0 + max_u + max_b + max_b + log_p
+        e_kl = 2.0 * (4.0 * _gamma(self.P + 2) + 16.0 * ur) * scale_terms
+        e_osc = 8.0 * ur * (max_u + max_b)
+        kl_exact = e_kl + (math.sqrt(2.0 * e_kl) + e_b) * e_b
+        l1 = min(math.sqrt(2.0 * kl_exact), 0.5 * (e_osc + 2.0 * e_b))
+        return (2.0 * self.M / lam * l1 + 2.0 * e_b) * (1.0 + 1e-9)
+
+    def public_iteration_bound(self, tau_tol: float) -> int:
+        """Iterations after which the un-accelerated step certifies ``tau_tol`` on every data set.
+
+        The mirror-descent step with ``M = L_g R²`` contracts ``KL(θ̂ || θ_k)`` by ``M/(M + λ)`` per
+        iteration (relative smoothness and λ-relative strong convexity; Lu, Freund & Nesterov 2018,
+        Thm 3.1); the certified ``τ`` is at most ``(2M/λ)·sqrt(2 KL)`` plus the float floor, and from the
+        uniform start ``KL ≤ log P + 2LR/λ``. So ``K = ⌈2κ·ln(τ_0/(tol/2))⌉ + 1`` with ``κ = (M + λ)/λ``
+        and ``τ_0 = (2M/λ)·sqrt(2(log P + 2LR/λ))`` — public quantities only. (Backtracking on ``M``
+        and Anderson steps are only kept when they do better, so they never slow this bound down.)
+        """
+        lam = self.lam
+        kappa = (self.M + lam) / lam
+        tau0 = 2.0 * self.M / lam * math.sqrt(2.0 * (math.log(self.P + 1.0) + 2.0 * self.L * self.r_eff / lam))
+        if not tau0 > 0.5 * tau_tol:
+            return 1
+        return int(math.ceil(2.0 * kappa * math.log(tau0 / (0.5 * tau_tol)))) + 1
+
     def _certificate(self, u_log: np.ndarray, theta: np.ndarray, G: np.ndarray):
         """Certified ``(kl, osc, l1_error, tau, grad_fp_error, b)`` at the float iterate."""
         ur = UNIT_ROUNDOFF
@@ -1012,6 +1055,14 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
             Xc, yc, loss=self.loss, lam=cal.lam, data_bound=r_inf,
             label_bound=cal.label_bound, huber_width=self.huber_width, scale=cal.scale, signed=cal.signed,
         )
+        # public pre-check (n, p, declared bounds, λ): a tol below the float floor of the certificate
+        # used to fail on some data sets only (SimplexCertificationError after solving)
+        check_certifiable(cal.tol, prob.public_tau_floor(), "certified log-probability error tau")
+        need = prob.public_iteration_bound(cal.tol)
+        if max_iter < need:
+            raise ValueError(
+                f"max_iter={max_iter} is below the public iteration bound {need} that guarantees the solver "
+                f"certifies tol={cal.tol:.3g} on every data set (linear rate M/(M+lam)); raise max_iter")
         return dict(cal=cal, problem=prob, classes=classes, max_iter=max_iter, task=task)
 
     def _certified_release(self, prep) -> np.ndarray:

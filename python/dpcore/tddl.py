@@ -380,7 +380,7 @@ class TDDL(ReleasingEstimator):
         r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
         X = check_in_domain(info["X"], r, "model.X_fit_", clip=False)
         n, lam, L = info["n"], info["lam"], info["L"]
-        err = public_error_bound(self.model, lam, "TDDL")
+        err = public_error_bound(self.model, lam, "TDDL", r_phi_sq=r2, lipschitz=L)
         check_mu_l1(info["mu"], L / lam, "TDDL")
         fp = prediction_fp_bound(n=X.shape[0], mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         e_k = kernel_eval_error(k, r_eff, d)

@@ -349,7 +349,7 @@ class TDIL(ReleasingEstimator):
         lam, L = info["lam"], info["L"]
         if self.sampler == "continuous" and k["kernel"] != "linear":
             raise ValueError("sampler='continuous' (the log-concave mixture path) exists only for the linear kernel")
-        err = public_error_bound(self.model, lam, "TDIL")
+        err = public_error_bound(self.model, lam, "TDIL", r_phi_sq=r2, lipschitz=L)
         check_mu_l1(info["mu"], L / lam, "TDIL")
         fp = prediction_fp_bound(n=n_pts + d, mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         R = math.sqrt(r2)
