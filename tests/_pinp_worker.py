@@ -1,9 +1,11 @@
 """Subprocess helper for tests/test_pinp.py: a PINP session that answers queries until killed.
 
-Usage: python _pinp_worker.py STATE_PATH {create|resume} SEED
+Usage: python _pinp_worker.py STATE_PATH {create|resume} SEED [BACKEND [FAULT_STAGE FAULT_AT]]
 
-After every batch that ``predict`` *returned*, prints ``n_answered n_updates remaining_updates``
-(flushed), so the parent knows a lower bound on what must survive a SIGKILL.
+After every batch that ``predict`` *returned*, prints ``n_answered n_updates remaining_updates seq``
+(flushed), so the parent knows a lower bound on what must survive a SIGKILL. With ``FAULT_STAGE``
+(a stage of :data:`dpcore._state.FAULT_HOOK`, e.g. ``tmp_synced``) the worker SIGKILLs itself the
+``FAULT_AT``-th time a write reaches that stage — a kill *during* the write.
 """
 
 from __future__ import annotations
@@ -58,15 +60,35 @@ def build_model(n=40, d=3, lam=1.25, gamma=0.5, seed=0):
 SESSION = dict(epsilon=1e8, delta=1e-6, beta=0.1, n_queries=10**6, data_radius=1.0)
 
 
+def _install_fault(stage: str, at: int) -> None:
+    import os
+    import signal
+
+    from dpcore import _state
+
+    seen = {"n": 0}
+
+    def hook(name: str) -> None:
+        if name == stage:
+            seen["n"] += 1
+            if seen["n"] >= at:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    _state.FAULT_HOOK = hook
+
+
 def main() -> None:
     from dpcore import PINP, PINPBudgetExhausted
 
     path, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    backend = sys.argv[4] if len(sys.argv) > 4 else "auto"
+    if len(sys.argv) > 6:
+        _install_fault(sys.argv[5], int(sys.argv[6]))
     model = build_model()
     if mode == "create":
-        pinp = PINP(model, **SESSION, state_path=path, random_state=seed)
+        pinp = PINP(model, **SESSION, state_path=path, state_backend=backend, random_state=seed)
     else:
-        pinp = PINP.load(path, model, random_state=seed)
+        pinp = PINP.load(path, model, state_backend=backend, random_state=seed)
     rng = np.random.default_rng(seed)
     print("READY", flush=True)
     while True:
@@ -74,10 +96,10 @@ def main() -> None:
         try:
             pinp.predict(Z)
         except PINPBudgetExhausted:
-            print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates}", flush=True)
+            print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates} {pinp.state_seq}", flush=True)
             print("DONE", flush=True)
             return
-        print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates}", flush=True)
+        print(f"{pinp.n_answered} {pinp.n_updates} {pinp.remaining_updates} {pinp.state_seq}", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from ._core import __version__
 from .kernels import kernel_matrix, kernel_predict, feature_map_radius
 from .noise import laplace_mechanism, gaussian_mechanism, check_random_state
 from .accountant import BudgetAccountant, BudgetExceededError
-from .pinp import PINP, PINPBudgetExhausted
+from .pinp import PINP, PINPBudgetExhausted, StateRollbackError
 from .erm import KernelSVM, KernelLogisticRegression
 from .release import KernelRelease
 from .tddl import TDDL
@@ -56,6 +56,7 @@ __all__ = [
     "BudgetExceededError",
     "PINP",
     "PINPBudgetExhausted",
+    "StateRollbackError",
     "KernelSVM",
     "KernelLogisticRegression",
     "KernelRelease",

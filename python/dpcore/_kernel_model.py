@@ -94,32 +94,8 @@ def _unb64(s: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s.encode("ascii")), dtype="<f8").astype(np.float64)
 
 
-def _checksum(doc: dict) -> str:
-    body = {k: v for k, v in doc.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably (temp file, fsync, replace, fsync dir)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pinp-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+from ._state import atomic_write as _atomic_write  # noqa: E402,F401  (one implementation: dpcore._state)
+from ._state import checksum as _checksum  # noqa: E402,F401
 
 
 def _seed_from(random_state):

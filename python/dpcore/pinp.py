@@ -21,18 +21,16 @@ from .kernels import kernel_matrix, kernel_predict
 from .noise import laplace_plan
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from ._kernel_model import (  # noqa: F401  (re-exported names used by tests)
-    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _atomic_write, _b64, _checksum, _fingerprint,
+    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _b64, _fingerprint,
     _model_info, _seed_from, _unb64, check_in_domain, public_error_bound,
 )
 
-try:  # POSIX advisory locks: one live session per state file
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+from ._state import StateRollbackError, open_state_store
 
-__all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration"]
+__all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration", "StateRollbackError"]
 
-_STATE_FORMAT = "dpcore.pinp.state/1"
+#: Version 2 adds the sequence number ``seq`` (rollback detection); version-1 files are refused.
+_STATE_FORMAT = "dpcore.pinp.state/2"
 
 
 class PINPBudgetExhausted(RuntimeError):
@@ -288,10 +286,16 @@ class PINP:
         Project out-of-domain queries onto the ball instead of raising ``ValueError``
         (training points are never clipped).
     state_path : str or path, optional
-        File where the session state (calibration, model fingerprint, update points, α's,
-        counters) is committed atomically before answers are returned; resume with
-        :meth:`load`. Refused if the file exists. A POSIX lock (``state_path + ".lock"``) keeps
-        two live sessions from sharing one state file.
+        Where the session state (calibration, model fingerprint, update points, α's, counters,
+        sequence number) is committed durably before answers are returned; resume with
+        :meth:`load`. Refused if it exists. A POSIX lock (``state_path + ".lock"``) keeps two live
+        sessions from sharing one state. See :mod:`dpcore._state` for the crash-safety argument,
+        the rollback checks and the threat model.
+    state_backend : {"auto", "file", "sqlite"}, default "auto"
+        ``"file"``: one JSON document replaced atomically (temp file, fsync, rename, fsync dir).
+        ``"sqlite"``: a row of an SQLite database in WAL mode with ``synchronous=FULL`` (for
+        services run for real). ``"auto"``: SQLite for paths ending in ``.sqlite``, ``.sqlite3``
+        or ``.db``, a file otherwise.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20. An int: reproducible, research/tests only.
     accountant : BudgetAccountant, optional
@@ -303,20 +307,23 @@ class PINP:
     norm_bound_, r_phi_, error_bound_, theorem3_rate_ : calibrated numbers (see above).
     calibration_ : PINPCalibration with every intermediate number.
     n_answered, n_updates, remaining_updates, remaining_queries : session counters.
+    state_seq : sequence number of the last committed state (record it outside the state's
+        storage and pass it to ``load(min_seq=...)`` to detect a rollback).
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, beta, n_queries, data_radius, *, norm_bound=None,
-                 clip=False, state_path=None, random_state=None, accountant=None):
+                 clip=False, state_path=None, state_backend="auto", random_state=None, accountant=None):
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
                       data_radius=data_radius, norm_bound=norm_bound, clip=bool(clip))
         self._setup(model, params, random_state)
         if state_path is not None:
-            self._state_path = os.fspath(state_path)
+            self._store = open_state_store(state_path, _STATE_FORMAT, state_backend)
+            self._state_path = self._store.path
             self._acquire_lock()
-            if os.path.exists(self._state_path):
+            if self._store.exists():
                 self._release_lock()
                 raise FileExistsError(
                     f"state_path {self._state_path!r} exists: resume that session with PINP.load() "
@@ -335,7 +342,8 @@ class PINP:
     def _setup(self, model, params: dict, random_state) -> None:
         self._lock = threading.Lock()
         self._state_path = None
-        self._lock_fd = None
+        self._store = getattr(self, "_store", None)
+        self._seq = None
         info = _model_info(model)
         # Calibrate with the solver's *public* error bound sqrt(2 tol/λ) (as TDDL/TDIL do), never
         # with the model's own certificate w_error_bound_, which depends on the private data.
@@ -376,22 +384,12 @@ class PINP:
         )
 
     def _acquire_lock(self) -> None:
-        if fcntl is None:  # pragma: no cover
-            return
-        fd = os.open(self._state_path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise RuntimeError(
-                f"state_path {self._state_path!r} is in use by another live PINP session"
-            ) from None
-        self._lock_fd = fd
+        self._store.acquire("PINP session")
 
     def _release_lock(self) -> None:
-        fd, self._lock_fd = getattr(self, "_lock_fd", None), None
-        if fd is not None:
-            os.close(fd)  # closing the descriptor releases the flock
+        store = getattr(self, "_store", None)
+        if store is not None:
+            store.release()
 
     def close(self) -> None:
         """Release the state-file lock (the session object stays usable only without a state file)."""
@@ -415,29 +413,35 @@ class PINP:
             points=_b64(points),
             alphas=_b64(alphas),
         )
-        doc["checksum"] = _checksum(doc)
         return doc
 
     def _commit(self) -> None:
-        _atomic_write(self._state_path, json.dumps(self._state_doc(), sort_keys=True).encode())
+        # StateRollbackError (nothing written) if the stored state is not the one this session
+        # last wrote: rolled back, replaced, or written by another process.
+        self._seq = self._store.write(self._state_doc(), self._seq)
 
     @classmethod
-    def load(cls, state_path, model, *, random_state=None) -> "PINP":
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "PINP":
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The calibration is recomputed from the stored parameters and must equal the stored one;
         the model fingerprint (hash of μ, X_fit_, kernel parameters, λ, L, n, certificate) must
         match. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
+
+        ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
+        smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
+        edited or truncated state fails its checksum (``ValueError``).
         """
-        path = os.fspath(state_path)
-        with open(path, "rb") as f:
-            doc = json.loads(f.read().decode())
-        if doc.get("format") != _STATE_FORMAT:
-            raise ValueError(f"{path!r} is not a PINP state file (format {doc.get('format')!r})")
-        if doc.get("checksum") != _checksum(doc):
-            raise ValueError(f"{path!r} is corrupted (checksum mismatch)")
+        store = open_state_store(state_path, _STATE_FORMAT, state_backend)
+        path = store.path
+        doc = store.read()
+        if min_seq is not None and doc["seq"] < int(min_seq):
+            raise StateRollbackError(
+                f"{path!r} holds sequence number {doc['seq']} < min_seq={int(min_seq)}: an older copy of the "
+                "state (rolled back); refusing to resume from it")
         self = cls.__new__(cls)
+        self._store = store
         self._setup(model, doc["params"], random_state)
         if self._fingerprint != doc["fingerprint"]:
             raise ValueError(
@@ -454,6 +458,11 @@ class PINP:
         self._session.restore(points, alphas, int(doc["n_answered"]))
         self._state_path = path
         self._acquire_lock()
+        # re-read under the lock: the state must not have moved between the read and the lock
+        if store.read()["seq"] != doc["seq"]:
+            self._release_lock()
+            raise StateRollbackError(f"{path!r} changed while it was being loaded; load it again")
+        self._seq = int(doc["seq"])
         return self
 
     # ------------------------------------------------------------------ queries
@@ -550,6 +559,11 @@ class PINP:
     @property
     def state_path(self):
         return self._state_path
+
+    @property
+    def state_seq(self):
+        """Sequence number of the last committed state (``None`` without ``state_path``)."""
+        return self._seq
 
     B_ = property(lambda self: self.calibration_.B)
     epsilon0_ = property(lambda self: self.calibration_.epsilon0)

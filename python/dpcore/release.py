@@ -141,7 +141,13 @@ class KernelRelease:
         """Read a release written by :meth:`save`; a modified file is refused (checksum)."""
         path = os.fspath(path)
         with open(path, "rb") as f:
-            doc = json.loads(f.read().decode())
+            raw = f.read()
+        try:
+            doc = json.loads(raw.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path!r} is corrupted or truncated (not a complete JSON document: {exc})") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path!r} is not a dpcore kernel release")
         if doc.get("format") != _FORMAT:
             raise ValueError(f"{path!r} is not a dpcore kernel release (format {doc.get('format')!r})")
         if doc.get("checksum") != _checksum(doc):
