@@ -74,7 +74,7 @@ def _check_outcome(call, names):
         assert any(nm in msg for nm in names), f"{type(e).__name__} does not name any of {names}: {msg}"
         assert len(msg) < 2000, f"message too long ({len(msg)} chars): {msg[:200]}..."
         return
-    vals = out.values() if isinstance(out, dict) else [out]
+    vals = out.values() if isinstance(out, dict) else list(out) if isinstance(out, tuple) else [out]
     for v in vals:
         arr = np.asarray(v)
         if arr.dtype.kind in "fc":
@@ -324,3 +324,79 @@ def test_ldp_client_and_simulation_share_one_radius_rule():
         ldp.logistic_report(far, 1.0, proto, random_state=0)
     with pytest.raises(ValueError, match="^X row 0 has L2 norm"):
         ldp.simulate(np.vstack([far, far]), y, proto, random_state=0)
+
+
+# -- the remaining entry points: kernel releases, services, online learning, local DP -------------
+def _more_entry_points():
+    from dpcore import ldp
+
+    svm = KernelSVM(lam=0.1, gamma=1.0, tol=1e-8).fit(_GOOD_X, _GOOD_Y)
+    tddl = dpcore.TDDL(svm, 5.0, 1e-5, 1.0, random_state=0).fit(_GOOD_X)
+    pinp = dpcore.PINP(svm, 1e4, 1e-5, 0.1, 10**6, 1.0, random_state=0)
+    mp = ldp.MeanEstimationProtocol(dim=3, epsilon=2.0, delta=1e-6, n_users=12)
+    lp = ldp.LogisticProtocol(dim=3, epsilon=2.0, delta=1e-6, n_users=12)
+
+    def row(A):
+        if sparse.issparse(A):
+            return A
+        return A[0] if np.ndim(A) == 2 and len(A) else A
+
+    return {
+        "TDDL.fit": (lambda A, p: dpcore.TDDL(svm, 5.0, 1e-5, 1.0, random_state=0).fit(A), ("Z", "X")),
+        "TDDL(epsilon)": (lambda A, p: dpcore.TDDL(svm, p, 1e-5, 1.0, random_state=0).fit(_GOOD_X), ("epsilon",)),
+        "KernelRelease.predict": (lambda A, p: tddl.predict(A), ("Q",)),
+        "PINP.predict": (lambda A, p: pinp.predict(A), ("Z",)),
+        "PINP(delta)": (lambda A, p: dpcore.PINP(svm, 1e4, p, 0.1, 100, 1.0, random_state=0), ("delta",)),
+        "KernelLogisticRegression.fit": (lambda A, p: dpcore.KernelLogisticRegression(lam=0.1).fit(A, _GOOD_Y), ("X",)),
+        "KernelLogisticRegression(lam)": (lambda A, p: dpcore.KernelLogisticRegression(lam=p).fit(_GOOD_X, _GOOD_Y),
+                                          ("lam",)),
+        "PrivateFTRL.partial_fit": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=1.0, data_bound=1.0,
+                                                                    random_state=0).partial_fit(A), ("X",)),
+        "PrivateFTRL(epsilon)": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=p, data_bound=1.0,
+                                                                 random_state=0).partial_fit(_GOOD_X), ("epsilon",)),
+        "ldp.privatize_vector": (lambda A, p: ldp.privatize_vector(row(A), 1.0, 1e-6, random_state=0), ("x",)),
+        "ldp.privatize_vector(epsilon)": (lambda A, p: ldp.privatize_vector(_GOOD_X[0], p, 1e-6, random_state=0),
+                                          ("epsilon",)),
+        "ldp.mean_report": (lambda A, p: ldp.mean_report(row(A), mp, random_state=0), ("x",)),
+        "ldp.simulate": (lambda A, p: ldp.simulate(A, _GOOD_Y, lp, random_state=0), ("X", "y")),
+        "ldp.MeanEstimationProtocol(epsilon)": (
+            lambda A, p: ldp.MeanEstimationProtocol(dim=3, epsilon=p, delta=1e-6, n_users=12),
+            ("epsilon", "l1_radius")),
+        "ldp.LogisticProtocol(n_users)": (lambda A, p: ldp.LogisticProtocol(dim=3, epsilon=2.0, delta=1e-6, n_users=p),
+                                          ("n_users",)),
+    }
+
+
+_MORE = _more_entry_points()
+
+
+@SETTINGS
+@given(a=arrays, p=params, which=st.sampled_from(sorted(_MORE)))
+def test_releases_services_online_and_local_dp(a, p, which):
+    call, names = _MORE[which]
+    A = _ARRAYS[a](12, 3)
+    _check_outcome(lambda: call(A, _PARAMS[p]), names)
+
+
+def test_every_calibration_and_noise_function_on_every_hostile_number():
+    """Exhaustive over the numeric hostile parameters (no hypothesis needed): every public function of
+    dpcore.calibrate and dpcore.noise returns finite numbers or refuses naming an argument, quickly."""
+    import inspect
+    import itertools
+
+    from dpcore import calibrate, noise
+
+    numbers = [v for v in _PARAMS if isinstance(v, (int, float))]
+    funcs = [f for mod in (calibrate, noise) for name, f in vars(mod).items()
+             if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == mod.__name__]
+    n_calls = 0
+    for f in funcs:
+        req = [q for q in inspect.signature(f).parameters.values()
+               if q.default is inspect.Parameter.empty and q.kind == q.POSITIONAL_OR_KEYWORD]
+        if not 1 <= len(req) <= 4:
+            continue
+        names = tuple(q.name for q in req) + ("random_state",)
+        for args in itertools.product(numbers, repeat=len(req)):
+            n_calls += 1
+            _within(5, lambda: _check_outcome(lambda: f(*args), names))
+    assert n_calls > 10_000

@@ -69,6 +69,7 @@ __all__ = [
     "round_up",
     "round_down",
     "PARAM_RANGE",
+    "MAX_NOISE_SCALE",
 ]
 
 #: Unit roundoff of IEEE-754 binary64 with round-to-nearest (Higham 2002, §2.2).
@@ -100,6 +101,10 @@ EM_FP_REJECT_ERROR = 2.0**-40
 #: (1/(λn), λ², C/n) overflows, underflows or turns into NaN. Outside it a ValueError names the
 #: parameter.
 PARAM_RANGE = (1e-100, 1e100)
+#: Largest scale of a continuous noise vector (Gamma-norm, normal): the draws are at most a few
+#: times ``dim + 50·sqrt(dim)`` (≤ 2⁴⁴ for any dim that fits in memory) times the scale, except with
+#: probability below 2⁻¹⁰⁰⁰, so the sample stays below the float range 2¹⁰²⁴.
+MAX_NOISE_SCALE = 2.0**900
 
 #: The arithmetic every certificate and calibration in dpcore assumes, in one sentence.
 FP_ASSUMPTION = (

@@ -496,6 +496,10 @@ def compose_basic(epsilons: Iterable[float], deltas: Optional[Iterable[float]] =
     (float, float)
         Total (ε, δ).
     """
+    if isinstance(epsilons, (str, bytes)) or not hasattr(epsilons, "__iter__"):
+        raise TypeError(f"epsilons must be a sequence of floats, got {type(epsilons).__name__}")
+    if deltas is not None and (isinstance(deltas, (str, bytes)) or not hasattr(deltas, "__iter__")):
+        raise TypeError(f"deltas must be a sequence of floats, got {type(deltas).__name__}")
     eps_list = [check_epsilon(e, f"epsilons[{i}]") for i, e in enumerate(epsilons)]
     if not eps_list:
         raise ValueError("epsilons must contain at least one value")

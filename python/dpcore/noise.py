@@ -169,6 +169,16 @@ def _floor_log2(x: float) -> int:
     return exponent - 1
 
 
+def _check_noise_scale(value, name: str) -> float:
+    """A continuous noise scale ``0 < value ≤ MAX_NOISE_SCALE`` (larger draws could overflow a float)."""
+    from ._fp import MAX_NOISE_SCALE
+
+    value = check_sensitivity(value, name)
+    if value > MAX_NOISE_SCALE:
+        raise ValueError(f"{name}={value!r} exceeds MAX_NOISE_SCALE = 2^900: noise draws could overflow a float")
+    return value
+
+
 def _check_dim(dim) -> int:
     return check_count(dim, "dim")
 
@@ -582,7 +592,7 @@ def sample_gaussian_mechanism(
 def _check_rational(num, den, name: str) -> tuple[int, int]:
     for v in (num, den):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0 or v > _MAX_PARAM:
-            raise ValueError(f"{name} numerator and denominator must be integers in [1, 2**120], got {num!r}/{den!r}")
+            raise ValueError(f"{name}_num and {name}_den must be integers in [1, 2**120], got {num!r}/{den!r}")
     return int(num), int(den)
 
 
@@ -595,6 +605,10 @@ def discrete_laplace(scale_num: int, scale_den: int = 1, size: int = 1, *, rando
 def discrete_gaussian(sigma2_num: int, sigma2_den: int = 1, size: int = 1, *, random_state: RandomState = None) -> np.ndarray:
     """Exact i.i.d. discrete Gaussian integers, ``P[Y=y] ∝ exp(-y² / (2·sigma2_num/sigma2_den))``."""
     num, den = _check_rational(sigma2_num, sigma2_den, "sigma2")
+    t = math.isqrt(num // den) + 1
+    if 2 * num * den * t * t >= 2**128:  # the exact sampler's integer range (src/noise/grid.rs)
+        raise ValueError(f"sigma2_num/sigma2_den = {num}/{den}: variance too large for exact sampling "
+                         "(2·num·den·t² must stay below 2^128)")
     return _core.discrete_samples("gaussian", num, den, _check_n_samples(size, "size"), check_random_state(random_state))
 
 
@@ -606,7 +620,7 @@ def gamma_norm_vector(dim: int, scale: float, *, random_state: RandomState = Non
     """
     dim = _check_dim(dim)
     scale = check_sensitivity(scale, "scale")
-    return _core.gamma_norm_vector(dim, scale, check_random_state(random_state))
+    return _core.gamma_norm_vector(dim, _check_noise_scale(scale, "scale"), check_random_state(random_state))
 
 
 def gamma_norm_vector_coupled(dim: int, scale: float, *, random_state: RandomState = None) -> tuple[np.ndarray, float]:
@@ -638,7 +652,7 @@ def gamma_norm_vector_coupled(dim: int, scale: float, *, random_state: RandomSta
     """
     dim = _check_dim(dim)
     scale = check_sensitivity(scale, "scale")
-    b, err = _core.gamma_norm_vector_coupled(dim, scale, check_random_state(random_state))
+    b, err = _core.gamma_norm_vector_coupled(dim, _check_noise_scale(scale, "scale"), check_random_state(random_state))
     return b, float(err)
 
 
@@ -665,7 +679,7 @@ def normal_vector_coupled(dim: int, sigma: float, *, random_state: RandomState =
     """
     dim = _check_dim(dim)
     sigma = check_sensitivity(sigma, "sigma")
-    b, err = _core.normal_vector_coupled(dim, sigma, check_random_state(random_state))
+    b, err = _core.normal_vector_coupled(dim, _check_noise_scale(sigma, "sigma"), check_random_state(random_state))
     return b, float(err)
 
 

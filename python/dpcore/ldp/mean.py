@@ -53,7 +53,7 @@ from scipy import optimize, sparse
 
 from .. import noise
 from .._params import ParamsMixin
-from .._validation import check_positive
+from .._validation import check_count, check_positive
 from ._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from .vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
 
@@ -116,8 +116,16 @@ class MeanEstimationProtocol(ProtocolMixin):
         s("projection_radius", check_positive(self.projection_radius, "projection_radius"))
         check_int(self.projection_seed, "projection_seed", 0)
         p = self.projection_dim
-        p = max(1, math.ceil(self.l1_radius * self.epsilon * math.sqrt(self.n_users))) if p is None else \
-            check_int(p, "projection_dim")
+        if p is None:
+            pf = self.l1_radius * self.epsilon * math.sqrt(self.n_users)
+            if not pf <= 2.0**40:
+                raise ValueError(
+                    f"epsilon={self.epsilon!r}, l1_radius={self.l1_radius!r}, n_users={self.n_users}: the default "
+                    f"projection_dim ceil(l1_radius·epsilon·sqrt(n_users)) = {pf:.3g} is too large; pass projection_dim")
+            p = max(1, math.ceil(pf))
+        else:
+            p = check_int(p, "projection_dim")
+        check_count(p * self.dim, "projection_dim")  # the public p × dim projection matrix must fit in memory
         m = self.n_groups
         m = math.ceil(18.0 * math.log(1.0 / self.delta)) if m is None else check_int(m, "n_groups")
         m = min(m, self.n_users)

@@ -109,6 +109,8 @@ def gaussian_channel(dim, epsilon, delta, *, radius=1.0, calibration: str = "ana
 
 
 def _check_record(x, name: str, dim: Optional[int], radius: float, clip: bool) -> np.ndarray:
+    if hasattr(x, "tocsr") or hasattr(x, "todense"):
+        raise TypeError(f"{name} is a sparse matrix; one user's record is a dense 1-D vector (use .toarray())")
     arr = np.asarray(x)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
