@@ -230,13 +230,13 @@ def test_huge_epsilon_reproduces_the_model_on_Z(svm):
 def test_norm_bounds(svm):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(3), 30, 3)
-    pub = TDDL(m, 1.0, 1e-6, 1.0, norm_bound="public", random_state=0).fit(Z)
+    pub = TDDL(m, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound="public", random_state=0).fit(Z)
     assert pub.norm_bound_ == pytest.approx(min(2 / m.lam, math.sqrt(2 / m.lam)), rel=1e-3)
     assert pub.release_.norm() <= pub.norm_bound_ * (1 + 1e-9)
-    dec = TDDL(m, 1.0, 1e-6, 1.0, norm_bound=0.5, random_state=0).fit(Z)
+    dec = TDDL(m, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound=0.5, random_state=0).fit(Z)
     assert dec.norm_bound_ == 0.5 and dec.release_.norm() <= 0.5 * (1 + 1e-9)
     # private: at large ε the bound is just above ||w|| (w.p. ≥ 1 − norm_beta)
-    prv = TDDL(m, 1e4, 1e-6, 1.0, norm_bound="private", random_state=0).fit(Z)
+    prv = TDDL(m, 1e4, 1e-6, 1.0, noise="gaussian", norm_bound="private", random_state=0).fit(Z)
     assert m.w_norm_ <= prv.norm_bound_ <= m.w_norm_ + 0.05
 
 
@@ -271,7 +271,7 @@ def test_save_load_round_trip_and_tamper(svm, tmp_path):
     r = TDDL.load(p)
     assert isinstance(r, KernelRelease) and r.mechanism == "TDDL"
     assert (r.epsilon, r.delta) == (2.0, 1e-6)
-    assert r.calibration["noise"] == "gaussian" and r.calibration["norm_bound_mode"] == "private"
+    assert r.calibration["noise"] == "gp" and r.calibration["norm_bound_mode"] == "none"  # the default
     Q = W.unit_ball(np.random.default_rng(7), 50, 3)
     np.testing.assert_array_equal(r.decision_function(Q), t.decision_function(Q))
     np.testing.assert_array_equal(r.predict(Q), t.predict(Q))

@@ -23,7 +23,9 @@ from ._kernel_model import (
     prediction_fp_bound, public_error_bound,
 )
 from ._validation import check_array, check_delta, check_epsilon, check_positive, check_probability
-from .calibrate import per_step_epsilon
+from .calibrate import gaussian_sigma_analytic, per_step_epsilon
+from .gp import gp_factor as _gp_factor
+from .gp import gp_noise, gp_residual_bound
 from .noise import _grid_release, check_random_state, gaussian_plan, laplace_plan
 from .release import KernelRelease, ReleasingEstimator
 
@@ -31,6 +33,12 @@ __all__ = ["TDDL", "TDDLCalibration", "tddl_calibration", "ball_constrained_lsts
 
 #: ``ℓ(0; y)`` of the supported losses: bounds ``||w*|| ≤ sqrt(2 ℓ(0)/λ)`` (``J(w*) ≤ J(0)``).
 _LOSS_AT_ZERO = {"hinge": 1.0, "logistic": math.log(2.0)}
+
+
+#: Noise variants of :class:`TDDL`.
+_NOISES = ("gp", "gaussian", "laplace")
+#: Share of (ε, δ) given to the exact stage-2 release that covers the GP path's float residual.
+_GP_RESIDUAL_SHARE = 1e-3
 
 
 def loss_at_zero(model) -> Optional[float]:
@@ -72,6 +80,12 @@ class TDDLCalibration:
     norm_sensitivity: float
     norm_noise_scale: float
     norm_beta: float
+    gp_jitter: float = math.nan
+    gp_jitter_margin: float = math.nan
+    gp_residual_bound: float = math.nan
+    gp_residual_sigma: float = math.nan
+    epsilon_residual: float = 0.0
+    delta_residual: float = 0.0
 
 
 def _gaussian_lambda_max_upper(lam_max_computed: float, T: int, r_phi_sq: float, e_k: float) -> float:
@@ -105,6 +119,8 @@ def tddl_calibration(
     norm_fp_error: float = 0.0,
     norm_beta: float = 0.01,
     sensitivity_factor: float = 1.0,
+    gp_factor=None,
+    value_bound: float = math.inf,
 ) -> TDDLCalibration:
     """Calibrate TDDL (see :class:`TDDL`). Pure function of public quantities.
 
@@ -114,8 +130,8 @@ def tddl_calibration(
         raise ValueError(f"n (the model's n_samples_fit_) must be a positive integer, got {n!r}")
     if isinstance(n_points, bool) or not isinstance(n_points, numbers.Integral) or n_points < 1:
         raise ValueError(f"n_points (rows of Z) must be a positive integer, got {n_points!r}")
-    if noise not in ("gaussian", "laplace"):
-        raise ValueError(f"noise must be 'gaussian' or 'laplace', got {noise!r}")
+    if noise not in _NOISES:
+        raise ValueError(f"noise must be one of {_NOISES}, got {noise!r}")
     if norm_bound not in ("public", "private", "declared"):
         raise ValueError(f"norm_bound mode must be 'public', 'private' or 'declared', got {norm_bound!r}")
     n, T = int(n), int(n_points)
@@ -135,12 +151,32 @@ def tddl_calibration(
     if norm_bound == "private":
         share = check_probability(norm_epsilon_share, "norm_epsilon_share")
         norm_beta = check_probability(norm_beta, "norm_beta")
+    if noise == "gp":
+        norm_bound = "none"  # the GP release interpolates; no norm bound is estimated or spent on
+    if norm_bound == "private":
         eps_norm = epsilon * share
         s_norm = (dw + 2.0 * norm_fp_error) * (1.0 + SLACK) * sensitivity_factor
         b_norm = laplace_plan(s_norm, eps_norm).scale
     eps_pred = (epsilon - eps_norm) * (1.0 - SLACK)
 
-    if noise == "laplace":
+    gp = {}
+    if noise == "gp":
+        if gp_factor is None:
+            raise ValueError("the GP calibration needs the public Cholesky factor of K_ZZ (gp_factor)")
+        lam_up, eps_point = math.nan, math.nan
+        # stage 1: the RKHS Gaussian mechanism, sensitivity ||ŵ_D − ŵ_D'||_H ≤ Δw (dpcore.gp, Lemma 2)
+        eps1, delta1 = eps_pred * (1.0 - _GP_RESIDUAL_SHARE), delta * (1.0 - _GP_RESIDUAL_SHARE)
+        eps2, delta2 = eps_pred * _GP_RESIDUAL_SHARE * (1.0 - SLACK), delta * _GP_RESIDUAL_SHARE * (1.0 - SLACK)
+        sens = dw * sensitivity_factor
+        scale = gaussian_sigma_analytic(sens, eps1, delta1)
+        # stage 2: exact grid release covering the float residual ρ (dpcore.gp, Lemma 3)
+        rho = gp_residual_bound(T=T, sigma=scale, row_norm_max=gp_factor.row_norm_max,
+                                prediction_error=fp_error, value_bound=value_bound)
+        plan = gaussian_plan(2.0 * rho, eps2, delta2, dim=T)
+        exponent, method = plan.grid_exponent, "gp-analytic"
+        gp = dict(gp_jitter=gp_factor.tau, gp_jitter_margin=gp_factor.margin, gp_residual_bound=rho,
+                  gp_residual_sigma=plan.sigma, epsilon_residual=eps2, delta_residual=delta2)
+    elif noise == "laplace":
         lam_up = math.nan
         sens = (R * dw + 2.0 * fp_error) * (1.0 + SLACK) * sensitivity_factor
         eps_point = per_step_epsilon(eps_pred, T, delta) if T > 1 else eps_pred
@@ -161,7 +197,7 @@ def tddl_calibration(
         fp_error=float(fp_error), weight_sensitivity=dw, lambda_max_upper=lam_up, sensitivity=sens,
         epsilon_per_point=eps_point, noise_scale=scale, grid_exponent=exponent, noise_method=method,
         norm_bound_mode=norm_bound, norm_bound_public=float(norm_bound_public),
-        norm_sensitivity=s_norm, norm_noise_scale=b_norm, norm_beta=float(norm_beta),
+        norm_sensitivity=s_norm, norm_noise_scale=b_norm, norm_beta=float(norm_beta), **gp,
     )
 
 
@@ -217,6 +253,17 @@ def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *, eig=N
     return alpha, dict(rho=float(rho), norm=math.sqrt(sq_norm(rho)), constrained=constrained, rank=rank)
 
 
+def _interpolate(K: np.ndarray, y: np.ndarray, ridge: float):
+    """``α = (K + ridge·I)^{-1} y``: coefficients whose kernel expansion reproduces the released ``y`` on
+    ``Z`` up to the ridge (the GP posterior mean given the released path). Post-processing."""
+    T = K.shape[0]
+    A = 0.5 * (K + K.T)
+    A[np.diag_indices(T)] += ridge
+    alpha = linalg.cho_solve(linalg.cho_factor(A, lower=True), np.asarray(y, dtype=np.float64))
+    return alpha, dict(ridge=float(ridge), constrained=False, rho=float(ridge),
+                       norm=math.sqrt(max(0.0, float(alpha @ (K @ alpha)))), rank=T)
+
+
 _EIG_CACHE: "OrderedDict[str, tuple]" = OrderedDict()
 
 
@@ -261,6 +308,17 @@ class TDDL(ReleasingEstimator):
     ``||w_G − w_G'|| ≤ Δw := 2 L R_φ/(λ n) + 2 err``. Predictions are computed in float64 with a
     public worst-case error ``e_fp`` (:func:`dpcore._kernel_model.prediction_fp_bound`).
 
+    ``noise="gp"`` (default: the RKHS Gaussian-process mechanism, Hall, Rinaldo & Wasserman 2013)
+        ``ŷ = v + σ·G(Z)`` with ``G`` a Gaussian process whose covariance is the model's own kernel:
+        the noise vector is ``σ L̂ ξ``, ``L̂ = chol(K̂_ZZ + τI)`` with a tiny public jitter ``τ`` that
+        makes ``L̂L̂ᵀ ⪰ K_ZZ`` provably (so it only adds privacy). Its Mahalanobis sensitivity is at most
+        ``||ŵ_G − ŵ_G'||_H ≤ Δw``, so ``σ`` is the analytic-Gaussian σ for ``(Δw, ε, δ)`` — **no**
+        ``sqrt(λ_max(K_ZZ))``, no ``sqrt(T)``: the per-point noise is about ``σ R_φ`` however many
+        public points there are. The float error of the computed vector is covered by an exact grid
+        release with sensitivity ``2ρ`` (ρ ~ 1e-10) on 0.1 % of the budget. Full proof:
+        :mod:`dpcore.gp`. The released coefficients interpolate ``ŷ`` (``α = (K̂ + ridge·I)⁻¹ŷ``, the
+        GP posterior mean given the released path; post-processing); ``norm_bound`` is not used.
+
     ``noise="laplace"`` (the paper, SPEC)
         Each coordinate ``<w, φ(z_t)>`` has sensitivity ``S = R_φ Δw + 2 e_fp`` (Cauchy–Schwarz,
         ``||φ(z_t)|| ≤ R_φ``). Each is released with the exact grid Laplace mechanism at
@@ -268,7 +326,7 @@ class TDDL(ReleasingEstimator):
         composition, Dwork–Rothblum–Vadhan), or ``ε/T`` (plain composition) if larger
         (:func:`dpcore.calibrate.per_step_epsilon`). Noise scale ``ν ≈ S/ε0``. (ε, δ)-DP.
 
-    ``noise="gaussian"`` (dpcore's improvement; default)
+    ``noise="gaussian"`` (dpcore's first improvement)
         ``Z`` is public, so the whole prediction vector ``v = Φ_Z w`` (``Φ_Z`` the T×∞ matrix of
         feature vectors) has L2 sensitivity
         ``||Φ_Z (w_G − w_G')||₂ ≤ ||Φ_Z||₂ ||w_G − w_G'|| ≤ sqrt(λ_max(K_ZZ)) · Δw``
@@ -304,12 +362,16 @@ class TDDL(ReleasingEstimator):
         Privacy budget of the release (ε > 0, δ ∈ (0, 1)).
     data_radius : float
         Public bound ``r`` on the norm of every training point and every public point.
-    noise : {"gaussian", "laplace"}, default "gaussian"
+    noise : {"gp", "gaussian", "laplace"}, default "gp"
     norm_bound : {"public", "private"} or float, default "private"
+        Norm constraint of the ``"gaussian"``/``"laplace"`` least squares (unused by ``"gp"``).
     norm_epsilon_share : float, default 0.1
         Share of ε spent on the private norm bound.
     norm_beta : float, default 0.01
         Failure probability of the private norm bound.
+    ridge : float, optional
+        ``noise="gp"`` only: ridge of the interpolation ``α = (K̂ + ridge·I)⁻¹ŷ`` (post-processing;
+        default ``1e-6·mean diag K_ZZ + τ``).
     clip : bool, default False
         Project public points outside the ball onto it instead of raising ``ValueError``.
     random_state : None, int or ChaChaRng
@@ -331,8 +393,9 @@ class TDDL(ReleasingEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, data_radius, *, noise="gaussian", norm_bound="private",
-                 norm_epsilon_share=0.1, norm_beta=0.01, clip=False, random_state=None, accountant=None):
+    def __init__(self, model, epsilon, delta, data_radius, *, noise="gp", norm_bound="private",
+                 norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, random_state=None,
+                 accountant=None):
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
@@ -341,12 +404,13 @@ class TDDL(ReleasingEstimator):
         self.norm_bound = norm_bound
         self.norm_epsilon_share = norm_epsilon_share
         self.norm_beta = norm_beta
+        self.ridge = ridge
         self.clip = clip
         self.random_state = random_state
         self.accountant = accountant
 
     _PARAMS = ("model", "epsilon", "delta", "data_radius", "noise", "norm_bound", "norm_epsilon_share",
-               "norm_beta", "clip", "random_state", "accountant")
+               "norm_beta", "ridge", "clip", "random_state", "accountant")
 
     # -- fitting ----------------------------------------------------------------------------------
     def _norm_mode(self):
@@ -368,8 +432,8 @@ class TDDL(ReleasingEstimator):
         r = check_positive(self.data_radius, "data_radius")
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta, allow_zero=False)
-        if self.noise not in ("gaussian", "laplace"):
-            raise ValueError(f"noise must be 'gaussian' or 'laplace', got {self.noise!r}")
+        if not isinstance(self.noise, str) or self.noise not in _NOISES:
+            raise ValueError(f"noise must be one of {_NOISES}, got {self.noise!r}")
         mode, declared = self._norm_mode()
         Z = np.asarray(Z)
         if Z.ndim != 2:
@@ -385,8 +449,14 @@ class TDDL(ReleasingEstimator):
         fp = prediction_fp_bound(n=X.shape[0], mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         e_k = kernel_eval_error(k, r_eff, d)
         T = Z.shape[0]
-        K, eig = _gram_and_eig(Z, k)
-        lam_up = _gaussian_lambda_max_upper(float(eig[0].max()), T, r2, e_k)
+        factor = None
+        if self.noise == "gp":
+            K = _core.kernel_matrix(Z, Z, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+            eig, lam_up = None, math.nan
+            factor = _gp_factor(K, r_phi_sq=r2, kernel_error=e_k)
+        else:
+            K, eig = _gram_and_eig(Z, k)
+            lam_up = _gaussian_lambda_max_upper(float(eig[0].max()), T, r2, e_k)
         R = math.sqrt(r2)
         ell0 = loss_at_zero(self.model)
         c_pub = 2.0 * L * R / lam
@@ -401,21 +471,35 @@ class TDDL(ReleasingEstimator):
             n=n, lam=lam, lipschitz=L, r_phi_sq=r2, w_error_bound=err, fp_error=fp, epsilon=epsilon,
             delta=delta, n_points=T, noise=self.noise, lambda_max_upper=lam_up, norm_bound=mode,
             norm_bound_public=c_pub, norm_epsilon_share=self.norm_epsilon_share, norm_fp_error=norm_fp,
-            norm_beta=self.norm_beta, sensitivity_factor=self._sensitivity_factor,
+            norm_beta=self.norm_beta, sensitivity_factor=self._sensitivity_factor, gp_factor=factor,
+            value_bound=(L / lam) * r2 + fp,
         )
         sv = info["mu"] != 0.0  # zero terms change nothing (the float bound above uses all n terms)
-        return dict(info=info, Z=Z, K=K, eig=eig, cal=cal, mode=mode, declared=declared, radius=r,
+        return dict(info=info, Z=Z, K=K, eig=eig, cal=cal, mode=mode, declared=declared, radius=r, factor=factor,
                     X_sv=np.ascontiguousarray(X[sv]), mu_sv=np.ascontiguousarray(info["mu"][sv]))
 
     def _noisy_predictions(self, prep, rng, n_samples=None):
         """The released noisy prediction vector(s) ``ŷ`` (rows = samples when ``n_samples`` is given)."""
         cal, k = prep["cal"], prep["info"]["kernel"]
         v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        if cal.noise == "gp":
+            # stage 1: v + σ L̂ ξ (exact ξ on a 2^-40 grid); stage 2: exact grid release covering the
+            # float residual (dpcore.gp). Each row of ``y`` is one release.
+            y = v + gp_noise(prep["factor"], cal.noise_scale, rng, n_samples)
+            out = _core.analytic_release(np.ascontiguousarray(y, dtype=np.float64).ravel(), cal.gp_residual_sigma,
+                                         cal.grid_exponent, check_random_state(rng))
+            return np.asarray(out).reshape(y.shape)
         if cal.noise == "laplace":
             plan = laplace_plan(cal.sensitivity, cal.epsilon_per_point, dim=1)
         else:
             plan = gaussian_plan(cal.sensitivity, cal.epsilon_predictions, cal.delta, dim=cal.n_points)
         return _grid_release(v, plan, rng, n_samples)
+
+    def _ridge(self, prep) -> float:
+        """Ridge of the GP interpolation (post-processing): ``ridge`` or ``1e-6 · mean diag K_ZZ``."""
+        if self.ridge is None:
+            return 1e-6 * float(np.mean(np.diag(prep["K"]))) + prep["factor"].tau
+        return check_positive(self.ridge, "ridge")
 
     def _norm_upper(self, prep, rng) -> float:
         cal, info = prep["cal"], prep["info"]
@@ -447,9 +531,14 @@ class TDDL(ReleasingEstimator):
         rng = check_random_state(self.random_state)
         if self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, label=f"TDDL({cal.noise})")
-        C = self._norm_upper(prep, rng)
-        y_hat = self._noisy_predictions(prep, rng)
-        alpha, lsq = ball_constrained_lstsq(prep["K"], y_hat, C, eig=prep["eig"])
+        if cal.noise == "gp":
+            y_hat = self._noisy_predictions(prep, rng)
+            C = math.nan
+            alpha, lsq = _interpolate(prep["K"], y_hat, self._ridge(prep))
+        else:
+            C = self._norm_upper(prep, rng)
+            y_hat = self._noisy_predictions(prep, rng)
+            alpha, lsq = ball_constrained_lstsq(prep["K"], y_hat, C, eig=prep["eig"])
         self.calibration_ = cal
         self.norm_bound_ = C
         self.lstsq_info_ = lsq
