@@ -33,6 +33,7 @@ from .kernels import kernel_matrix, kernel_predict, feature_map_radius
 from .noise import laplace_mechanism, gaussian_mechanism, check_random_state
 from .accountant import BudgetAccountant, BudgetExceededError
 from .pinp import PINP, PINPBudgetExhausted, StateRollbackError
+from .gp_service import GPService
 from .erm import KernelSVM, KernelLogisticRegression
 from .release import KernelRelease
 from .tddl import TDDL
@@ -55,6 +56,7 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "PINP",
+    "GPService",
     "PINPBudgetExhausted",
     "StateRollbackError",
     "KernelSVM",
