@@ -16,6 +16,7 @@ pub mod erm;
 pub mod error;
 pub mod expmech;
 pub mod fp;
+pub mod gp;
 pub mod kernels;
 pub mod multinomial;
 pub mod noise;

@@ -340,6 +340,12 @@ def rff_linear_svm_dcd(
 
 # ---- end rff ----
 
+# ---- gp ----
+def gp_forward_substitution(
+    buffer: npt.NDArray[np.float64], t: int, rhs: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """``L⁻¹ rhs`` for the leading ``t × t`` lower-triangular block ``L`` of ``buffer`` (C order, no copy)."""
+
 # ---- process-wide ----
 def memory_limit_bytes() -> Optional[int]:
     """Physical memory plus swap (bytes; None where unknown): larger outputs are a MemoryError."""

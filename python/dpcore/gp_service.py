@@ -223,7 +223,8 @@ class GPService:
         self._mu_sv = np.ascontiguousarray(info["mu"][sv])
         # path state
         self._Q = np.zeros((0, d))
-        self._L = np.zeros((0, 0))
+        self._buf = np.zeros((0, 0))  # the factor L̂ lives in its leading t × t block
+        self._s2 = 0.0
         self._xi = np.zeros(0)
         self._y = np.zeros(0)
         self._batches: list = []
@@ -232,6 +233,11 @@ class GPService:
         self._posterior = None
 
     # ------------------------------------------------------------------ the path
+    @property
+    def _L(self) -> np.ndarray:
+        t = self._Q.shape[0]
+        return self._buf[:t, :t]
+
     def _kern(self, A, B):
         k = self._kernel
         return _core.kernel_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), k["kernel"], k["gamma"],
@@ -240,12 +246,15 @@ class GPService:
     def _extend_factor(self, P: np.ndarray) -> tuple:
         """``(L₂₁, L₂₂)`` of the block Cholesky step for new points ``P`` (public computation)."""
         tau, t = self.calibration_.jitter, self._Q.shape[0]
-        K_pp = self._kern(P, P)
-        A = 0.5 * (K_pp + K_pp.T)
+        A = self._kern(P, P)  # only its lower triangle is read by the factorisation
         if t:
             K_pq = self._kern(P, self._Q)
-            L21 = linalg.solve_triangular(self._L, K_pq.T, lower=True, check_finite=False).T
-            A = A - L21 @ L21.T
+            if P.shape[0] <= 32:  # Rust forward substitution on the buffer: O(t² m), no copy of L̂
+                L21 = np.asarray(_core.gp_forward_substitution(self._buf, t, np.ascontiguousarray(K_pq.T))).T
+            else:  # LAPACK on a contiguous copy (the copy is O(t²), the solve O(t² m))
+                L21 = linalg.solve_triangular(np.ascontiguousarray(self._L), K_pq.T, lower=True,
+                                              check_finite=False).T
+            A -= L21 @ L21.T
         else:
             L21 = np.zeros((P.shape[0], 0))
         A[np.diag_indices(P.shape[0])] += tau
@@ -258,18 +267,22 @@ class GPService:
 
     def _append(self, P, L21, L22, xi_new, y_new) -> None:
         t, m = self._Q.shape[0], P.shape[0]
-        L = np.zeros((t + m, t + m))
-        L[:t, :t] = self._L
-        L[t:, :t] = L21
-        L[t:, t:] = L22
-        s2 = float(np.max(np.einsum("ij,ij->i", L, L))) * (1.0 + gamma_k(t + m + 2))
         T = t + m
+        if T > self._buf.shape[0]:  # amortised growth (×2, capped at max_exact_queries)
+            cap = min(max(2 * self._buf.shape[0], T, 64), max(self.calibration_.max_exact_queries, T))
+            buf = np.zeros((cap, cap))
+            buf[:t, :t] = self._buf[:t, :t]
+            self._buf = buf
+        rows = np.einsum("ij,ij->i", L21, L21) + np.einsum("ij,ij->i", L22, L22)
+        s2 = max(self._s2, float(np.max(rows)) * (1.0 + gamma_k(T + 2)))
         c = self.calibration_
         margin = c.jitter - (T * self._e_k + UNIT_ROUNDOFF * (self._r2 + self._e_k + c.jitter)
                              + gamma_k(2 * T + 2) * T * s2 * (1.0 + gamma_k(T)))
         if not margin > 0.0:  # cannot happen for T ≤ T_max (public computation, checked anyway)
             raise RuntimeError(f"GPService: jitter margin {margin:.3g} <= 0 after {T} points")
-        self._L = L
+        self._buf[t:T, :t] = L21
+        self._buf[t:T, t:T] = L22
+        self._s2 = s2
         self._Q = np.vstack([self._Q, P])
         self._xi = np.concatenate([self._xi, xi_new])
         self._y = np.concatenate([self._y, y_new])
@@ -321,12 +334,12 @@ class GPService:
             first.setdefault(kb, len(first))
         order = sorted(first, key=first.get)
         P = np.vstack([X[keys.index(kb)] for kb in order])[: self.calibration_.max_exact_queries]
-        saved = (self._Q, self._L)
-        self._Q, self._L = np.zeros((0, X.shape[1])), np.zeros((0, 0))
+        saved = (self._Q, self._buf)
+        self._Q, self._buf = np.zeros((0, X.shape[1])), np.zeros((0, 0))
         try:
             _, L = self._extend_factor(P)
         finally:
-            self._Q, self._L = saved
+            self._Q, self._buf = saved
         c, m = self.calibration_, P.shape[0]
         rng = check_random_state(random_state)
         xi = np.asarray(_core.analytic_release(np.zeros(m), 1.0, XI_GRID_EXPONENT, rng, int(n_samples)),

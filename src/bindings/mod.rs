@@ -9,6 +9,7 @@ use crate::error::DpError;
 
 mod erm;
 mod expmech;
+mod gp;
 mod kernels;
 mod multinomial;
 mod noise;
@@ -59,6 +60,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fp_constants, m)?)?;
     erm::register(m)?;
     expmech::register(m)?;
+    gp::register(m)?;
     kernels::register(m)?;
     multinomial::register(m)?;
     noise::register(m)?;
