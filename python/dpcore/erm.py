@@ -362,7 +362,7 @@ class KernelSVM(_KernelERM):
     >>> import numpy as np
     >>> from dpcore import KernelSVM
     >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
-    >>> clf = KernelSVM(lam=0.1, kernel="linear").fit(X, ["a", "a", "b", "b"])
+    >>> clf = KernelSVM(lam=0.1, kernel="linear", classes=["b", "a"]).fit(X, ["a", "a", "b", "b"])
     >>> clf.predict(X).tolist()
     ['a', 'a', 'b', 'b']
     >>> bool(clf.duality_gap_ <= 1e-6)
