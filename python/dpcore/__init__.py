@@ -34,6 +34,7 @@ from .noise import laplace_mechanism, gaussian_mechanism, check_random_state
 from .accountant import BudgetAccountant, BudgetExceededError
 from .pinp import PINP, PINPBudgetExhausted, StateRollbackError
 from .gp_service import GPService
+from .selection import PrivateGridSearch
 from .erm import KernelSVM, KernelLogisticRegression
 from .release import KernelRelease
 from .tddl import TDDL
@@ -57,6 +58,7 @@ __all__ = [
     "BudgetExceededError",
     "PINP",
     "GPService",
+    "PrivateGridSearch",
     "PINPBudgetExhausted",
     "StateRollbackError",
     "KernelSVM",
