@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _pinp_crash import run_kill_sweep  # noqa: E402
+from _pinp_crash import run_gp_kill_sweep, run_kill_sweep  # noqa: E402
 
 
 def main() -> None:
@@ -26,13 +26,22 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=120)
     ap.add_argument("--backend", choices=["file", "sqlite", "both"], default="both")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--service", choices=["pinp", "gp", "both"], default="both")
     args = ap.parse_args()
     backends = ["file", "sqlite"] if args.backend == "both" else [args.backend]
     for backend in backends:
+        if args.service in ("gp", "both"):
+            with tempfile.TemporaryDirectory() as d:
+                g = run_gp_kill_sweep(args.kills, d, backend=backend, seed=args.seed)
+            print(f"GPService {backend:6s}: {g['kills']} kills ({g['write_kills']} during a write, {g['timed_kills']} "
+                  f"timed), up to {g['max_distinct']} distinct points, {g['checked_answers']} answers re-checked "
+                  f"identical after reload, 0 violations, {g['seconds']:.1f} s")
+        if args.service == "gp":
+            continue
         with tempfile.TemporaryDirectory() as d:
             s = run_kill_sweep(args.kills, d, backend=backend, seed=args.seed)
         stages = ", ".join(f"{k} {v}" for k, v in s["stages"].items())
-        print(f"{backend:6s}: {s['kills']} kills ({s['write_kills']} during a write: {stages}; "
+        print(f"PINP {backend:6s}: {s['kills']} kills ({s['write_kills']} during a write: {stages}; "
               f"{s['timed_kills']} timed), {s['sessions']} session(s), up to {s['max_answered']} answers and "
               f"{s['max_updates']} updates, 0 violations, {s['seconds']:.1f} s "
               f"({s['seconds'] / s['kills']:.2f} s per kill), leftover temp files {s['leftover_temp_files']}")

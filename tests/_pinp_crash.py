@@ -132,3 +132,80 @@ def run_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: int 
     stats["seconds"] = time.perf_counter() - t0
     stats["leftover_temp_files"] = len(list(directory.glob(".*.dpcore-*.tmp")))
     return stats
+
+
+def run_gp_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: int = 0, timeout: float = 60.0) -> dict:
+    """The same sweep for :class:`dpcore.GPService`: after every kill the reloaded service holds at least
+    the distinct points the caller had received answers for, its sequence number never goes back, and
+    the last received answers are returned again, identically (the path continues, nothing is resampled)."""
+    sys.path.insert(0, str(HERE))
+    from _pinp_worker import build_model  # noqa: E402
+
+    from dpcore import GPService
+    from dpcore._state import open_state_store
+    from dpcore.gp_service import _STATE_FORMAT
+
+    directory = Path(directory)
+    path = str(directory / ("gp.db" if backend == "sqlite" else "gp.json"))
+    model = build_model()
+    rng = np.random.default_rng(seed)
+    stages = STAGES[backend]
+    prev = None  # (n_distinct, seq)
+    stats = dict(backend=backend, kills=0, write_kills=0, timed_kills=0, max_distinct=0, checked_answers=0,
+                 seconds=0.0)
+    t0 = time.perf_counter()
+    for i in range(n_kills):
+        mode = "gp-resume" if prev is not None else "gp-create"
+        args = [sys.executable, str(WORKER), path, mode, str(2000 + i), backend]
+        during_write = i % 2 == 1
+        if during_write:
+            args += [stages[(i // 2) % len(stages)], str(int(rng.integers(1, 5)))]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        lines = []
+        try:
+            first = proc.stdout.readline().strip()
+            if first == "READY" and not during_write:
+                for _ in range(int(rng.integers(0, 6))):
+                    line = proc.stdout.readline().strip()
+                    if not line:
+                        break
+                    lines.append(line)
+                time.sleep(float(rng.uniform(0.0, 0.003)))
+                os.kill(proc.pid, signal.SIGKILL)
+            elif first == "READY":
+                proc.wait(timeout=timeout)
+            rest = proc.stdout.read()
+        finally:
+            proc.kill()
+            proc.wait()
+            err = proc.stderr.read()
+            proc.stderr.close()
+            proc.stdout.close()
+        lines += [ln.strip() for ln in rest.splitlines() if ln.strip() and ln.strip() != "READY"]
+        if proc.returncode not in (-signal.SIGKILL, 0):
+            raise AssertionError(f"worker failed (exit {proc.returncode}): {err[-2000:]}")
+        stats["kills"] += 1
+        stats["write_kills" if during_write else "timed_kills"] += 1
+        if prev is None and not open_state_store(path, _STATE_FORMAT, backend).exists():
+            assert not lines, (i, lines)
+            continue
+        svc = GPService.load(path, model, state_backend=backend, min_seq=None if prev is None else prev[1])
+        try:
+            now = (svc.n_distinct, svc.state_seq)
+            if lines:
+                head, qs, ans = lines[-1].split(" | ")
+                n_d, seq = (int(v) for v in head.split())
+                assert now[0] >= n_d and now[1] >= seq, (i, head, now)
+                Z = np.array([float(v) for v in qs.split()]).reshape(-1, 3)
+                a = np.array([float(v) for v in ans.split()])
+                assert np.array_equal(svc.predict(Z), a), (i, "answers changed after reload")
+                assert svc.state_seq == now[1]  # cached answers commit nothing
+                stats["checked_answers"] += a.size
+            if prev is not None:
+                assert now[0] >= prev[0] and now[1] >= prev[1], (i, prev, now)
+        finally:
+            svc.close()
+        prev = now
+        stats["max_distinct"] = max(stats["max_distinct"], now[0])
+    stats["seconds"] = time.perf_counter() - t0
+    return stats

@@ -77,6 +77,25 @@ def _install_fault(stage: str, at: int) -> None:
     _state.FAULT_HOOK = hook
 
 
+def main_gp(path: str, mode: str, seed: int, backend: str) -> None:
+    """GPService worker: after every returned batch prints ``n_distinct seq | queries | answers``."""
+    from dpcore import GPService
+
+    model = build_model()
+    if mode == "gp-create":
+        svc = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=5000, state_path=path, state_backend=backend,
+                        random_state=seed)
+    else:
+        svc = GPService.load(path, model, state_backend=backend, random_state=seed)
+    rng = np.random.default_rng(seed)
+    print("READY", flush=True)
+    while True:
+        Z = unit_ball(rng, 3, 3)
+        a = svc.predict(Z)
+        print(f"{svc.n_distinct} {svc.state_seq} | " + " ".join(repr(float(v)) for v in Z.ravel()) + " | "
+              + " ".join(repr(float(v)) for v in a), flush=True)
+
+
 def main() -> None:
     from dpcore import PINP, PINPBudgetExhausted
 
@@ -84,6 +103,8 @@ def main() -> None:
     backend = sys.argv[4] if len(sys.argv) > 4 else "auto"
     if len(sys.argv) > 6:
         _install_fault(sys.argv[5], int(sys.argv[6]))
+    if mode.startswith("gp-"):
+        return main_gp(path, mode, seed, backend)
     model = build_model()
     if mode == "create":
         pinp = PINP(model, **SESSION, state_path=path, state_backend=backend, random_state=seed)

@@ -23,7 +23,7 @@ from dpcore import PINP, KernelRelease, StateRollbackError
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _pinp_crash import run_kill_sweep  # noqa: E402
+from _pinp_crash import run_gp_kill_sweep, run_kill_sweep  # noqa: E402
 from _pinp_worker import SESSION, build_model, unit_ball  # noqa: E402
 
 N_KILLS = int(os.environ.get("DPCORE_KILL_SWEEP", "24"))
@@ -44,6 +44,12 @@ def test_kill_sweep_never_loses_progress_or_regains_budget(backend, tmp_path):
     assert stats["kills"] == N_KILLS and stats["write_kills"] == N_KILLS // 2
     assert all(v > 0 for v in stats["stages"].values()), stats  # every write stage was hit
     assert stats["max_answered"] > 0 and stats["leftover_temp_files"] <= 1, stats
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+def test_gp_service_kill_sweep_continues_the_same_path(backend, tmp_path):
+    stats = run_gp_kill_sweep(N_KILLS // 2, tmp_path, backend=backend, seed=11)
+    assert stats["kills"] == N_KILLS // 2 and stats["checked_answers"] > 0 and stats["max_distinct"] > 0, stats
 
 
 @pytest.mark.parametrize("suffix", [".json", ".db"])
