@@ -159,3 +159,36 @@ def test_gp_release_is_reproducible_saved_and_interpolates():
     assert math.isnan(a.norm_bound_) and a.lstsq_info_["ridge"] > 0
     with pytest.raises(ValueError, match="ridge"):
         TDDL(m, 1.0, 1e-6, 1.0, ridge=-1.0).fit(Z)
+
+
+def test_prior_calibration_is_post_processing_of_a_private_proportion():
+    from dpcore.noise import private_proportion
+
+    y = np.array([1] * 50 + [-1] * 950)
+    ps = [private_proportion(y, 1, 1.0, random_state=s) for s in range(200)]
+    assert all(0.0 <= p <= 1.0 for p in ps) and abs(np.mean(ps) - 0.05) < 0.005
+    acc = dpcore.BudgetAccountant(1.0)
+    private_proportion(y, 1, 0.5, accountant=acc, random_state=0)
+    assert acc.spent == (0.5, 0.0)
+    with pytest.raises(ValueError, match="1-D"):
+        private_proportion(np.zeros((2, 2)), 1, 1.0)
+    rng = np.random.default_rng(3)
+    X = W.unit_ball(rng, 200, 3)
+    yy = np.where(X[:, 0] > 0.6, 1, -1)
+    m = dpcore.KernelSVM(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, yy)
+    rel = TDDL(m, 2.0, 1e-6, 1.0, random_state=0).fit(W.unit_ball(np.random.default_rng(4), 100, 3)).release_
+    cal = rel.calibrate_prior(0.2)
+    f = cal.decision_function(rel.points)
+    assert abs(np.mean(f > 0) - 0.2) <= 0.02 and cal.intercept != 0.0
+    np.testing.assert_allclose(cal.decision_function(X) - rel.decision_function(X), cal.intercept)
+    with pytest.raises(ValueError, match="proportion"):
+        rel.calibrate_prior(1.5)
+
+
+def test_release_with_intercept_round_trips(tmp_path):
+    rel = dpcore.KernelRelease(np.eye(2), np.array([1.0, -1.0]), dict(kernel="rbf", gamma=1.0, degree=3, coef0=1.0),
+                               mechanism="TDDL", epsilon=1.0, delta=1e-6, data_radius=1.0, intercept=0.25)
+    rel.save(tmp_path / "r.json")
+    back = dpcore.KernelRelease.load(tmp_path / "r.json")
+    assert back.intercept == 0.25
+    np.testing.assert_array_equal(back.decision_function(np.eye(2)), rel.decision_function(np.eye(2)))

@@ -100,6 +100,7 @@ __all__ = [
     "gaussian_plan",
     "laplace_mechanism",
     "gaussian_mechanism",
+    "private_proportion",
     "sample_laplace_mechanism",
     "sample_gaussian_mechanism",
     "discrete_laplace",
@@ -464,6 +465,30 @@ def _sample_releases(value, plan_for, n_samples, random_state) -> np.ndarray:
     n_samples = _check_n_samples(n_samples, per_sample=flat.size)
     out = _grid_release(flat, plan_for(flat.size), random_state, n_samples)
     return out[:, 0] if scalar else out
+
+
+def private_proportion(y, positive, epsilon, *, random_state: RandomState = None, accountant=None) -> float:
+    """ε-DP fraction of the entries of ``y`` equal to ``positive`` (n = len(y) is public).
+
+    Replace-one changes the count by at most 1, so the count is released with the exact grid Laplace
+    mechanism of sensitivity 1 and divided by n; the result is clipped to [0, 1] (post-processing).
+    Used to set the decision threshold of a private model on imbalanced data
+    (:meth:`dpcore.KernelRelease.calibrate_prior`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.noise import private_proportion
+    >>> y = np.array([1] * 70 + [-1] * 930)
+    >>> round(private_proportion(y, 1, 1.0, random_state=0), 2)
+    0.07
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise ValueError(f"y must be a non-empty 1-D array of labels, got shape {arr.shape}")
+    count = float(np.count_nonzero(arr == positive))
+    noisy = float(laplace_mechanism(count, 1.0, epsilon, random_state=random_state, accountant=accountant))
+    return min(1.0, max(0.0, noisy / arr.shape[0]))
 
 
 def laplace_mechanism(

@@ -62,10 +62,12 @@ class KernelRelease:
         Every calibrated number (JSON-serialisable), for audit and reproducibility.
     data_radius : float
         The declared domain ``||q|| ≤ data_radius`` the guarantee and the utility analysis refer to.
+    intercept : float, default 0.0
+        Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
     """
 
     def __init__(self, points, alpha, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
-                 delta: float, calibration: Optional[dict] = None, data_radius: float):
+                 delta: float, calibration: Optional[dict] = None, data_radius: float, intercept: float = 0.0):
         self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
         self.alpha = np.ascontiguousarray(np.asarray(alpha, dtype=np.float64).ravel())
         if self.points.ndim != 2 or self.points.shape[0] != self.alpha.shape[0]:
@@ -81,6 +83,9 @@ class KernelRelease:
         self.delta = float(delta)
         self.calibration = _jsonable(dict(calibration or {}))
         self.data_radius = float(data_radius)
+        self.intercept = float(intercept)
+        if not np.isfinite(self.intercept):
+            raise ValueError(f"intercept must be finite, got {intercept!r}")
 
     @property
     def n_features_in_(self) -> int:
@@ -90,11 +95,35 @@ class KernelRelease:
         """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``Q`` (fused kernel engine)."""
         Q = check_array(Q, "Q", n_features=self.n_features_in_)
         if self.points.shape[0] == 0:
-            return np.zeros(Q.shape[0])
+            return np.full(Q.shape[0], self.intercept)
         k = self.kernel
         return _core.kernel_predict(
             _as_f64(Q), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
-        )
+        ) + self.intercept
+
+    def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
+        """A copy whose decision threshold predicts ``classes_[1]`` on the fraction ``proportion`` of ``points``.
+
+        Post-processing for imbalanced data: a private model without a bias can rank well (high AUC)
+        while its noise moves every decision value to one side. Given a *privately released* class
+        proportion (e.g. :func:`dpcore.noise.private_proportion`, whose budget the caller accounts
+        for), the intercept is set to minus the ``(1 − proportion)``-quantile of the decision values
+        on public points (default: the release's own public points). Costs no privacy beyond that of
+        ``proportion``: the quantile is a function of released values and public points only.
+        """
+        p = float(proportion)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+        P = self.points if points is None else check_array(points, "points", n_features=self.n_features_in_)
+        base = KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+                             epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
+                             data_radius=self.data_radius)
+        f = np.sort(base.decision_function(P))
+        t = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
+        cal = dict(self.calibration, prior_proportion=p, prior_threshold=t)
+        return KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+                             epsilon=self.epsilon, delta=self.delta, calibration=cal, data_radius=self.data_radius,
+                             intercept=-t)
 
     def predict(self, Q) -> np.ndarray:
         """Class labels: ``classes_[1]`` where the decision value is > 0."""
@@ -128,6 +157,7 @@ class KernelRelease:
             points=_b64(self.points),
             alpha=_b64(self.alpha),
             calibration=self.calibration,
+            intercept=self.intercept,
         )
         doc["checksum"] = _checksum(doc)
         return doc
@@ -157,6 +187,7 @@ class KernelRelease:
             _unb64(doc["points"]).reshape(T, d), _unb64(doc["alpha"]), doc["kernel"],
             classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
             delta=doc["delta"], calibration=doc["calibration"], data_radius=doc["data_radius"],
+            intercept=float(doc.get("intercept", 0.0)),
         )
 
     def __repr__(self) -> str:
