@@ -1,12 +1,12 @@
-"""Smoke run of the main job (``python -m dpcore.demo``) with tiny sizes."""
+"""The main job (``python -m dpcore.demo``): one story about private kernel learning, run with tiny sizes."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from dpcore import demo
@@ -19,48 +19,25 @@ def quick_run(tmp_path_factory):
     return code, out
 
 
-def test_quick_demo_writes_outputs(quick_run):
+def test_quick_main_job_writes_outputs(quick_run):
     code, out = quick_run
     assert code == 0
-    assert (out / "results.json").is_file()
     png = out / "demo_adult.png"
-    assert png.is_file() and png.stat().st_size > 10_000
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_quick_demo_numbers_are_sane(quick_run):
-    _, out = quick_run
+    assert png.is_file() and png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = json.loads((out / "results.json").read_text())
-    k, p, a = r["kernel"], r["private"], r["audit"]
-    # 1. dpcore's fused predictions equal scikit-learn's; the model beats the majority class
-    assert k["max_abs_diff_vs_sklearn"] <= 1e-8
-    assert k["gram_max_abs_diff"] <= 1e-10
-    assert k["majority_accuracy"] < k["test_accuracy"] <= 1.0
-    assert [c["n"] for c in k["learning_curve"]] == sorted(c["n"] for c in k["learning_curve"])
-    # 2. private releases are close to the truth (Laplace scale 2/n ~ 6e-5 here) and the
-    #    budget is fully spent, with the over-spend refused
-    fp = p["fraction_positive"]
-    assert abs(fp["true"] - 7841 / 32561) < 1e-12
-    assert abs(fp["private"] - fp["true"]) < 5e-3
-    mf = p["mean_features"]
-    assert len(mf["true"]) == len(mf["private"]) == 113
-    assert 0 < mf["l2_error"] < 0.05
-    assert p["overspend_refused"] is True
-    assert p["remaining"][0] == pytest.approx(0.0, abs=1e-12)
-    # 3. the audit bound never exceeds the claimed epsilon
+    npv = r["nonprivate"]
+    assert npv["majority"] <= npv["accuracy"] <= 1.0
+    s = r["selection"]
+    assert any(math.isclose(s["selected_C"], c, rel_tol=1e-9) for c in s["grid_C"])
+    assert 0.0 <= s["accuracy"] <= 1.0 and s["mu"] > 0
+    assert [row["epsilon"] for row in r["epsilons"]] == [0.5, 2.0]
+    for row in r["epsilons"]:
+        for k, v in row.items():
+            if k != "epsilon" and not math.isnan(v):
+                assert 0.0 <= v <= 1.0, (k, v)
+    a = r["audit"]
     assert 0.0 <= a["epsilon_lower_bound"] <= a["claimed_epsilon"]
     assert a["broken_epsilon_lower_bound"] >= a["epsilon_lower_bound"]
-    assert np.isfinite(a["broken_epsilon_lower_bound"])
-    # 7. PrivateSVM: tight calibration is at most the SPEC's, accuracies are probabilities
-    for f in r["private_svm"]["fits"]:
-        assert 0.0 <= f["accuracy"] <= 1.0
-        assert 0.5 * f["sensitivity_l1_spec"] <= f["sensitivity_l1"] < f["sensitivity_l1_spec"]
-    # 8. local DP: the averaged basic vector's error is the noise level σ·sqrt(d/n) (fixed seed; ±30%)
-    ldp_ = r["local_dp"]
-    for m in ldp_["mean"]:
-        expected = m["sigma"] * np.sqrt(113 / ldp_["n_users"])
-        assert abs(m["l2_error"] - expected) < 0.3 * expected
-    assert all(0.0 <= lg["accuracy"] <= 1.0 and lg["copies"] == 3 for lg in ldp_["logistic"])
 
 
 def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
@@ -72,22 +49,22 @@ def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
     assert "interrupted" in capsys.readouterr().err
 
 
-def test_missing_optional_dependencies_give_a_clear_error(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(demo, "_missing_demo_dependencies", lambda need_plot: ["scikit-learn"])
+def test_missing_plot_dependency_gives_a_clear_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(demo, "_missing_demo_dependencies", lambda need_plot: ["matplotlib"])
     assert demo.main(["--quick", "--outdir", str(tmp_path)]) == 1
     assert "dpcore[demo]" in capsys.readouterr().err
     assert not (tmp_path / "results.json").exists()
 
 
 def test_bad_arguments_are_rejected():
-    with pytest.raises(SystemExit) as exc:
-        demo.main(["--epsilon", "-1"])
-    assert exc.value.code == 2
+    for argv in (["--delta", "2"], ["--epsilons", "-1"], ["--n-train", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            demo.main(argv)
+        assert exc.value.code == 2
 
 
 def test_module_entry_point_help():
-    out = subprocess.run([sys.executable, "-m", "dpcore.demo", "--help"], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "dpcore.demo", "--help"], capture_output=True, text=True, check=True)
     assert "--quick" in out.stdout and "--outdir" in out.stdout
 
 
@@ -97,7 +74,6 @@ def test_readme_quick_tour_runs(tmp_path, monkeypatch):
     from pathlib import Path
 
     monkeypatch.chdir(tmp_path)  # the tour saves release.json in the working directory
-
     readme = Path(__file__).resolve().parents[1] / "README.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
     assert blocks, "README.md has no python code block"
@@ -109,39 +85,3 @@ def test_readme_quick_tour_runs(tmp_path, monkeypatch):
     assert ns["f"].shape == (100,) and ns["K"].shape == (5, 2000)
     assert 0.5 < ns["glm"].score(ns["test"].X, ns["test"].y) <= 1.0 and ns["sim"].n_draws_ >= 1
     assert (tmp_path / "release.json").is_file()
-
-
-def test_quick_demo_pinp_step(quick_run):
-    _, out = quick_run
-    pp = json.loads((out / "results.json").read_text())["pinp"]
-    # the served model is a dpcore.KernelSVM with a certified optimum, better than the majority class
-    assert pp["duality_gap"] <= 1e-6 and pp["w_error_bound"] > 0
-    assert pp["majority_accuracy"] < pp["nonprivate_accuracy"] <= 1.0
-    assert [s["epsilon"] for s in pp["sessions"]] == [0.1, 0.5, 1.0, 2.0, 5.0]
-    for s in pp["sessions"]:
-        if "accuracy" not in s:  # refused (B < 1) — must say why
-            assert s["status"].startswith("refused")
-            continue
-        assert s["answered"] == pp["n_queries"] and s["updates"] <= s["B"]
-        # Theorem-3-style bound holds (probability >= 1 - beta; deterministic with the fixed seed)
-        assert s["max_abs_error"] <= s["error_bound"]
-        assert 0.0 <= s["accuracy"] <= 1.0
-    # the calibration's noise scale falls as n grows at fixed lambda
-    scales = [r["C=2LR/λ"]["noise_scale"] for r in pp["scaling"]]
-    assert all(a > b for a, b in zip(scales, scales[1:]))
-
-
-def test_quick_demo_glm_step(quick_run):
-    _, out = quick_run
-    g = json.loads((out / "results.json").read_text())["glm"]
-    # the non-private logistic regression on the full Adult train split beats the majority class (76.4%)
-    assert 0.80 < g["nonprivate_accuracy"] <= 1.0
-    assert {f["method"] for f in g["fits"]} == {"Output-Gauss", "Objective-Gauss", "Objective (Gamma)"}
-    for f in g["fits"]:
-        eps, delta = f["claimed"]
-        assert eps == f["epsilon"] and 0 < delta <= 1e-6
-        assert 0.0 <= f["accuracy"] <= 1.0
-    # Objective-Gauss at ε = 1 on 32k rows is useful (measured 0.82 with this seed; the bar is loose)
-    og = next(f for f in g["fits"] if f["method"] == "Objective-Gauss")
-    assert og["accuracy"] > 0.78
-    assert all(s["n_draws"] >= 1 and 0.0 <= s["accuracy"] <= 1.0 for s in g["simplex"])
