@@ -91,6 +91,54 @@ def run(args):
     return results
 
 
+def run_vs_n(args):
+    """Accuracy vs n at a *fixed* λ (Δ = 2LR_φ/(λn) shrinks like 1/n only at fixed λ), ε = args.vs_n_epsilon."""
+    out = {}
+    for name in args.datasets:
+        cfg = SETTINGS[name]
+        tr, te = cfg["load"]("train"), cfg["load"]("test")
+        lam = 1.0 / (min(args.n, tr.X.shape[0]) * cfg["C"])  # the λ of the main table, held fixed
+        Z = te.X[: args.T]
+        Q, yq = te.X[args.T: args.T + args.n_test], te.y[args.T: args.T + args.n_test]
+        rows = []
+        for n in [m for m in args.vs_n if m <= tr.X.shape[0]]:
+            X, y = tr.X[:n], tr.y[:n]
+            svm = dpcore.KernelSVM(lam=lam, tol=1e-8, **cfg["kernel"]).fit(X, y)
+            row = dict(n=n, nonprivate=metrics(yq, svm.decision_function(Q))["acc"])
+            for m in ("GPService", "TDDL-gp+prior"):
+                accs = []
+                for run_i in range(args.runs):
+                    seed = 7000 * run_i + n
+                    eps = args.vs_n_epsilon
+                    if m == "GPService":
+                        f = dpcore.GPService(svm, eps, args.delta, 1.0, max_exact_queries=Q.shape[0],
+                                             random_state=seed).predict(Q)
+                    else:
+                        rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, 1.0, random_state=seed).fit(Z).release_
+                        f = rel.calibrate_prior(private_proportion(y, 1.0, 0.05 * eps, random_state=seed + 1)) \
+                            .decision_function(Q)
+                    accs.append(metrics(yq, f)["acc"])
+                row[m] = (float(np.mean(accs)), float(np.std(accs)))
+            rows.append(row)
+            print(f"{name} n={n} λ={lam:.3g}: non-private {row['nonprivate']:.3f}, "
+                  + ", ".join(f"{m} {row[m][0]:.3f}±{row[m][1]:.3f}" for m in ("GPService", "TDDL-gp+prior")),
+                  flush=True)
+        out[name] = dict(lam=lam, epsilon=args.vs_n_epsilon, rows=rows)
+    return out
+
+
+def render_vs_n(res) -> str:
+    lines = []
+    for name, d in res.items():
+        lines += [f"### {name}: accuracy vs n at fixed λ = {d['lam']:.3g}, ε = {d['epsilon']:g}", "",
+                  "| n | non-private | GPService | TDDL-gp+prior |", "|---|---|---|---|"]
+        for r in d["rows"]:
+            lines.append(f"| {r['n']} | {r['nonprivate']:.3f} | {r['GPService'][0]:.3f} ± {r['GPService'][1]:.3f} | "
+                         f"{r['TDDL-gp+prior'][0]:.3f} ± {r['TDDL-gp+prior'][1]:.3f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def render(results, args) -> str:
     lines = [f"Config: n = {args.n}, T = {args.T}, δ = {args.delta}, runs = {args.runs}, RFF d̂ = {args.rff}", ""]
     for name, res in results.items():
@@ -118,7 +166,18 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--rff", type=int, default=200)
     p.add_argument("--outdir", default=str(HERE / "results"))
+    p.add_argument("--vs-n", type=int, nargs="*", default=None,
+                   help="run the accuracy-vs-n stage instead, for these n (fixed λ), e.g. 2000 5000 10000 20000")
+    p.add_argument("--vs-n-epsilon", type=float, default=1.0)
     args = p.parse_args(argv)
+    if args.vs_n:
+        res = run_vs_n(args)
+        out = Path(args.outdir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gp_vs_n_results.json").write_text(json.dumps(dict(config=vars(args), results=res), indent=1))
+        (out / "gp_vs_n_results.md").write_text(render_vs_n(res))
+        print(render_vs_n(res))
+        return
     if args.quick:
         args.n, args.n_test, args.T, args.runs, args.epsilons, args.rff = 3000, 1000, 300, 2, [1.0], 50
     results = run(args)
