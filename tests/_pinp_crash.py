@@ -42,6 +42,45 @@ def _counters(line: str):
     return int(a), int(u), int(r), int(s)
 
 
+def _run_and_kill(args, *, during_write: bool, wait: int, rng, timeout: float):
+    """Start a worker; kill it after ``wait`` returned batches plus 0–3 ms, or let it kill itself during
+    the chosen write. Returns ``(lines, done)``: every line printed before the kill (READY excluded)."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    lines, done = [], False
+    try:
+        first = proc.stdout.readline().strip()
+        if first == "READY" and not during_write:
+            deadline = time.time() + timeout
+            while len(lines) < wait and time.time() < deadline:
+                line = proc.stdout.readline().strip()
+                if not line:
+                    break
+                if line == "DONE":
+                    done = True
+                    break
+                lines.append(line)
+            time.sleep(float(rng.uniform(0.0, 0.003)))
+            os.kill(proc.pid, signal.SIGKILL)
+        elif first == "READY":
+            proc.wait(timeout=timeout)  # it kills itself during the chosen write
+        rest = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
+    for line in rest.splitlines():
+        line = line.strip()
+        if line == "DONE":
+            done = True
+        elif line and line != "READY":
+            lines.append(line)
+    if proc.returncode not in (-signal.SIGKILL, 0):
+        raise AssertionError(f"worker failed (exit {proc.returncode}): {err[-2000:]}")
+    return lines, done
+
+
 def run_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: int = 0, timeout: float = 60.0) -> dict:
     """Run the sweep; raise AssertionError on the first violation; return summary statistics."""
     sys.path.insert(0, str(HERE))
@@ -69,40 +108,8 @@ def run_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: int 
             stage = stages[(i // 2) % len(stages)]
             args += [stage, str(int(rng.integers(1, 7)))]
             stats["stages"][stage] += 1
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        lines, done = [], False
-        try:
-            first = proc.stdout.readline().strip()
-            if first == "READY" and not during_write:
-                wait = int(rng.integers(0, 8))
-                deadline = time.time() + timeout
-                while len(lines) < wait and time.time() < deadline:
-                    line = proc.stdout.readline().strip()
-                    if not line:
-                        break
-                    if line == "DONE":
-                        done = True
-                        break
-                    lines.append(line)
-                time.sleep(float(rng.uniform(0.0, 0.003)))
-                os.kill(proc.pid, signal.SIGKILL)
-            elif first == "READY":
-                proc.wait(timeout=timeout)  # it kills itself during the chosen write
-            rest = proc.stdout.read()
-        finally:
-            proc.kill()
-            proc.wait()
-            err = proc.stderr.read()
-            proc.stderr.close()
-            proc.stdout.close()
-        for line in rest.splitlines():
-            line = line.strip()
-            if line == "DONE":
-                done = True
-            elif line and line != "READY":
-                lines.append(line)
-        if proc.returncode not in (-signal.SIGKILL, 0):
-            raise AssertionError(f"worker failed (exit {proc.returncode}): {err[-2000:]}")
+        lines, done = _run_and_kill(args, during_write=during_write, wait=int(rng.integers(0, 8)), rng=rng,
+                                    timeout=timeout)
         received = _counters(lines[-1]) if lines else None
         stats["kills"] += 1
         stats["write_kills" if during_write else "timed_kills"] += 1
@@ -160,30 +167,8 @@ def run_gp_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: i
         during_write = i % 2 == 1
         if during_write:
             args += [stages[(i // 2) % len(stages)], str(int(rng.integers(1, 5)))]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        lines = []
-        try:
-            first = proc.stdout.readline().strip()
-            if first == "READY" and not during_write:
-                for _ in range(int(rng.integers(0, 6))):
-                    line = proc.stdout.readline().strip()
-                    if not line:
-                        break
-                    lines.append(line)
-                time.sleep(float(rng.uniform(0.0, 0.003)))
-                os.kill(proc.pid, signal.SIGKILL)
-            elif first == "READY":
-                proc.wait(timeout=timeout)
-            rest = proc.stdout.read()
-        finally:
-            proc.kill()
-            proc.wait()
-            err = proc.stderr.read()
-            proc.stderr.close()
-            proc.stdout.close()
-        lines += [ln.strip() for ln in rest.splitlines() if ln.strip() and ln.strip() != "READY"]
-        if proc.returncode not in (-signal.SIGKILL, 0):
-            raise AssertionError(f"worker failed (exit {proc.returncode}): {err[-2000:]}")
+        lines, _ = _run_and_kill(args, during_write=during_write, wait=int(rng.integers(0, 6)), rng=rng,
+                                 timeout=timeout)
         stats["kills"] += 1
         stats["write_kills" if during_write else "timed_kills"] += 1
         if prev is None and not open_state_store(path, _STATE_FORMAT, backend).exists():

@@ -44,6 +44,24 @@ class StandInModel:
         return dpcore.kernel_predict(Z, self.X_fit_, self.mu_, **self.kernel_params_)
 
 
+class ExactModel(StandInModel):
+    """Closed-form exact SVM optimum (gap 0) with a public tolerance, as TDDL / GPService require."""
+
+    tol = 1e-300
+    _loss = "hinge"
+    classes_ = np.array([-1.0, 1.0])
+
+
+def worst_pair(n=40, lam=2.0, z=0.5):
+    """Neighbouring training sets that differ in the label of one point (all points equal to ``z``):
+    every release's mean moves by exactly its sensitivity on public points equal to ``z``."""
+    X = np.full((n, 1), z)
+    y = np.ones(n)
+    y2 = y.copy()
+    y2[-1] = -1.0
+    return ExactModel(X, y, lam, 1.0), ExactModel(X, y2, lam, 1.0)
+
+
 def unit_ball(rng, m, d):
     Z = rng.normal(size=(m, d))
     return Z / np.maximum(1.0, np.linalg.norm(Z, axis=1))[:, None]
