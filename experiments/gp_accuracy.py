@@ -11,7 +11,12 @@ numbers). Methods, each on the same test rows:
 * ``TDDL-gp+prior`` — TDDL-gp at 0.95·ε, decision threshold set from a private class proportion
   (0.05·ε, :func:`dpcore.noise.private_proportion`, :meth:`dpcore.KernelRelease.calibrate_prior`);
 * ``TDDL-gaussian`` — the previous default (one Gaussian release with √λ_max(K_ZZ)·Δw);
+* ``TDDL-gp+prior (C=auto)`` — the same on a model at the data-independent λ of
+  :func:`dpcore.gp.auto_lam` for (0.95·ε, δ) instead of the table's C (nothing tuned);
+* ``PINP (paper)`` — Jain & Thakurta's Alg. 1 (β = 0.05) answering the test rows in order;
 * ``PrivateSVM`` — Rubinstein et al. with random Fourier features (rbf) at the same C scale;
+* ``RFF+ObjectivePerturbation`` — random Fourier features (rbf, d̂ = ``--rff``) + private logistic
+  regression by objective perturbation (λ = 1e-3, intercept);
 * ``non-private`` — the KernelSVM itself.
 
 Metrics: accuracy, balanced accuracy and ROC AUC (from the private decision values), mean ± std over
@@ -33,7 +38,9 @@ from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 import dpcore
 from dpcore.datasets import load_adult, load_letter, load_shuttle
+from dpcore.gp import auto_lam
 from dpcore.noise import private_proportion
+from dpcore.pinp import PINPBudgetExhausted
 
 HERE = Path(__file__).resolve().parent
 #: Public model settings per dataset: kernel parameters and C (λ = 1/(n·C)).
@@ -42,6 +49,18 @@ SETTINGS = {
     "shuttle": dict(load=load_shuttle, kernel=dict(kernel="rbf", gamma=4.0), C=0.1),
     "letter": dict(load=load_letter, kernel=dict(kernel="rbf", gamma=8.0), C=0.1),
 }
+
+
+def _pinp_answers(svm, eps, delta, Q, seed):
+    """The paper's PINP (β = 0.05) answering Q in order; answers after a refusal count as 0."""
+    try:
+        pinp = dpcore.PINP(svm, eps, delta, 0.05, Q.shape[0], 1.0, random_state=seed)
+    except ValueError:  # B < 1: the paper's constants cannot support one update at this ε
+        return np.zeros(Q.shape[0])
+    try:
+        return pinp.predict(Q)
+    except PINPBudgetExhausted as exc:
+        return np.concatenate([exc.answers, np.zeros(Q.shape[0] - exc.answers.shape[0])])
 
 
 def metrics(y, f):
@@ -67,7 +86,12 @@ def run(args):
                "majority": float(max(np.mean(yq == 1), np.mean(yq == -1))),
                "non-private": metrics(yq, svm.decision_function(Q)), "eps": {}}
         for eps in args.epsilons:
-            rows = {m: [] for m in ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gaussian", "PrivateSVM")}
+            rows = {m: [] for m in ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gp+prior (C=auto)",
+                                    "TDDL-gaussian", "PINP (paper)", "PrivateSVM", "RFF+ObjectivePerturbation")}
+            # the data-independent C = auto(n, ε, δ, R_φ) of dpcore.gp.auto_lam (public; nothing tuned)
+            lam_auto = auto_lam(n, 0.95 * eps, args.delta, data_radius=1.0, **cfg["kernel"])
+            svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **cfg["kernel"]).fit(X, y)
+            res.setdefault("C_auto", {})[str(eps)] = 1.0 / (n * lam_auto)
             for run_i in range(args.runs):
                 seed = 1000 * run_i + int(eps * 100)
                 svc = dpcore.GPService(svm, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed)
@@ -79,6 +103,15 @@ def run(args):
                 rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, 1.0, noise="gp", random_state=seed).fit(Z).release_
                 p_hat = private_proportion(y, 1.0, 0.05 * eps, random_state=seed + 1)
                 rows["TDDL-gp+prior"].append(metrics(yq, rel.calibrate_prior(p_hat).decision_function(Q)))
+                rel = dpcore.TDDL(svm_auto, 0.95 * eps, args.delta, 1.0, noise="gp", random_state=seed).fit(Z).release_
+                rows["TDDL-gp+prior (C=auto)"].append(metrics(yq, rel.calibrate_prior(p_hat).decision_function(Q)))
+                rows["PINP (paper)"].append(metrics(yq, _pinp_answers(svm, eps, args.delta, Q, seed)))
+                gamma = cfg["kernel"]["gamma"] if cfg["kernel"]["kernel"] == "rbf" else 1.0
+                # (a Pipeline needs scikit-learn's estimator tags: issue 15)
+                rff = dpcore.RandomFourierFeatures(args.rff, gamma=gamma, random_state=seed).fit(X)
+                lin = dpcore.ObjectivePerturbation(eps, args.delta, lam=1e-3, data_norm=1.0, loss="logistic",
+                                                   fit_intercept=True, random_state=seed).fit(rff.transform(X), y)
+                rows["RFF+ObjectivePerturbation"].append(metrics(yq, lin.decision_function(rff.transform(Q))))
                 ps = dpcore.PrivateSVM(C=cfg["C"] * n, epsilon=eps, n_components=args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
                                        calibration="tight", random_state=seed).fit(X, y)
                 rows["PrivateSVM"].append(metrics(yq, ps.decision_function(Q)))

@@ -31,9 +31,10 @@ def test_quick_main_job_writes_outputs(quick_run):
     assert any(math.isclose(s["selected_C"], c, rel_tol=1e-9) for c in s["grid_C"])
     assert 0.0 <= s["accuracy"] <= 1.0 and s["mu"] > 0
     assert [row["epsilon"] for row in r["epsilons"]] == [0.5, 2.0]
+    assert r["epsilons"][0]["C_auto"] < r["epsilons"][1]["C_auto"]  # more budget, less regularisation
     for row in r["epsilons"]:
         for k, v in row.items():
-            if k != "epsilon" and not math.isnan(v):
+            if k not in ("epsilon", "C_auto") and not math.isnan(v):
                 assert 0.0 <= v <= 1.0, (k, v)
     a = r["audit"]
     assert 0.0 <= a["epsilon_lower_bound"] <= a["claimed_epsilon"]

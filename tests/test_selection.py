@@ -1,4 +1,4 @@
-"""Private hyper-parameter selection (issue 13, part 3): repeat-and-select over a μ-GDP base mechanism."""
+"""Private hyper-parameter selection (issue 13, part 3): exhaustive and repeat-and-select over μ-GDP runs."""
 
 from __future__ import annotations
 
@@ -10,23 +10,35 @@ from scipy import stats
 
 import dpcore
 from dpcore import BudgetAccountant
-from dpcore.selection import PrivateGridSearch, _geometric_runs, _uniform_below, selection_epsilon, selection_mu
+from dpcore.audit import audit
+from dpcore.selection import (PrivateGridSearch, _geometric_runs, _noisy_score, _repeat_and_select, _select_best,
+                              _uniform_below, selection_epsilon, selection_mu)
 
 
-def test_calibration_uses_dp_accountings_repeat_and_select():
+def test_calibration_uses_dp_accounting():
     from dp_accounting import dp_event
+    from dp_accounting.pld import PLDAccountant
     from dp_accounting.rdp import RdpAccountant
 
-    mu = selection_mu(1.0, 1e-6, mean_runs=5)
-    acc = RdpAccountant()
-    acc.compose(dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(1.0 / mu), 5.0, 1.0))
+    single = 1.0 / dpcore.calibrate.gaussian_sigma_analytic(1.0, 1.0, 1e-6)  # one release at (1, 1e-6)
+    # exhaustive: m runs compose to √m·μ-GDP (PLD)
+    mu = selection_mu(1.0, 1e-6, n_candidates=4)
+    acc = PLDAccountant()
+    acc.compose(dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(1.0 / mu), 4))
     assert acc.get_epsilon(1e-6) <= 1.0
-    assert selection_epsilon(mu * 1.001, 1e-6, mean_runs=5) > 1.0  # the largest such μ (to 1e-3)
-    # selection costs: the per-run μ is below a single release's
-    single = 1.0 / dpcore.calibrate.gaussian_sigma_analytic(1.0, 1.0, 1e-6)
-    assert mu < single and selection_mu(1.0, 1e-6, mean_runs=10) < mu
+    assert mu * 2 == pytest.approx(single, rel=2e-3)
+    assert selection_epsilon(mu * 1.001, 1e-6, n_candidates=4) > 1.0  # the largest such μ (to 1e-3)
+    # repeat-and-select (RDP), with the prior's Laplace release composed first
+    mu_rs = selection_mu(1.0, 1e-6, n_candidates=4, strategy="repeat_and_select", mean_runs=5, prior_epsilon=0.05)
+    acc = RdpAccountant()
+    acc.compose(dp_event.ComposedDpEvent([dp_event.LaplaceDpEvent(20.0),
+                                          dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(1.0 / mu_rs), 5.0, 1.0)]))
+    assert acc.get_epsilon(1e-6) <= 1.0
+    assert mu_rs < selection_mu(1.0, 1e-6, n_candidates=4, strategy="repeat_and_select", mean_runs=5) < single
     with pytest.raises(ValueError, match="mean_runs"):
-        selection_epsilon(0.1, 1e-6, mean_runs=0)
+        selection_epsilon(0.1, 1e-6, n_candidates=3, strategy="repeat_and_select", mean_runs=0)
+    with pytest.raises(ValueError, match="strategy"):
+        selection_epsilon(0.1, 1e-6, n_candidates=3, strategy="best")
 
 
 def test_run_count_is_exactly_geometric():
@@ -41,6 +53,46 @@ def test_run_count_is_exactly_geometric():
     assert stats.chisquare(np.bincount(u, minlength=3)).pvalue > 1e-6
 
 
+# -- empirical audit of the selection layer ------------------------------------------------------------
+# Worst case for the released best score: a replaced training row moves *every* candidate's accuracy by
+# the sensitivity 1/n (unit 1 here), in the same direction. The runs are the real selection code
+# (_select_best / _repeat_and_select / _noisy_score, exact grid Gaussian); a broken copy calibrates the
+# score noise with n' = n/3.3 too many rows (sensitivity 1/n used where it is 3.3/n), i.e. σ/3.3.
+_M = 3
+
+
+def _selection_sampler(strategy, mu, noise_scale=1.0):
+    def sampler(value, n, seed):
+        rng = dpcore.noise.check_random_state(seed)
+        sigma = noise_scale / mu
+
+        def run(i):
+            return _noisy_score(value, sigma, rng), None
+
+        out = np.empty(n)
+        for j in range(n):
+            if strategy == "exhaustive":
+                out[j] = _select_best(run, range(_M))[0]
+            else:
+                out[j] = _repeat_and_select(rng, _M, _M, run)[0]
+        return out
+    return sampler
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "repeat_and_select"])
+def test_audit_selection_layer_and_catch_a_wrong_score_sensitivity(strategy):
+    eps, delta = 1.0, 1e-6
+    mu = selection_mu(eps, delta, n_candidates=_M, strategy=strategy, mean_runs=_M)
+    thresholds = np.linspace(0.0, 5.0, 11) / mu  # fixed before sampling (multiples of the score's σ)
+    res = audit(_selection_sampler(strategy, mu), 0.0, 1.0, n_samples=400_000, thresholds=thresholds,
+                delta=delta, random_state=31)
+    res.assert_private(eps)
+    broken = audit(_selection_sampler(strategy, mu, 1 / 3.3), 0.0, 1.0, n_samples=400_000,
+                   thresholds=thresholds / 3.3, delta=delta, random_state=32)
+    assert broken.epsilon_lower_bound > eps, str(broken)
+
+
+# -- the estimator -------------------------------------------------------------------------------------
 def _easy(n, seed):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
@@ -49,30 +101,67 @@ def _easy(n, seed):
     return X, y
 
 
-def test_selection_releases_a_useful_model_and_charges_once():
+@pytest.mark.parametrize("strategy", ["exhaustive", "repeat_and_select"])
+def test_selection_releases_a_useful_model_and_charges_once(strategy):
     X, y = _easy(3000, 0)
     Z = _easy(300, 1)[0]
     Xt, yt = _easy(2000, 2)
     acc = BudgetAccountant(2.0, 1e-5)
     grid = {"lam": [1e-3, 1e-1, 10.0], "gamma": [5.0]}
-    g = PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_radius=1.0, random_state=0, accountant=acc).fit(X, y)
+    g = PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_radius=1.0, strategy=strategy, random_state=0,
+                          accountant=acc).fit(X, y)
     assert acc.spent == pytest.approx((2.0, 1e-6)) and len(acc) == 1
     assert set(g.best_params_) == {"lam", "gamma"} and g.best_params_["lam"] in grid["lam"]
-    assert g.privacy_.epsilon_accounted <= 2.0 and g.privacy_.mean_runs == 3
+    p = g.privacy_
+    assert p.epsilon_accounted <= 2.0 and p.strategy == strategy and p.n_candidates == 3
+    assert p.release_mu ** 2 + p.score_mu ** 2 == pytest.approx(p.mu ** 2)
+    assert p.score_sigma == pytest.approx(1.0 / (3000 * p.score_mu))
+    assert p.prior_epsilon == pytest.approx(0.1)
+    assert g.release_.calibration["prior_proportion"] >= 0  # thresholded with the private proportion
     assert g.score(Xt, yt) > 0.8  # XOR is learnt by the selected private model
     assert not hasattr(g, "n_runs_") and not hasattr(g, "cv_results_")  # K and other scores stay hidden
+
+
+def test_one_class_training_set_still_selects_and_releases():
+    X, _ = _easy(400, 5)
+    Z = _easy(50, 6)[0]
+    g = PrivateGridSearch({"lam": [0.01, 0.1]}, 1.0, 1e-6, Z=Z, data_radius=1.0, random_state=0).fit(X, np.ones(400))
+    assert g.best_params_["lam"] in (0.01, 0.1) and math.isfinite(g.best_score_)
 
 
 def test_validation_and_public_tolerance_precheck():
     X, y = _easy(200, 3)
     Z = _easy(50, 4)[0]
-    with pytest.raises(ValueError, match="param_grid"):
-        PrivateGridSearch({}, 1.0, 1e-6, Z=Z, data_radius=1.0).fit(X, y)
-    with pytest.raises(ValueError, match="validation_fraction"):
-        PrivateGridSearch({"lam": [0.1]}, 1.0, 1e-6, Z=Z, data_radius=1.0, validation_fraction=1.0).fit(X, y)
-    with pytest.raises(ValueError, match="mean_runs"):
-        PrivateGridSearch({"lam": [0.1]}, 1.0, 1e-6, Z=Z, data_radius=1.0, mean_runs=0).fit(X, y)
+    acc = BudgetAccountant(10.0, 1e-3)
+    bad = [({}, {}, "param_grid"), ({"lam": []}, {}, "param_grid"),
+           ({"lam": [0.1]}, dict(strategy="best"), "strategy"),
+           ({"lam": [0.1]}, dict(strategy="repeat_and_select", mean_runs=0), "mean_runs"),
+           ({"lam": [0.1]}, dict(score_share=0.0), "score_share"),
+           ({"lam": [0.1]}, dict(prior_epsilon_share=1.0), "prior_epsilon_share")]
+    for grid, kw, match in bad:
+        with pytest.raises(ValueError, match=match):
+            PrivateGridSearch(grid, 1.0, 1e-6, Z=Z, data_radius=1.0, accountant=acc, **kw).fit(X, y)
+    assert len(acc) == 0  # refused before anything is charged
+    with pytest.raises(ValueError, match="Z"):
+        PrivateGridSearch({"lam": [0.1]}, 1.0, 1e-6, Z=np.zeros((3, 5)), data_radius=1.0).fit(X, y)
     # a tiny λ whose default tol is below the certifiable floor: tol is raised publicly, no refusal mid-run
     g = PrivateGridSearch({"lam": [1e-5]}, 1.0, 1e-6, Z=Z, data_radius=1.0, random_state=0,
                           base_params={"kernel": "rbf", "gamma": 1.0, "tol": 1e-12}).fit(X, y)
     assert math.isfinite(g.best_score_)
+
+
+def test_default_grid_is_data_independent_around_auto():
+    from dpcore.gp import auto_C_for_mu
+
+    X, y = _easy(1500, 7)
+    Z = _easy(200, 8)[0]
+    base = {"kernel": "rbf", "gamma": 5.0, "tol": 1e-6}
+    g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_radius=1.0, base_params=base, random_state=0).fit(X, y)
+    c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0)
+    Cs = [1.0 / (1500 * c["lam"]) for c in g.candidates_]
+    assert Cs == pytest.approx([c0 / 3, c0, 3 * c0], rel=1e-12)
+    assert g.best_params_ in g.candidates_ and g.score(*_easy(1000, 9)) > 0.8
+    # the grid is a function of public numbers only: another dataset of the same size gets the same grid
+    g2 = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_radius=1.0, base_params=base, random_state=1).fit(
+        *_easy(1500, 10))
+    assert g2.candidates_ == g.candidates_

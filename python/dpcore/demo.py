@@ -5,17 +5,19 @@ One story, about a minute on 2 cores (``--quick``: a few seconds):
 1. **The non-private kernel model.** A certified :class:`dpcore.KernelSVM` (degree-3 polynomial kernel, no
    bias) on n Adult training rows at a public λ = 1/(n·C), C = 0.01. This is the model every private
    release below perturbs, and the accuracy to beat.
-2. **Private model selection.** :class:`dpcore.PrivateGridSearch` picks C from a grid *privately*
-   (Papernot–Steinke repeat-and-select; the whole selection is (ε, δ)-DP, ε = ``--select-epsilon``) and
-   releases the selected model. Choosing C by the test accuracy would not be private.
+2. **Private model selection.** :class:`dpcore.PrivateGridSearch` picks C *privately* from a
+   data-independent grid around C = auto (every candidate trained, released with the GP mechanism and
+   scored with noise; the whole selection is (ε, δ)-DP, ε = ``--select-epsilon``) and releases the
+   selected model. Choosing C by the test accuracy would not be private.
 3. **Private predictions for ε ∈ {0.1, 0.5, 1, 2, 5}** on the same test rows, against the non-private
    model:
    * :class:`dpcore.GPService` — interactive, unlimited queries, answers from one Gaussian-process
-     sample path (Hall, Rinaldo & Wasserman 2013);
-   * :class:`dpcore.TDDL` ``noise="gp"`` with the decision threshold set from a privately released class
-     proportion (5 % of ε; :meth:`dpcore.KernelRelease.calibrate_prior`);
-   * the paper's releases: :class:`dpcore.PINP` (Jain & Thakurta 2013, Alg. 1) and TDDL with the
-     Gaussian release of ``sqrt(λ_max(K_ZZ))·Δw``;
+     sample path (Hall, Rinaldo & Wasserman 2013), on a model at the data-independent
+     C = auto(n, ε, δ, R_φ) of :func:`dpcore.gp.auto_lam` (no tuning);
+   * :class:`dpcore.TDDL` ``noise="gp"`` on the same model, with the decision threshold set from a
+     privately released class proportion (5 % of ε; :meth:`dpcore.KernelRelease.calibrate_prior`);
+   * the paper's releases of the C = 0.01 model: :class:`dpcore.PINP` (Jain & Thakurta 2013, Alg. 1)
+     and TDDL with the Gaussian release of ``sqrt(λ_max(K_ZZ))·Δw``;
    * private *linear* logistic regression (:class:`dpcore.ObjectivePerturbation`, Gaussian noise) on the
      full training split.
 4. **An empirical privacy audit** of the GP release on the worst-case neighbouring training sets
@@ -53,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-test", type=int, default=3000, help="test rows answered / scored")
     p.add_argument("--n-public", type=int, default=1000, help="public points of the TDDL releases")
     p.add_argument("--C", type=float, default=0.01, help="C of the kernel model (λ = 1/(n·C)), public")
-    p.add_argument("--select-grid", type=float, nargs="+", default=[0.003, 0.01, 0.03], help="C grid of the selection")
+    p.add_argument("--select-grid", type=float, nargs="+", default=None,
+                   help="C grid of the selection (default: dpcore's data-independent grid around C = auto)")
     p.add_argument("--select-epsilon", type=float, default=1.0, help="ε of the private selection")
     p.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.5, 1.0, 2.0, 5.0])
     p.add_argument("--delta", type=float, default=1e-6)
@@ -80,7 +83,7 @@ def _validate(args, parser) -> None:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if not args.delta < 1:
         parser.error("--delta must be < 1")
-    if any(not e > 0 for e in args.epsilons + args.select_grid):
+    if any(not e > 0 for e in args.epsilons + (args.select_grid or [])):
         parser.error("--epsilons and --select-grid must be > 0")
 
 
@@ -103,6 +106,7 @@ def run(args) -> Dict[str, Any]:
     import dpcore
     from dpcore.audit import audit
     from dpcore.datasets import load_adult
+    from dpcore.gp import auto_lam
     from dpcore.noise import private_proportion
     from dpcore.pinp import PINPBudgetExhausted
 
@@ -128,15 +132,16 @@ def run(args) -> Dict[str, Any]:
           f"(majority class {out['nonprivate']['majority']:.4f}), fit {out['nonprivate']['fit_seconds']:.1f} s")
 
     _section(f"2. Private model selection (PrivateGridSearch over C, ε = {args.select_epsilon:g})")
-    n_sel_train = n - int(math.floor(0.3 * n))
-    grid = {"lam": [1.0 / (n_sel_train * c) for c in args.select_grid]}
+    grid = None if args.select_grid is None else {"lam": [1.0 / (n * c) for c in args.select_grid]}
     t0 = time.perf_counter()
     sel = dpcore.PrivateGridSearch(grid, args.select_epsilon, args.delta, Z=Zpub, data_radius=1.0,
                                    base_params=dict(tol=1e-8, **kern), random_state=seed()).fit(X, y)
-    c_sel = 1.0 / (n_sel_train * sel.best_params_["lam"])
-    out["selection"] = dict(grid_C=list(args.select_grid), selected_C=c_sel, accuracy=sel.score(Q, yq),
+    c_sel = 1.0 / (n * sel.best_params_["lam"])
+    grid_C = [1.0 / (n * c["lam"]) for c in sel.candidates_]
+    out["selection"] = dict(grid_C=grid_C, selected_C=c_sel, accuracy=sel.score(Q, yq),
                             epsilon=args.select_epsilon, mu=sel.privacy_.mu, seconds=time.perf_counter() - t0)
-    print(f"selected C = {c_sel:.3g}; the released model's test accuracy {out['selection']['accuracy']:.4f} "
+    print(f"candidates C = {', '.join(f'{c:.3g}' for c in grid_C)} "
+          f"({'given' if args.select_grid else 'data-independent grid around C = auto'}); selected C = {c_sel:.3g}; the released model's test accuracy {out['selection']['accuracy']:.4f} "
           f"(selection and model together ({args.select_epsilon:g}, {args.delta:g})-DP; per-run μ = {sel.privacy_.mu:.3f})")
 
     _section("3. Private predictions vs ε")
@@ -144,9 +149,13 @@ def run(args) -> Dict[str, Any]:
     glm_fit = dpcore.ObjectivePerturbation  # private linear logistic regression on the full train split
     for eps in args.epsilons:
         r: Dict[str, Any] = dict(epsilon=eps)
-        svc = dpcore.GPService(svm, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed())
+        # the GP releases use the data-independent C = auto for their own (ε, δ) (dpcore.gp.auto_lam)
+        lam_auto = auto_lam(n, eps, args.delta, data_radius=1.0, **kern)
+        r["C_auto"] = 1.0 / (n * lam_auto)
+        svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **kern).fit(X, y)
+        svc = dpcore.GPService(svm_auto, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed())
         r["GPService"] = _acc(yq, svc.predict(Q))
-        rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, 1.0, random_state=seed()).fit(Zpub).release_
+        rel = dpcore.TDDL(svm_auto, 0.95 * eps, args.delta, 1.0, random_state=seed()).fit(Zpub).release_
         p_hat = private_proportion(y, 1.0, 0.05 * eps, random_state=seed())
         r["TDDL-gp+prior"] = _acc(yq, rel.calibrate_prior(p_hat).decision_function(Q))
         r["TDDL-gaussian (paper, improved)"] = _acc(
@@ -165,7 +174,8 @@ def run(args) -> Dict[str, Any]:
                       fit_intercept=True, random_state=seed()).fit(train.X, train.y)
         r["linear logistic (ObjectivePerturbation)"] = float(lin.score(Q, yq))
         rows.append(r)
-        print(f"ε = {eps:g}: " + ", ".join(f"{k} {v:.4f}" for k, v in r.items() if k != "epsilon"), flush=True)
+        print(f"ε = {eps:g} (C_auto = {r['C_auto']:.3g}): "
+              + ", ".join(f"{k} {v:.4f}" for k, v in r.items() if k not in ("epsilon", "C_auto")), flush=True)
     out["epsilons"] = rows
 
     _section("4. Empirical audit of the GP release (worst-case neighbours, α = 1e-6)")

@@ -50,7 +50,9 @@ Everything after the release (interpolating coefficients, predictions) is post-p
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from scipy import linalg
@@ -58,7 +60,11 @@ from scipy import linalg
 from . import _core
 from ._fp import UNIT_ROUNDOFF, gamma_k
 
-__all__ = ["GPFactor", "gp_factor", "gp_residual_bound", "gp_noise", "XI_GRID_EXPONENT", "XI_NORM_SLACK"]
+__all__ = ["GPFactor", "auto_lam", "gp_factor", "gp_residual_bound", "gp_noise", "XI_GRID_EXPONENT", "XI_NORM_SLACK"]
+
+#: Target per-answer noise of :func:`auto_lam`, in units of the hinge margin: a point on the margin
+#: (|f| = 1) keeps its sign with probability Φ(1/ρ) = Φ(4) ≈ 1 − 3·10⁻⁵.
+AUTO_NOISE_TO_MARGIN = 0.25
 
 #: Grid of the exact standard normals ξ: ``|ξ̂ − ξ| ≤ 2^(XI_GRID_EXPONENT − 1)`` per coordinate.
 XI_GRID_EXPONENT = -40
@@ -143,3 +149,89 @@ def gp_noise(factor: GPFactor, sigma: float, rng, n_samples=None) -> np.ndarray:
         raise RuntimeError("GP noise: ||xi|| exceeded its public bound (probability < 1e-300); nothing released")
     c = sigma * (xi2 @ factor.L.T)
     return c[0] if n_samples is None else c
+
+
+def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_radius: float, kernel: str = "rbf",
+             gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0, n_features: Optional[int] = None,
+             lipschitz: float = 1.0) -> float:
+    r"""A data-independent λ for a kernel model released with the GP mechanism at ``(ε, δ)``.
+
+    Balances the GP noise against the regularisation: the per-answer noise of the release is
+    ``σ R_φ = 2 L R_φ² C/μ`` (``C = 1/(λn)`` in scikit-learn's sense, ``μ = Δ/σ`` the analytic-Gaussian
+    ratio at ``(ε, δ)``), and the hinge loss works at margin 1; ``C`` is chosen so that the noise is a
+    quarter of the margin (:data:`AUTO_NOISE_TO_MARGIN` ``= ρ``), i.e.
+
+    .. math::  C = \frac{ρ\,μ(ε, δ)}{2 L R_φ^2}, \qquad λ = \frac{1}{n C}.
+
+    Less regularisation would drown the decision values in noise, more would shrink them towards 0
+    for nothing. Depends only on public quantities (``n``, ``ε``, ``δ``, the declared radius and the
+    kernel); the constant ρ is fixed by the margin argument above, not fitted to any data set. Measured
+    against a grid of C in ``experiments/README.md`` ("C = auto"). When the data are private, this is
+    the default to use instead of tuning C on them (which is not private: use
+    :class:`dpcore.PrivateGridSearch`).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows (public under replace-one).
+    epsilon, delta : float
+        The release's privacy parameters.
+    data_radius : float
+        Declared bound on ``||x||``.
+    kernel, gamma, degree, coef0 : as in :class:`dpcore.KernelSVM`
+        ``gamma=None`` means ``1/n_features`` (then ``n_features`` is required, except for ``"rbf"``
+        whose ``R_φ = 1`` does not depend on γ).
+    lipschitz : float, default 1.0
+        ``L`` of the loss (1 for the hinge and logistic losses).
+
+    Examples
+    --------
+    >>> from dpcore.gp import auto_lam
+    >>> lam = auto_lam(20_000, 1.0, 1e-6, data_radius=1.0, kernel="rbf")
+    >>> round(1.0 / (20_000 * lam), 4)   # C = ρ μ / 2 with μ(1, 1e-6) = 0.2367
+    0.0296
+    """
+    from ._validation import check_delta, check_epsilon, check_positive
+    from .calibrate import gaussian_sigma_analytic
+
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+    radius = check_positive(data_radius, "data_radius")
+    lipschitz = check_positive(lipschitz, "lipschitz")
+    r2 = feature_radius_sq(radius, kernel, gamma, degree, coef0, n_features=n_features)
+    mu = 1.0 / gaussian_sigma_analytic(1.0, epsilon, delta)
+    C = auto_C_for_mu(mu, r2, lipschitz)
+    return 1.0 / (int(n_samples) * C)
+
+
+def auto_C_for_mu(mu: float, r_phi_sq: float, lipschitz: float = 1.0) -> float:
+    """``C = ρ μ/(2 L R_φ²)`` of :func:`auto_lam` for a release that is ``μ``-GDP (public numbers)."""
+    return AUTO_NOISE_TO_MARGIN * mu / (2.0 * lipschitz * r_phi_sq)
+
+
+def feature_radius_sq(data_radius: float, kernel: str, gamma: Optional[float], degree: int, coef0: float, *,
+                      n_features: Optional[int] = None) -> float:
+    """Public bound on ``||φ(x)||² = k(x, x)`` over ``||x|| ≤ data_radius·(1 + RADIUS_TOL)``.
+
+    ``gamma=None`` means ``1/n_features`` (as :class:`dpcore.KernelSVM`); it is not needed for the
+    kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
+    """
+    from ._fp import RADIUS_TOL
+    from ._validation import check_positive
+
+    if kernel not in ("rbf", "poly", "linear", "sigmoid", "laplacian"):
+        raise ValueError(f"kernel must be 'rbf', 'poly', 'linear', 'sigmoid' or 'laplacian', got {kernel!r}")
+    if gamma is None:
+        if kernel in ("rbf", "laplacian", "linear"):
+            gamma = 1.0
+        elif isinstance(n_features, numbers.Integral) and not isinstance(n_features, bool) and n_features >= 1:
+            gamma = 1.0 / n_features
+        else:
+            raise ValueError(f"gamma=None for kernel={kernel!r} means 1/n_features: give n_features or gamma")
+    gamma = check_positive(gamma, "gamma")
+    r = check_positive(data_radius, "data_radius") * (1.0 + RADIUS_TOL)
+    if kernel == "linear":
+        return r * r
+    return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0)))
