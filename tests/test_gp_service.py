@@ -197,3 +197,18 @@ def test_session_sampler_matches_real_sessions(model):
     assert np.array_equal(fake[:, 0], fake[:, 2]) and np.array_equal(real[:, 0], real[:, 2])
     for j in range(2):
         assert stats.ks_2samp(real[:, j], fake[:, j]).pvalue > 1e-6
+
+
+def test_calibrate_prior_sets_a_post_processing_threshold(model):
+    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=200, random_state=4)
+    P = W.unit_ball(np.random.default_rng(5), 100, 3)
+    assert getattr(s, "threshold_", 0.0) == 0.0
+    f = s.predict(P)
+    s.calibrate_prior(0.2, P)
+    assert s.n_distinct == 100  # the calibration points were already on the path: nothing new released
+    assert s.threshold_ == pytest.approx(np.quantile(f, 0.8))
+    labels = s.predict_labels(P)
+    assert np.mean(labels == s.classes_[1]) == pytest.approx(0.2, abs=0.011)
+    assert np.array_equal(s.predict(P), f)  # decision values unchanged
+    with pytest.raises(ValueError, match="proportion"):
+        s.calibrate_prior(1.5, P)

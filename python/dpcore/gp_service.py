@@ -404,8 +404,31 @@ class GPService:
         return self.predict(X)
 
     def predict_labels(self, X) -> np.ndarray:
-        """``classes_[1]`` where the private decision value is > 0 (post-processing)."""
-        return self.classes_[(self.predict(X) > 0).astype(np.intp)]
+        """``classes_[1]`` where the private decision value is > ``threshold_`` (post-processing).
+
+        ``threshold_`` is 0 unless set by :meth:`calibrate_prior`.
+        """
+        return self.classes_[(self.predict(X) > getattr(self, "threshold_", 0.0)).astype(np.intp)]
+
+    def calibrate_prior(self, proportion: float, points) -> "GPService":
+        """Set ``threshold_`` so that ``classes_[1]`` is predicted on the fraction ``proportion`` of ``points``.
+
+        The imbalance remedy of :meth:`dpcore.KernelRelease.calibrate_prior` for the service: the
+        public ``points`` are answered through the service (they join the released path like any
+        query, using up to ``len(points)`` of ``max_exact_queries``; no privacy cost beyond the
+        service's), and ``threshold_`` is the ``(1 − proportion)``-quantile of those answers — a
+        function of released answers and of a *privately released* ``proportion`` (e.g.
+        :func:`dpcore.noise.private_proportion`, whose budget the caller accounts for), i.e.
+        post-processing. Decision values (:meth:`predict`) are unchanged; :meth:`predict_labels` uses
+        the threshold. After :meth:`load`, calling it again with the same arguments gives the same
+        threshold (the stored answers are returned again).
+        """
+        p = float(proportion)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+        f = self.predict(points)
+        self.threshold_ = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
+        return self
 
     @property
     def n_distinct(self) -> int:
