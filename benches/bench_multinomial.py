@@ -3,9 +3,9 @@
 ``m`` i.i.d. draws from a probability vector ``p`` of length ``P`` (default ``P = 10**7``,
 ``m`` in ``{10**2, 10**6}``), three ways, all timed in the same run on the same ``p``:
 
-* dpcore: :func:`dpcore.multinomial.multinomial_counts` (Rust, rayon threads; exact law
+* dpcore: :func:`dpcore.mechanisms.multinomial.multinomial_counts` (Rust, rayon threads; exact law
   ``floor(p_j 2**100) / T``, validation of every entry and of the sum included) — and
-  :func:`~dpcore.multinomial.multinomial_draws` with ``shuffle=True`` for the draws themselves;
+  :func:`~dpcore.mechanisms.multinomial.multinomial_draws` with ``shuffle=True`` for the draws themselves;
 * ``numpy.random.Generator.multinomial(m, p)`` — the count vector (conditional binomials,
   single-threaded, floating point);
 * ``numpy.random.Generator.choice(P, size=m, p=p)`` — the draws (cumsum + search,
@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from dpcore import _core
-from dpcore.multinomial import multinomial_counts, multinomial_draws
+from dpcore.mechanisms.multinomial import multinomial_counts, multinomial_draws
 
 
 def _median_time(fn, repeats):

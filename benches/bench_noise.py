@@ -44,8 +44,7 @@ def main() -> None:
 
     import numpy as np
 
-    from dpcore import noise
-
+    from dpcore.mechanisms import noise
     print(f"{os.environ['RAYON_NUM_THREADS']} rayon threads; dim = {args.dim}, reps = {args.reps}\n")
     print("σ per coordinate (Δ = 1):")
     print(f"{'ε':>6} {'δ':>8} {'analytic σ':>12} {'zcdp σ':>12} {'zcdp/analytic':>14}")

@@ -1,4 +1,4 @@
-"""Benchmark: dpcore.rff.RandomFourierFeatures.transform vs scikit-learn's RBFSampler.transform,
+"""Benchmark: dpcore.kernels.random_features.RandomFourierFeatures.transform vs scikit-learn's RBFSampler.transform,
 and one PrivateSVM fit at the size the accuracy experiments use.
 
 Both transforms compute ``cos``-type features of ``X @ W`` (sklearn: ``sqrt(2/D) cos(X W + b)``
@@ -49,8 +49,8 @@ def main() -> None:
     from sklearn.kernel_approximation import RBFSampler
     from threadpoolctl import threadpool_limits
 
-    from dpcore.private_svm import PrivateSVM
-    from dpcore.rff import RandomFourierFeatures
+    from dpcore.private_svm.estimator import PrivateSVM
+    from dpcore.kernels.random_features import RandomFourierFeatures
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(args.n, args.d)) / np.sqrt(args.d)

@@ -361,8 +361,7 @@ def _step_private_statistics(args, train, next_seed) -> Dict[str, Any]:
 
 def _step_audit(args, train, next_seed, tqdm) -> Dict[str, Any]:
     from dpcore import audit as dp_audit
-    from dpcore import noise
-
+    from dpcore.mechanisms import noise
     _section("3. Empirical privacy audit of the Laplace release on a neighbouring pair")
     y = train.y
     n = y.shape[0]
@@ -418,7 +417,7 @@ def _step_pinp(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     is (ε, δ)-DP on its own; they are alternatives to compare, not one composed release).
     """
     import dpcore
-    from dpcore.pinp import PINPBudgetExhausted, pinp_calibration
+    from dpcore.kernel_learning.pinp import PINPBudgetExhausted, pinp_calibration
 
     _section("4. Private interactive predictions: dpcore.KernelSVM served by PINP (Algorithm 1)")
     rng = np.random.default_rng(next_seed())
@@ -571,8 +570,8 @@ def _step_glm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     The non-private baseline is the same regularised objective solved to a certified gradient norm.
     """
     import dpcore
-    from dpcore._glm_losses import make_loss
-    from dpcore._glm_solver import GLMObjective, solve_smooth
+    from dpcore.glm._losses import make_loss
+    from dpcore.glm._solver import GLMObjective, solve_smooth
 
     _section("6. Private GLMs: output / objective perturbation and SimplexERM (Jain & Thakurta 2014)")
     X, y, Xt, yt = train.X, train.y, test.X, test.y
@@ -608,7 +607,7 @@ def _step_glm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     print("SimplexERM (entropy λ = 0.05, signed simplex, squared loss thresholded at 0): " + ", ".join(
         f"ε={r['epsilon']:g}: {r['accuracy']:.4f} (m={r['n_draws']})" for r in simplex))
     print(f"majority class {max(np.mean(yt > 0), np.mean(yt < 0)):.4f}; δ = {args.delta:g}; Gamma variants claim "
-          "(ε, δ) because their float implementation is certified with a tiny δ (see dpcore.glm).")
+          "(ε, δ) because their float implementation is certified with a tiny δ (see dpcore.glm.perturbation).")
     return dict(lam=lam, nonprivate_accuracy=acc_np, fits=fits, simplex=simplex)
 
 
@@ -636,7 +635,7 @@ def _step_private_svm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
         rows.append([f"{eps:g}", f"{fits[-1]['accuracy']:.4f}", f"{pr.release_scale:.3g}",
                      f"{pr.sensitivity_l1:.3g} (SPEC {pr.sensitivity_l1_spec:.3g})", f"{fits[-1]['seconds']:.2f}"])
     print(f"n = {n}, RBF γ = {args.gamma:g}, d̂ = {args.svm_components} random features (F = {2 * args.svm_components}), "
-          f"C = {args.svm_C:g}·n, tight calibration (half the SPEC constant, proven in dpcore.private_svm)")
+          f"C = {args.svm_C:g}·n, tight calibration (half the SPEC constant, proven in dpcore.private_svm.estimator)")
     print(_table(rows, ["ε", "test accuracy", "Laplace scale", "L1 sensitivity", "seconds"]))
     return dict(n_train=n, C=C, n_components=args.svm_components, fits=fits)
 

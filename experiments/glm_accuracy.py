@@ -4,7 +4,7 @@
 Everything private goes through the library (:class:`dpcore.OutputPerturbation`,
 :class:`dpcore.ObjectivePerturbation`, :class:`dpcore.SimplexERM`, :class:`dpcore.TDDL`); nothing of
 a mechanism is re-implemented here. The non-private baselines use dpcore's own certified solvers
-(:mod:`dpcore._glm_solver`, :class:`dpcore.simplex.EntropicSimplexProblem`) on the same objective.
+(:mod:`dpcore.glm._solver`, :class:`dpcore.glm.simplex.EntropicSimplexProblem`) on the same objective.
 
 Data (public pre-processing, ``dpcore.datasets``, rows in the unit ball, labels ±1):
 Shuttle (``load_shuttle``: 9 dense features; it plays Cod-RNA's role) and Adult (``load_adult``:
@@ -54,10 +54,10 @@ import numpy as np
 from scipy import sparse
 
 import dpcore
-from dpcore._glm_losses import make_loss
-from dpcore._glm_solver import GLMObjective, solve_smooth
+from dpcore.glm._losses import make_loss
+from dpcore.glm._solver import GLMObjective, solve_smooth
 from dpcore.datasets import load_adult, load_shuttle
-from dpcore.simplex import EntropicSimplexProblem
+from dpcore.glm.simplex import EntropicSimplexProblem
 
 DEFAULT_SEED = 20140621
 GLM_METHODS = ("output-gamma", "objective-gamma", "output-gauss", "objective-gauss")

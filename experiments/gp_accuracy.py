@@ -9,10 +9,10 @@ numbers). Methods, each on the same test rows:
 * ``GPService`` — direct private answers on the test rows (exact GP path);
 * ``TDDL-gp`` — release over T public points (the first T test rows), model evaluated on the rest;
 * ``TDDL-gp+prior`` — TDDL-gp at 0.95·ε, decision threshold set from a private class proportion
-  (0.05·ε, :func:`dpcore.noise.private_proportion`, :meth:`dpcore.KernelRelease.calibrate_prior`);
+  (0.05·ε, :func:`dpcore.mechanisms.noise.private_proportion`, :meth:`dpcore.KernelRelease.calibrate_prior`);
 * ``TDDL-gaussian`` — the previous default (one Gaussian release with √λ_max(K_ZZ)·Δw);
 * ``TDDL-gp+prior (C=auto)`` — the same on a model at the data-independent λ of
-  :func:`dpcore.gp.auto_lam` for (0.95·ε, δ) instead of the table's C (nothing tuned);
+  :func:`dpcore.kernel_learning.gp.auto_lam` for (0.95·ε, δ) instead of the table's C (nothing tuned);
 * ``PINP (paper)`` — Jain & Thakurta's Alg. 1 (β = 0.05) answering the test rows in order;
 * ``PrivateSVM`` — Rubinstein et al. with random Fourier features (rbf) at the same C scale;
 * ``RFF+ObjectivePerturbation`` — random Fourier features (rbf, d̂ = ``--rff``) + private logistic
@@ -38,9 +38,9 @@ from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 import dpcore
 from dpcore.datasets import load_adult, load_letter, load_shuttle
-from dpcore.gp import auto_lam
-from dpcore.noise import private_proportion
-from dpcore.pinp import PINPBudgetExhausted
+from dpcore.kernel_learning.gp import auto_lam
+from dpcore.mechanisms.noise import private_proportion
+from dpcore.kernel_learning.pinp import PINPBudgetExhausted
 
 HERE = Path(__file__).resolve().parent
 #: Public model settings per dataset: kernel parameters and C (λ = 1/(n·C)).
@@ -88,7 +88,7 @@ def run(args):
         for eps in args.epsilons:
             rows = {m: [] for m in ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gp+prior (C=auto)",
                                     "TDDL-gaussian", "PINP (paper)", "PrivateSVM", "RFF+ObjectivePerturbation")}
-            # the data-independent C = auto(n, ε, δ, R_φ) of dpcore.gp.auto_lam (public; nothing tuned)
+            # the data-independent C = auto(n, ε, δ, R_φ) of dpcore.kernel_learning.gp.auto_lam (public; nothing tuned)
             lam_auto = auto_lam(n, 0.95 * eps, args.delta, data_radius=1.0, **cfg["kernel"])
             svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **cfg["kernel"]).fit(X, y)
             res.setdefault("C_auto", {})[str(eps)] = 1.0 / (n * lam_auto)

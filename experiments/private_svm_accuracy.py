@@ -10,7 +10,7 @@ mechanism is re-implemented here.
 
 PrivateSVM is run with both of its sensitivity calibrations (``calibration=``): ``"spec"`` (the
 SPEC's/paper's L1 bound ``4LCκ√F/n``, the default) and ``"tight"`` (``2LCκ√F/n``, proven in
-:mod:`dpcore.private_svm`; half the noise at the same ε). Both add the same solver-residual term and
+:mod:`dpcore.private_svm.estimator`; half the noise at the same ε). Both add the same solver-residual term and
 are pure ε-DP; the two variants of a feature map share the certified solve of the run and differ
 only in the release (methods ``psvm-*`` and ``psvm-*-tight``).
 
@@ -86,9 +86,9 @@ import numpy as np
 
 import dpcore
 from dpcore.datasets import load_adult, load_shuttle
-from dpcore.erm import ConvergenceWarning
-from dpcore.glm import ConvergenceError
-from dpcore.noise import ChaChaRng
+from dpcore.kernel_learning.svm import ConvergenceWarning
+from dpcore.glm.perturbation import ConvergenceError
+from dpcore.mechanisms.noise import ChaChaRng
 
 DEFAULT_SEED = 20130616  # the TDDL experiment's: same training prefix and public samples
 DATASET_LABELS = {"adult": "Adult", "shuttle": "Shuttle"}

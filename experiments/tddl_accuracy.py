@@ -55,7 +55,7 @@ import numpy as np
 
 import dpcore
 from dpcore.datasets import load_adult, load_shuttle
-from dpcore.erm import ConvergenceWarning
+from dpcore.kernel_learning.svm import ConvergenceWarning
 
 DEFAULT_SEED = 20130616
 DATASET_LABELS = {"adult": "Adult", "shuttle": "Shuttle"}

@@ -100,7 +100,7 @@ def main() -> None:
     print(header)
     print("\n".join(rows))
     # Where would TDIL start updating? σ is a pure function of public quantities.
-    from dpcore.tdil import tdil_calibration
+    from dpcore.kernel_learning.tdil import tdil_calibration
 
     scal = ["| n | ε | B | σ (paper) | σ (tight) |", "|---|---|---|---|---|"]
     for n_big in (10**4, 10**5, 10**6, 10**7, 10**8, 10**9):

@@ -1,5 +1,5 @@
 //! Every floating-point assumption the core's privacy arguments rely on — the one home on the
-//! Rust side (the Python side is `dpcore/_fp.py`; the constants both languages share are asserted
+//! Rust side (the Python side is `dpcore/_internal/fp.py`; the constants both languages share are asserted
 //! equal by `tests/test_fp.py`).
 //!
 //! | name | value | meaning and source |
@@ -34,7 +34,7 @@ pub const EXP_FAST_ULPS: f64 = 2.0;
 /// Σ_j |K_ij| |μ_j|` (the fused engine is documented at ~1e-13; a 10× margin).
 pub const KERNEL_SUM_REL_ERROR: f64 = 1e-12;
 
-/// Relative amount by which a record may exceed its declared L2 bound (`dpcore._fp.RADIUS_TOL`).
+/// Relative amount by which a record may exceed its declared L2 bound (`dpcore._internal.fp.RADIUS_TOL`).
 pub const RADIUS_TOL: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// `h = (2ν/√d)·NET_SPACING_SHRINK`: the covering radius `h√d/2` stays strictly below `ν`.

@@ -1,4 +1,4 @@
-//! Linear algebra of the lazily sampled Gaussian-process path (`dpcore.gp_service`).
+//! Linear algebra of the lazily sampled Gaussian-process path (`dpcore.kernel_learning.gp_service`).
 //!
 //! The service keeps its lower-triangular factor `L̂` in the leading `t × t` block of a larger
 //! row-major buffer (amortised growth). A new query needs `l = L̂⁻¹ k` (forward substitution) —
@@ -47,7 +47,7 @@ fn dot(a: ArrayView1<'_, f64>, b: ArrayView1<'_, f64>) -> f64 {
     match (a.as_slice(), b.as_slice()) {
         (Some(x), Some(y)) => {
             // four accumulators: independent chains for the FPU, no reliance on order (the bound
-            // used by dpcore.gp covers any summation order)
+            // used by dpcore.kernel_learning.gp covers any summation order)
             let mut acc = [0.0f64; 4];
             let n4 = x.len() / 4 * 4;
             for k in (0..n4).step_by(4) {

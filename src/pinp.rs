@@ -2,7 +2,7 @@
 //!
 //! This module is the query loop only. The calibration (`B`, `ε0`, grid exponent, rational
 //! discrete-Laplace scale, `σ`, `η`) and its proof sketch live in the Python layer
-//! (`dpcore.pinp`), which passes the finished numbers in a [`PinpConfig`].
+//! (`dpcore.kernel_learning.pinp`), which passes the finished numbers in a [`PinpConfig`].
 //!
 //! For each query `z_t`, in order, while `counter < B` and fewer than `T` queries were answered:
 //!
@@ -15,7 +15,7 @@
 //! otherwise  :  answer c_t
 //! ```
 //!
-//! Privacy assumptions named here (proved in `dpcore.pinp`): `f_t` has sensitivity ≤ `S_eff` for
+//! Privacy assumptions named here (proved in `dpcore.kernel_learning.pinp`): `f_t` has sensitivity ≤ `S_eff` for
 //! every query in the declared domain; snapping to the grid adds ≤ one grid unit to the integer
 //! sensitivity; `Y_t` is exact (no floating-point Laplace); everything after `â_t` (the decision,
 //! `α_t`, the answer) is a deterministic function of `â_t` and public data (queries and past

@@ -214,7 +214,7 @@ pub fn feature_dot(x: &[f64], z: &[f64], w: ArrayView2<'_, f64>) -> f64 {
 /// the active coordinates in a fresh permutation every epoch (from `rng`) with LIBLINEAR's
 /// shrinking, and stops when the projected-gradient spread over all coordinates is `≤ eps` or after
 /// `max_epochs`. Returns `(β, epochs)`. The solver is only a *starting point*: the caller certifies
-/// the result by a duality gap computed from `β` alone (`dpcore._glm_solver`), so no property of
+/// the result by a duality gap computed from `β` alone (`dpcore.glm._solver`), so no property of
 /// this routine enters a privacy argument.
 pub fn linear_svm_dcd(
     f: ArrayView2<'_, f64>,

@@ -87,8 +87,8 @@ def run_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: int 
     from _pinp_worker import build_model  # noqa: E402
 
     from dpcore import PINP
-    from dpcore._state import open_state_store
-    from dpcore.pinp import _STATE_FORMAT
+    from dpcore._internal.state import open_state_store
+    from dpcore.kernel_learning.pinp import _STATE_FORMAT
 
     directory = Path(directory)
     path = str(directory / ("sweep.db" if backend == "sqlite" else "sweep.json"))
@@ -149,8 +149,8 @@ def run_gp_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: i
     from _pinp_worker import build_model  # noqa: E402
 
     from dpcore import GPService
-    from dpcore._state import open_state_store
-    from dpcore.gp_service import _STATE_FORMAT
+    from dpcore._internal.state import open_state_store
+    from dpcore.kernel_learning.gp_service import _STATE_FORMAT
 
     directory = Path(directory)
     path = str(directory / ("gp.db" if backend == "sqlite" else "gp.json"))

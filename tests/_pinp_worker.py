@@ -4,7 +4,7 @@ Usage: python _pinp_worker.py STATE_PATH {create|resume} SEED [BACKEND [FAULT_ST
 
 After every batch that ``predict`` *returned*, prints ``n_answered n_updates remaining_updates seq``
 (flushed), so the parent knows a lower bound on what must survive a SIGKILL. With ``FAULT_STAGE``
-(a stage of :data:`dpcore._state.FAULT_HOOK`, e.g. ``tmp_synced``) the worker SIGKILLs itself the
+(a stage of :data:`dpcore._internal.state.FAULT_HOOK`, e.g. ``tmp_synced``) the worker SIGKILLs itself the
 ``FAULT_AT``-th time a write reaches that stage — a kill *during* the write.
 """
 
@@ -82,8 +82,7 @@ def _install_fault(stage: str, at: int) -> None:
     import os
     import signal
 
-    from dpcore import _state
-
+    from dpcore._internal import state as _state
     seen = {"n": 0}
 
     def hook(name: str) -> None:

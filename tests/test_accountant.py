@@ -1,4 +1,4 @@
-"""Tests for dpcore.accountant.BudgetAccountant: exact ledger, atomic spends, thread safety."""
+"""Tests for dpcore.accounting.accountant.BudgetAccountant: exact ledger, atomic spends, thread safety."""
 
 import dataclasses
 import math
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcore.accountant import BudgetAccountant, BudgetExceededError, BudgetRecord
+from dpcore.accounting.accountant import BudgetAccountant, BudgetExceededError, BudgetRecord
 
 
 def _exact_totals(acc):

@@ -25,7 +25,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import audit, calibrate, noise
+from dpcore import audit
+
+from dpcore.accounting import calibrate
+
+from dpcore.mechanisms import noise
 from dpcore.audit import AuditResult, clopper_pearson, epsilon_lower_bound
 
 ALPHA = 1e-6

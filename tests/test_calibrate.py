@@ -1,4 +1,4 @@
-"""Tests for dpcore.calibrate: closed forms, numerical guarantees and input validation."""
+"""Tests for dpcore.accounting.calibrate: closed forms, numerical guarantees and input validation."""
 
 import math
 from fractions import Fraction
@@ -9,10 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
-from dpcore import calibrate as cal
-
-
-# ----------------------------------------------------------------------------- references
+from dpcore.accounting import calibrate as cal  # ----------------------------------------------------------------------------- references
 def _gaussian_delta_quad(sigma, sens, eps):
     """Independent reference: δ = ∫ (p(x) − e^ε q(x))_+ dx with p = N(0,σ²), q = N(Δ,σ²).
 

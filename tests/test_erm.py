@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import dpcore
 from dpcore import KernelLogisticRegression, KernelSVM, kernel_matrix
-from dpcore.erm import ConvergenceWarning
+from dpcore.kernel_learning.svm import ConvergenceWarning
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.linear_model import LogisticRegression  # noqa: E402
@@ -432,7 +432,7 @@ def test_ctrl_c_interrupts_fit_promptly_and_leaves_it_unfitted(python_sigint):
     assert raised - state["sent"] < 5.0
     for attr in ("mu_", "X_fit_", "duality_gap_", "classes_", "_mu_sv"):
         assert not hasattr(est, attr)
-    with pytest.raises(dpcore.erm.NotFittedError):
+    with pytest.raises(dpcore.kernel_learning.svm.NotFittedError):
         est.predict(X[:3])
 
 

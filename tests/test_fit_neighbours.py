@@ -2,7 +2,7 @@
 
 Under replace-one adjacency nothing observable may depend on the private data unless the privacy
 proof covers it. The constructions below are the ones that broke dpcore before the label set
-became a declared parameter (``classes``, see ``dpcore._labels``):
+became a declared parameter (``classes``, see ``dpcore._internal.labels``):
 
 * ``one-class``: ``D`` has one record of class −1 and ``n − 1`` of class +1, ``D'`` relabels that
   record +1 (``D'`` has a single class). Inferring the label set from ``y`` refused ``D'`` and
@@ -25,7 +25,7 @@ import pytest
 import dpcore
 from dpcore import KernelSVM, PrivateSVM, SimplexERM
 from dpcore.audit import audit
-from dpcore.glm import ObjectivePerturbation, OutputPerturbation
+from dpcore.glm.perturbation import ObjectivePerturbation, OutputPerturbation
 
 R = 1.0
 

@@ -13,10 +13,10 @@ from scipy import stats
 
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
-from dpcore.calibrate import per_step_epsilon
-from dpcore.ftrl import FTRLHorizonExceeded, PrivateFTRL, ftrl_calibration
-from dpcore.multinomial import multinomial_draws
-from dpcore.noise import check_random_state
+from dpcore.accounting.calibrate import per_step_epsilon
+from dpcore.glm.ftrl import FTRLHorizonExceeded, PrivateFTRL, ftrl_calibration
+from dpcore.mechanisms.multinomial import multinomial_draws
+from dpcore.mechanisms.noise import check_random_state
 
 
 def _softmax(v):
@@ -198,7 +198,7 @@ def test_validation_matrix():
         PrivateFTRL(**base).predict()
     with pytest.raises(ValueError, match="2-D"):
         PrivateFTRL(**base).partial_fit(np.zeros((1, 1, 3)))
-    from dpcore.erm import NotFittedError
+    from dpcore.kernel_learning.svm import NotFittedError
 
     with pytest.raises(NotFittedError):
         PrivateFTRL(**base).indices_

@@ -1,4 +1,4 @@
-"""Tests of dpcore.glm (OutputPerturbation / ObjectivePerturbation, Jain & Thakurta 2014 after
+"""Tests of dpcore.glm.perturbation (OutputPerturbation / ObjectivePerturbation, Jain & Thakurta 2014 after
 Chaudhuri et al. 2011 and Kifer et al. 2012): loss constants, floating-point bounds against exact
 arithmetic, the coupled-sampler bounds, calibrations per the SPEC, sensitivity fuzzing with the real
 certified solver, privacy audits (each with a deliberately broken copy that must be caught),
@@ -18,17 +18,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import optimize, sparse, stats
 
-from dpcore import BudgetAccountant, BudgetExceededError, noise
+from dpcore import BudgetAccountant, BudgetExceededError
+
+from dpcore.mechanisms import noise
 from dpcore.audit import audit
-from dpcore.erm import NotFittedError
-from dpcore.glm import (
+from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.glm.perturbation import (
     GAMMA_DEFAULT_DELTA, ConvergenceError, GLMCertificate, GLMPrivacy, ObjectivePerturbation, OutputPerturbation,
     _gamma_coupling_bound, _gamma_tail_radius, _gauss_coupling_bound, _gauss_tail_radius, _small_ball_radius,
 )
-from dpcore._glm_losses import HuberSVMLoss, LogisticLoss, SquaredLoss, make_loss
-from dpcore._glm_solver import GLMObjective, gradient_fp_bound
-from dpcore import _glm_solver
-
+from dpcore.glm._losses import HuberSVMLoss, LogisticLoss, SquaredLoss, make_loss
+from dpcore.glm._solver import GLMObjective, gradient_fp_bound
+from dpcore.glm import _solver as _glm_solver
 U = 2.0**-53
 
 
@@ -629,9 +630,9 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     max(d, #interior), capped BVLS — and each polish tries its free sets smallest first. The old
     order (τ = 1e-2 first, uncapped BVLS) cost 5–110 s per step on Adult-sized problems and never
     lowered the gap. Structure only: no wall-clock assertion."""
-    from dpcore import private_svm
+    from dpcore.private_svm import estimator as private_svm
     from dpcore.datasets import load_adult
-    from dpcore.private_svm import PrivateSVM
+    from dpcore.private_svm.estimator import PrivateSVM
 
     calls = []  # one list of (tau, free, cap, bvls cap) per polish call; greedy steps go to "greedy"
     greedy = []

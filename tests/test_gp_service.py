@@ -20,7 +20,7 @@ from scipy import linalg, stats
 import dpcore
 from dpcore import BudgetAccountant, GPService
 from dpcore.audit import audit
-from dpcore.calibrate import gaussian_sigma_analytic
+from dpcore.accounting.calibrate import gaussian_sigma_analytic
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_pinp_worker", HERE / "_pinp_worker.py")

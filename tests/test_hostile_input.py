@@ -28,7 +28,7 @@ from scipy import sparse
 import dpcore
 from dpcore import (KernelSVM, PrivateSVM, RandomFourierFeatures, SimplexERM, gaussian_mechanism,
                     kernel_matrix, kernel_predict, laplace_mechanism)
-from dpcore.glm import ObjectivePerturbation, OutputPerturbation
+from dpcore.glm.perturbation import ObjectivePerturbation, OutputPerturbation
 
 _rng = np.random.default_rng(0)
 _GOOD_X = _rng.normal(size=(12, 3))
@@ -273,8 +273,7 @@ def test_extreme_calibrations_refuse_quickly_and_name_the_parameter(args):
 
 
 def test_calibration_results_are_finite_or_refused():
-    from dpcore import calibrate
-
+    from dpcore.accounting import calibrate
     for call, name in [(lambda: calibrate.laplace_scale(1.0, 5e-324), "sensitivity="),
                        (lambda: calibrate.gaussian_sigma_classic(1.0, 1e-308, 1e-308), "sensitivity="),
                        (lambda: calibrate.compose_advanced(1e30, 0.0, 3, 1e-308), "epsilon="),
@@ -286,8 +285,7 @@ def test_calibration_results_are_finite_or_refused():
 
 
 def test_counts_that_cannot_fit_in_memory_are_memory_errors_naming_the_parameter():
-    from dpcore import noise
-
+    from dpcore.mechanisms import noise
     with pytest.raises(MemoryError, match="^size="):
         noise.exponential(10**30)
     with pytest.raises(MemoryError, match="^size="):
@@ -380,12 +378,13 @@ def test_releases_services_online_and_local_dp(a, p, which):
 
 def test_every_calibration_and_noise_function_on_every_hostile_number():
     """Exhaustive over the numeric hostile parameters (no hypothesis needed): every public function of
-    dpcore.calibrate and dpcore.noise returns finite numbers or refuses naming an argument, quickly."""
+    dpcore.accounting.calibrate and dpcore.mechanisms.noise returns finite numbers or refuses naming an argument, quickly."""
     import inspect
     import itertools
 
-    from dpcore import calibrate, noise
+    from dpcore.accounting import calibrate
 
+    from dpcore.mechanisms import noise
     numbers = [v for v in _PARAMS if isinstance(v, (int, float))]
     funcs = [f for mod in (calibrate, noise) for name, f in vars(mod).items()
              if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == mod.__name__]

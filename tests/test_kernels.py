@@ -1,4 +1,4 @@
-"""Tests of dpcore.kernels against scikit-learn's pairwise_kernels.
+"""Tests of dpcore.kernels.evaluation against scikit-learn's pairwise_kernels.
 
 Accuracy criterion: elementwise ``|ours - sklearn| <= 1e-10 * scale`` with ``scale`` the natural
 condition scale of ``K @ mu`` — the expansion evaluated on absolute values, which bounds the
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from dpcore.kernels import feature_map_radius, kernel_matrix, kernel_predict
+from dpcore.kernels.evaluation import feature_map_radius, kernel_matrix, kernel_predict
 
 TOL = 1e-10
 HYP = settings(

@@ -12,7 +12,7 @@ import pytest
 from dpcore import ldp
 from dpcore.audit import audit
 from dpcore.ldp import vectors as V
-from dpcore.ldp._protocol import BudgetError
+from dpcore.ldp._protocol import ProtocolBudgetError
 
 EPS, DELTA = 1.0, 1e-5
 
@@ -73,7 +73,7 @@ def test_audit_regression_y_part_and_catch_unscaled_bound():
     x = np.zeros(5)
     z, v = ldp.regression_report(x, 1.0, proto, random_state=11)
     rng = 11
-    from dpcore import noise
+    from dpcore.mechanisms import noise
     r = noise.check_random_state(rng)
     V._release(V._clip_to(proto._A @ x, 1.0), proto.x_channel, r)
     assert v == V._release(np.array([1.0]), ch, r)[0]
@@ -154,7 +154,7 @@ def test_audit_logistic_y_part_and_catch_unreduced_copies():
     ch = proto.y_channel
     rep = ldp.logistic_report(np.zeros(3), 1, proto, random_state=5)
     assert rep.zy.shape == (1, 1) and rep.zx.shape == (1, 1, 3)
-    from dpcore import noise
+    from dpcore.mechanisms import noise
     rr = noise.check_random_state(5)
     V._release(np.zeros(3), proto.z0_channel, rr)
     assert rep.zy[0, 0] == V._release(np.array([1.0]), ch, rr)[0]  # the client uses this channel
@@ -175,9 +175,9 @@ def test_audit_logistic_y_part_and_catch_unreduced_copies():
 @pytest.mark.parametrize("terms, kx, ky", [("all", 3, 3), ("nonzero", 1, 1)])
 def test_one_copy_too_many_raises(terms, kx, ky):
     kw = dict(dim=3, n_users=10, epsilon=1.0, delta=1e-5, degree=2, terms=terms)
-    with pytest.raises(BudgetError, match="exceeding the declared"):
+    with pytest.raises(ProtocolBudgetError, match="exceeding the declared"):
         ldp.LogisticProtocol(**kw, n_x_copies=kx + 1)
-    with pytest.raises(BudgetError):
+    with pytest.raises(ProtocolBudgetError):
         ldp.LogisticProtocol(**kw, n_y_copies=ky + 1)
     if kx > 1:
         with pytest.raises(ValueError, match="n_x_copies"):

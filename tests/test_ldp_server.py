@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import ldp, noise
+from dpcore import ldp
+
+from dpcore.mechanisms import noise
 from dpcore.ldp import vectors as V
 from dpcore.ldp.kernel import auto_alpha
 

@@ -1,4 +1,4 @@
-"""Tests of exact multinomial sampling (:mod:`dpcore.multinomial`, ``src/multinomial.rs``).
+"""Tests of exact multinomial sampling (:mod:`dpcore.mechanisms.multinomial`, ``src/multinomial.rs``).
 
 * exactness of the quantisation: ``q_j == floor(Fraction(p_j) * 2**100)`` for random doubles of
   every magnitude (subnormals included);
@@ -32,13 +32,13 @@ from hypothesis import strategies as st
 from scipy.stats import chi2
 
 from dpcore import _core
-from dpcore.multinomial import (
+from dpcore.mechanisms.multinomial import (
     multinomial_counts,
     multinomial_draws,
     probability_error_bound,
     quantized_weights,
 )
-from dpcore.noise import ChaChaRng
+from dpcore.mechanisms.noise import ChaChaRng
 
 ALPHA = 1e-7  # p-value threshold of every chi-square test, fixed before sampling
 BLOCK = 8192  # entries per block of the Rust core (src/multinomial.rs)
@@ -248,7 +248,7 @@ def test_input_layouts_and_dtypes():
 _THREAD_SCRIPT = """
 import hashlib, sys
 import numpy as np
-from dpcore.multinomial import multinomial_counts, multinomial_draws
+from dpcore.mechanisms.multinomial import multinomial_counts, multinomial_draws
 rng = np.random.default_rng(4)
 w = rng.random(5 * 8192 + 3)
 p = w / w.sum()

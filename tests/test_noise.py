@@ -1,4 +1,4 @@
-"""Tests of dpcore.noise: exact samplers, grid mechanisms, calibration plans, randomness handling.
+"""Tests of dpcore.mechanisms.noise: exact samplers, grid mechanisms, calibration plans, randomness handling.
 
 All randomness is seeded, so outcomes are deterministic; statistical tests use α = 1e-6.
 """
@@ -13,8 +13,9 @@ import pytest
 from scipy import stats
 
 import dpcore
-from dpcore import calibrate, noise
-from dpcore.accountant import BudgetAccountant, BudgetExceededError
+from dpcore.accounting import calibrate
+from dpcore.mechanisms import noise
+from dpcore.accounting.accountant import BudgetAccountant, BudgetExceededError
 
 ALPHA = 1e-6
 

@@ -1,4 +1,4 @@
-"""Tests of the analytic-Gaussian release (``dpcore.noise.gaussian_plan(method="analytic")``, the
+"""Tests of the analytic-Gaussian release (``dpcore.mechanisms.noise.gaussian_plan(method="analytic")``, the
 default of :func:`dpcore.gaussian_mechanism`): the continuous Gaussian mechanism rounded to a
 power-of-two grid, with the normal sampled exactly (Karney 2016) and the grid cell decided exactly.
 
@@ -25,8 +25,10 @@ import pytest
 from scipy import stats
 
 import dpcore
-from dpcore import _core, audit, calibrate, noise
-from dpcore.accountant import BudgetAccountant
+from dpcore import _core, audit
+from dpcore.accounting import calibrate
+from dpcore.mechanisms import noise
+from dpcore.accounting.accountant import BudgetAccountant
 
 ALPHA = 1e-6
 

@@ -21,7 +21,7 @@ import pytest
 import dpcore
 from dpcore import PINP, PINPBudgetExhausted, BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
-from dpcore.pinp import pinp_calibration
+from dpcore.kernel_learning.pinp import pinp_calibration
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_pinp_worker", HERE / "_pinp_worker.py")
@@ -192,8 +192,8 @@ def test_same_seed_is_reproducible_and_details_need_a_seed(model):
 
 
 def test_generator_objects_keep_their_security_level():
-    from dpcore.pinp import _seed_from
-    from dpcore.noise import ChaChaRng
+    from dpcore.kernel_learning.pinp import _seed_from
+    from dpcore.mechanisms.noise import ChaChaRng
 
     # a secure generator is not funnelled through a 64-bit seed: the session keys itself from the OS
     assert _seed_from(None) == (None, False)

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
-from dpcore.erm import NotFittedError
-from dpcore.glm import ConvergenceError
-from dpcore.private_svm import PrivateSVM
-from dpcore.rff import RandomFourierFeatures
-from dpcore._glm_solver import solve_hinge
+from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.glm.perturbation import ConvergenceError
+from dpcore.private_svm.estimator import PrivateSVM
+from dpcore.kernels.random_features import RandomFourierFeatures
+from dpcore.glm._solver import solve_hinge
 
 
 
@@ -358,7 +358,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     bounded — free set ≤ max(F, #interior) and capped BVLS. Unbounded steps (free sets of ~2,000 at
     τ = 1e-2) cost 5–110 s each on the full data and never lowered the gap. Structure only: no
     wall-clock assertion."""
-    from dpcore import _glm_solver
+    from dpcore.glm import _solver as _glm_solver
     from dpcore.datasets import load_adult
 
     steps = []

@@ -1,4 +1,4 @@
-"""Tests of dpcore.rff.RandomFourierFeatures (Rust transform): kernel approximation with a
+"""Tests of dpcore.kernels.random_features.RandomFourierFeatures (Rust transform): kernel approximation with a
 Hoeffding tolerance (false-failure probability <= 1e-6 per test, fixed seeds), exact unit row norms,
 determinism, the Fourier laws of the weights, the scikit-learn API and validation."""
 
@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from dpcore import _core
-from dpcore.erm import NotFittedError
-from dpcore.rff import RandomFourierFeatures
+from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.kernels.random_features import RandomFourierFeatures
 
 
 def _hoeffding_t(n_components: int, n_pairs: int, fail: float = 1e-6) -> float:

@@ -11,7 +11,7 @@ from scipy import stats
 import dpcore
 from dpcore import BudgetAccountant
 from dpcore.audit import audit
-from dpcore.selection import (PrivateGridSearch, _geometric_runs, _noisy_score, _repeat_and_select, _select_best,
+from dpcore.kernel_learning.selection import (PrivateGridSearch, _geometric_runs, _noisy_score, _repeat_and_select, _select_best,
                               _uniform_below, selection_epsilon, selection_mu)
 
 
@@ -20,7 +20,7 @@ def test_calibration_uses_dp_accounting():
     from dp_accounting.pld import PLDAccountant
     from dp_accounting.rdp import RdpAccountant
 
-    single = 1.0 / dpcore.calibrate.gaussian_sigma_analytic(1.0, 1.0, 1e-6)  # one release at (1, 1e-6)
+    single = 1.0 / dpcore.accounting.calibrate.gaussian_sigma_analytic(1.0, 1.0, 1e-6)  # one release at (1, 1e-6)
     # exhaustive: m runs compose to √m·μ-GDP (PLD)
     mu = selection_mu(1.0, 1e-6, n_candidates=4)
     acc = PLDAccountant()
@@ -42,7 +42,7 @@ def test_calibration_uses_dp_accounting():
 
 
 def test_run_count_is_exactly_geometric():
-    rng = dpcore.noise.check_random_state(0)
+    rng = dpcore.mechanisms.noise.check_random_state(0)
     ks = np.array([_geometric_runs(rng, 4) for _ in range(20_000)])
     assert ks.min() == 1
     p = 0.25 * 0.75 ** (np.arange(1, 16) - 1)
@@ -63,7 +63,7 @@ _M = 3
 
 def _selection_sampler(strategy, mu, noise_scale=1.0):
     def sampler(value, n, seed):
-        rng = dpcore.noise.check_random_state(seed)
+        rng = dpcore.mechanisms.noise.check_random_state(seed)
         sigma = noise_scale / mu
 
         def run(i):
@@ -151,7 +151,7 @@ def test_validation_and_public_tolerance_precheck():
 
 
 def test_default_grid_is_data_independent_around_auto():
-    from dpcore.gp import auto_C_for_mu
+    from dpcore.kernel_learning.gp import auto_C_for_mu
 
     X, y = _easy(1500, 7)
     Z = _easy(200, 8)[0]

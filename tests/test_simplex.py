@@ -16,9 +16,9 @@ from scipy import optimize, sparse
 
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
-from dpcore.calibrate import compose_advanced
-from dpcore.multinomial import multinomial_draws, probability_error_bound
-from dpcore.simplex import (
+from dpcore.accounting.calibrate import compose_advanced
+from dpcore.mechanisms.multinomial import multinomial_draws, probability_error_bound
+from dpcore.glm.simplex import (
     MIN_PROBABILITY, EntropicSimplexProblem, SimplexCertificationError, SimplexERM, epsilon0, n_draws,
     simplex_calibration,
 )
@@ -434,7 +434,7 @@ def test_validation_matrix():
         SimplexERM(**{**base, "label_bound": None}, loss="logistic").fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="label_bound must be None for classification"):
         SimplexERM(**base, loss="logistic").fit(X, np.sign(y))
-    from dpcore.erm import NotFittedError
+    from dpcore.kernel_learning.svm import NotFittedError
 
     with pytest.raises(NotFittedError):
         SimplexERM(**base).predict(X)

@@ -179,7 +179,7 @@ def test_edited_or_truncated_state_is_refused(model, tmp_path):
 
 def test_old_format_state_is_refused(model, tmp_path):
     path = tmp_path / "v1.json"
-    path.write_text(json.dumps({"format": "dpcore.pinp.state/1", "checksum": "x"}))
+    path.write_text(json.dumps({"format": "dpcore.kernel_learning.pinp.state/1", "checksum": "x"}))
     with pytest.raises(ValueError, match="format"):
         PINP.load(path, model)
 

@@ -17,8 +17,8 @@ from scipy import optimize
 import dpcore
 from dpcore import TDDL, BudgetAccountant, BudgetExceededError, KernelRelease
 from dpcore.audit import audit
-from dpcore.calibrate import per_step_epsilon
-from dpcore.tddl import ball_constrained_lstsq
+from dpcore.accounting.calibrate import per_step_epsilon
+from dpcore.kernel_learning.tddl import ball_constrained_lstsq
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_pinp_worker", HERE / "_pinp_worker.py")
@@ -138,7 +138,7 @@ def test_calibration_numbers():
     assert gau.lambda_max_upper == pytest.approx(8.0, rel=1e-9) and gau.lambda_max_upper >= 8.0
     assert gau.sensitivity == pytest.approx(math.sqrt(8) * S, rel=1e-9)
     assert gau.epsilon_norm == pytest.approx(0.25) and gau.epsilon_predictions == pytest.approx(0.75)
-    plan = dpcore.noise.gaussian_plan(gau.sensitivity, gau.epsilon_predictions, 1e-6, dim=8)
+    plan = dpcore.mechanisms.noise.gaussian_plan(gau.sensitivity, gau.epsilon_predictions, 1e-6, dim=8)
     assert gau.noise_scale == plan.sigma
     # public norm bound: min(2 L R/λ, sqrt(2 ℓ(0)/λ)) + err
     assert gau.norm_bound_public == pytest.approx(min(2 / 2.0, math.sqrt(2 / 2.0)), rel=1e-6)
@@ -158,7 +158,7 @@ def _tddl_sampler(cls, Z, **kw):
     def sampler(model, n, seed):
         t = cls(model, random_state=seed, **kw)
         prep = t.prepare(Z)
-        return t._noisy_predictions(prep, dpcore.noise.check_random_state(seed), n)
+        return t._noisy_predictions(prep, dpcore.mechanisms.noise.check_random_state(seed), n)
     return sampler
 
 
@@ -302,7 +302,7 @@ def test_validation(svm):
     loose.w_error_bound_ = 1.0  # certificate worse than the declared tolerance allows
     with pytest.raises(ValueError, match="did not reach its declared tolerance"):
         TDDL(loose, **base).fit(Z)
-    with pytest.raises(dpcore.erm.NotFittedError):
+    with pytest.raises(dpcore.kernel_learning.svm.NotFittedError):
         TDDL(m, **base).predict(Z)
     assert TDDL(m, **base).set_params(epsilon=2.0).get_params()["epsilon"] == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):

@@ -1,4 +1,4 @@
-"""TDDL's default noise: the RKHS Gaussian-process mechanism (Hall, Rinaldo & Wasserman 2013; dpcore.gp).
+"""TDDL's default noise: the RKHS Gaussian-process mechanism (Hall, Rinaldo & Wasserman 2013; dpcore.kernel_learning.gp).
 
 Checks the jitter lemma, the calibration numbers, that the released noise has covariance σ²·L̂L̂ᵀ
 (chi-square / KS at α = 1e-6 on a small problem, fixed seed), and an empirical audit on the worst-case
@@ -19,8 +19,8 @@ from scipy import linalg, stats
 import dpcore
 from dpcore import TDDL
 from dpcore.audit import audit
-from dpcore.calibrate import gaussian_sigma_analytic
-from dpcore.gp import gp_factor, gp_residual_bound
+from dpcore.accounting.calibrate import gaussian_sigma_analytic
+from dpcore.kernel_learning.gp import gp_factor, gp_residual_bound
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_pinp_worker", HERE / "_pinp_worker.py")
@@ -76,7 +76,7 @@ def test_released_noise_has_covariance_sigma2_LLt():
     Z = np.array([[0.5], [0.45], [-0.2], [0.5], [0.9]])  # includes a repeated point
     t = TDDL(mA, 1.0, 1e-6, 1.0, random_state=0)
     prep = t.prepare(Z)
-    Y = t._noisy_predictions(prep, dpcore.noise.check_random_state(5), 100_000)
+    Y = t._noisy_predictions(prep, dpcore.mechanisms.noise.check_random_state(5), 100_000)
     v = mA.decision_function(Z)
     Wh = linalg.solve_triangular(prep["factor"].L, (Y - v).T, lower=True).T / prep["cal"].noise_scale
     for j in range(Z.shape[0]):
@@ -98,7 +98,7 @@ class _IndependentNoise(TDDL):
         cal, k = prep["cal"], prep["info"]["kernel"]
         v = dpcore.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], **k)
         sd = cal.noise_scale * np.sqrt(np.einsum("ij,ij->i", prep["factor"].L, prep["factor"].L))
-        xi = np.asarray(dpcore._core.analytic_release(np.zeros(v.size), 1.0, -40, dpcore.noise.check_random_state(rng),
+        xi = np.asarray(dpcore._core.analytic_release(np.zeros(v.size), 1.0, -40, dpcore.mechanisms.noise.check_random_state(rng),
                                                       n_samples)).reshape(-1, v.size)
         return v + sd * xi
 
@@ -107,7 +107,7 @@ def _sampler(cls, Z, **kw):
     def sampler(model, n, seed):
         t = cls(model, random_state=seed, **kw)
         prep = t.prepare(Z)
-        return t._noisy_predictions(prep, dpcore.noise.check_random_state(seed), n)
+        return t._noisy_predictions(prep, dpcore.mechanisms.noise.check_random_state(seed), n)
     return sampler
 
 
@@ -154,7 +154,7 @@ def test_gp_release_is_reproducible_saved_and_interpolates():
 
 
 def test_prior_calibration_is_post_processing_of_a_private_proportion():
-    from dpcore.noise import private_proportion
+    from dpcore.mechanisms.noise import private_proportion
 
     y = np.array([1] * 50 + [-1] * 950)
     ps = [private_proportion(y, 1, 1.0, random_state=s) for s in range(200)]
@@ -187,7 +187,7 @@ def test_release_with_intercept_round_trips(tmp_path):
 
 
 def test_auto_lam_balances_the_gp_noise_against_the_margin():
-    from dpcore.gp import AUTO_NOISE_TO_MARGIN, auto_lam, feature_radius_sq
+    from dpcore.kernel_learning.gp import AUTO_NOISE_TO_MARGIN, auto_lam, feature_radius_sq
 
     mu = 1.0 / gaussian_sigma_analytic(1.0, 1.0, 1e-6)
     for kernel, kw, r2 in (("rbf", {}, 1.0), ("poly", dict(gamma=1.0, degree=3, coef0=1.0), 8.0)):
@@ -210,7 +210,7 @@ def test_auto_lam_balances_the_gp_noise_against_the_margin():
 
 def test_auto_lam_gives_a_useful_release_without_tuning():
     """XOR in the unit disc (needs the kernel): TDDL-gp at ε = 1 with λ from the rule, nothing tuned."""
-    from dpcore.gp import auto_lam
+    from dpcore.kernel_learning.gp import auto_lam
 
     rng = np.random.default_rng(11)
 

@@ -15,9 +15,9 @@ from scipy import integrate, stats
 import dpcore
 from dpcore import BudgetAccountant, KernelRelease, _core
 from dpcore.audit import audit
-from dpcore.linear_em import LinearBallEM, snap_to_net, t_logpdf
-from dpcore.noise import ChaChaRng
-from dpcore.tdil import TDIL, TDILCostError, tdil_calibration
+from dpcore.mechanisms.exponential import LinearBallEM, snap_to_net, t_logpdf
+from dpcore.mechanisms.noise import ChaChaRng
+from dpcore.kernel_learning.tdil import TDIL, TDILCostError, tdil_calibration
 
 
 class LinearExact:
@@ -215,5 +215,5 @@ def test_validation(svm2d):
     rbf = dpcore.KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-9).fit(svm2d.X_fit_[:200], np.sign(svm2d.X_fit_[:200, 0]) + (svm2d.X_fit_[:200, 0] == 0))
     with pytest.raises(ValueError, match="linear kernel"):
         TDIL(rbf, 1.0, 1e-6, sampler="continuous").plan()
-    with pytest.raises(dpcore.erm.NotFittedError):
+    with pytest.raises(dpcore.kernel_learning.svm.NotFittedError):
         TDIL(svm2d, 1.0, 1e-6).predict(np.zeros((1, 2)))

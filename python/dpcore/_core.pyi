@@ -50,7 +50,7 @@ def feature_map_radius_sq(radius: float, kernel: str, gamma: float, degree: int,
 
 # ---- noise ----
 # Exact discrete noise and exactly rounded continuous Gaussians on power-of-two grids;
-# calibration lives in dpcore.noise.
+# calibration lives in dpcore.mechanisms.noise.
 
 class ChaChaRng:
     """ChaCha20 generator: OS-seeded when ``seed`` is None (secure), reproducible otherwise."""

@@ -21,8 +21,8 @@ Bonferroni correction over all candidate tests) or chosen on a separate split of
 Typical use::
 
     import numpy as np
-    from dpcore import audit, noise
-
+    from dpcore import audit
+    from dpcore.mechanisms import noise
     def sampler(value, n, seed):
         return noise.sample_laplace_mechanism(value, 1.0, 1.0, n, random_state=seed)
 
@@ -40,7 +40,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import stats
 
-from ._validation import check_delta, check_probability
+from dpcore._internal.validation import check_delta, check_probability
 
 __all__ = ["clopper_pearson", "epsilon_lower_bound", "audit", "AuditResult"]
 

@@ -32,7 +32,7 @@ fn memory_limit_bytes() -> Option<u64> {
     crate::alloc::memory_limit_bytes()
 }
 
-/// The named floating-point assumptions of `crate::fp` (compared with `dpcore._fp` by the tests).
+/// The named floating-point assumptions of `crate::fp` (compared with `dpcore._internal.fp` by the tests).
 #[pyfunction]
 fn fp_constants() -> std::collections::HashMap<&'static str, f64> {
     use crate::fp::*;

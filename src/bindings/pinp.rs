@@ -43,7 +43,7 @@ struct Inner {
 }
 
 /// The mutable core of one PINP session: calibrated constants, update buffer, counters and the
-/// session's ChaCha20 generator. `dpcore.pinp.PINP` wraps it (validation, persistence, locking).
+/// session's ChaCha20 generator. `dpcore.kernel_learning.pinp.PINP` wraps it (validation, persistence, locking).
 #[pyclass(module = "dpcore._core", name = "PinpSession", frozen)]
 pub struct PyPinpSession {
     cfg: PinpConfig,

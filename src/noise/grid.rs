@@ -5,7 +5,7 @@
 //! coordinates ([`super::exact`]). The released numbers are exact multiples of `g`; converting
 //! the integer `round(x/g) + Y` to `f64` is a deterministic post-processing of that integer.
 //!
-//! Privacy bookkeeping (done by the caller, `dpcore.noise`): snapping changes each coordinate by
+//! Privacy bookkeeping (done by the caller, `dpcore.mechanisms.noise`): snapping changes each coordinate by
 //! at most `g/2`, so for neighbouring inputs `|round(a_j) − round(a'_j)| ≤ |a_j − a'_j|/g + 1`.
 //! Hence an L1 sensitivity `Δ₁` becomes at most `⌊Δ₁/g⌋ + d` grid units and an L2 sensitivity
 //! `Δ₂` at most `Δ₂/g + √d` grid units. The caller calibrates the discrete noise for these

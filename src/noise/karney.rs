@@ -55,7 +55,7 @@
 //!    fixed order whatever `x` is, so under one seed the release is exactly `⌊x/g + ½ + σZ/g⌋` for
 //!    one fixed `Z` (the Python tests check the resulting translation equivariance).
 //!
-//! # Privacy (the caller's calibration, `dpcore.noise.gaussian_plan(method="analytic")`)
+//! # Privacy (the caller's calibration, `dpcore.mechanisms.noise.gaussian_plan(method="analytic")`)
 //! `x + σZ` is the continuous Gaussian mechanism, and `j·g` is a deterministic function of it
 //! (post-processing; converting `j·g` to `f64` is a deterministic function of the integer `j`).
 //! Coordinates use independent normals, so on a vector with L2 sensitivity `Δ` the release is

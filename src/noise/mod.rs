@@ -10,7 +10,7 @@
 //!   `g = 2^k` and exact discrete noise (in units of `g`) is added, so the released value is an
 //!   exact multiple of `g`. No floating-point inverse-CDF or Box–Muller sample ever reaches a
 //!   released value (Mironov, CCS 2012). The calibration (choice of `k`, integer sensitivity after
-//!   snapping, rational noise scale) is done by the Python layer (`dpcore.noise`), which documents
+//!   snapping, rational noise scale) is done by the Python layer (`dpcore.mechanisms.noise`), which documents
 //!   the granularity and the sensitivity inflation `Δ → Δ + (rounding slack)` it accounts for.
 //! * [`karney`] — the analytic-Gaussian release: the continuous Gaussian mechanism `x + σZ`
 //!   rounded to a power-of-two grid, with `Z` drawn exactly by Karney's algorithm N (ACM TOMS 2016)

@@ -39,10 +39,10 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
-from . import _adult_schema as _schema
-from ._common import Bunch, check_subset as _check_subset, encoded_bunch
-from ._letter import load_letter  # UCI Letter Recognition (Slate 1991, doi:10.24432/C5ZP40), CC BY 4.0
-from ._shuttle import (
+from dpcore.datasets import _adult_schema as _schema
+from dpcore.datasets._common import Bunch, check_subset as _check_subset, encoded_bunch
+from dpcore.datasets._letter import load_letter  # UCI Letter Recognition (Slate 1991, doi:10.24432/C5ZP40), CC BY 4.0
+from dpcore.datasets._shuttle import (
     SHUTTLE_DESCRIPTION,
     SHUTTLE_FEATURES,
     SHUTTLE_NORM_BOUND,

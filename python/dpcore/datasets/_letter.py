@@ -30,7 +30,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ._common import Bunch, check_subset as _check_subset, encoded_bunch, split_rows
+from dpcore.datasets._common import Bunch, check_subset as _check_subset, encoded_bunch, split_rows
 
 __all__ = [
     "load_letter",

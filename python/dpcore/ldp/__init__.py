@@ -22,16 +22,17 @@ every row — on a dataset (experiments/tests only). :class:`RecoveryRadiusWarni
 estimate is identically zero because the recovery radius τ is at least ``||u||_1``.
 """
 
-from ._protocol import BudgetError, LDPBudget, ReleaseSpec
-from .kernel import KernelRidgeProtocol, LDPKernelRidge, kernel_report
-from .logistic import LDPLogisticRegression, LogisticProtocol, LogisticReports, chebyshev_coefficients, logistic_report
-from .mean import LDPMeanEstimator, MeanEstimationProtocol, RecoveryRadiusWarning, l1_recovery, mean_report
-from .regression import LDPSparseRegression, SparseRegressionProtocol, regression_report
-from .simulation import simulate
-from .vectors import GaussianChannel, gaussian_channel, privatize_vector, sample_privatize_vector
+from dpcore.exceptions import ProtocolBudgetError
+from dpcore.ldp._protocol import LDPBudget, ReleaseSpec
+from dpcore.ldp.kernel import KernelRidgeProtocol, LDPKernelRidge, kernel_report
+from dpcore.ldp.logistic import LDPLogisticRegression, LogisticProtocol, LogisticReports, chebyshev_coefficients, logistic_report
+from dpcore.ldp.mean import LDPMeanEstimator, MeanEstimationProtocol, RecoveryRadiusWarning, l1_recovery, mean_report
+from dpcore.ldp.regression import LDPSparseRegression, SparseRegressionProtocol, regression_report
+from dpcore.ldp.simulation import simulate
+from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, privatize_vector, sample_privatize_vector
 
 __all__ = [
-    "BudgetError", "LDPBudget", "ReleaseSpec", "GaussianChannel", "gaussian_channel", "privatize_vector",
+    "ProtocolBudgetError", "LDPBudget", "ReleaseSpec", "GaussianChannel", "gaussian_channel", "privatize_vector",
     "sample_privatize_vector", "MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery",
     "RecoveryRadiusWarning",
     "SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "KernelRidgeProtocol",

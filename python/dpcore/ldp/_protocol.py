@@ -8,15 +8,12 @@ from typing import Tuple
 
 import numpy as np
 
-from .._validation import check_delta, check_epsilon
-from ..calibrate import compose_basic
-from .vectors import GaussianChannel
+from dpcore._internal.validation import check_delta, check_epsilon
+from dpcore.accounting.calibrate import compose_basic
+from dpcore.ldp.vectors import GaussianChannel
+from dpcore.exceptions import ProtocolBudgetError
 
-__all__ = ["ReleaseSpec", "LDPBudget", "BudgetError"]
-
-
-class BudgetError(ValueError):
-    """A protocol's user would send more than its declared (ε, δ) allows."""
+__all__ = ["ReleaseSpec", "LDPBudget"]
 
 
 @dataclass(frozen=True)
@@ -65,11 +62,11 @@ class ProtocolMixin:
         return LDPBudget(epsilon=e, delta=d, composition="basic", n_releases=len(eps), items=tuple(items))
 
     def check_budget(self) -> LDPBudget:
-        """Raise :class:`BudgetError` if what one user sends exceeds the declared (epsilon, delta)."""
+        """Raise :class:`ProtocolBudgetError` if what one user sends exceeds the declared (epsilon, delta)."""
         eps_exact = sum((Fraction(r.channel.epsilon) * r.copies for r in self.releases()), Fraction(0))
         del_exact = sum((Fraction(r.channel.delta) * r.copies for r in self.releases()), Fraction(0))
         if eps_exact > Fraction(self.epsilon) or del_exact > Fraction(self.delta):
-            raise BudgetError(
+            raise ProtocolBudgetError(
                 f"{type(self).__name__}: one user sends {sum(r.copies for r in self.releases())} private copies "
                 f"composing to (epsilon={float(eps_exact):.6g}, delta={float(del_exact):.3g}), exceeding the declared "
                 f"(epsilon={self.epsilon:g}, delta={self.delta:g})"

@@ -1,6 +1,6 @@
 """Kernel ridge regression under non-interactive LDP with random Fourier features (Zheng et al. 2017, Alg. 4).
 
-Protocol. Public: a random Fourier feature map ``φ̂`` (:class:`dpcore.rff.RandomFourierFeatures`,
+Protocol. Public: a random Fourier feature map ``φ̂`` (:class:`dpcore.kernels.random_features.RandomFourierFeatures`,
 ``φ̂(x) = D^{-1/2}[cos ρᵀx, sin ρᵀx]``, ``2D`` outputs, ``||φ̂(x)||_2 = 1``) drawn from ``rff_seed``
 independently of any data; the per-part budget ``(ε/2, δ/2)``.
 
@@ -58,13 +58,13 @@ from typing import Union
 import numpy as np
 from scipy import linalg
 
-from .. import noise
-from .._params import ParamsMixin
-from .._validation import check_array, check_positive
-from ._protocol import ProtocolMixin, ReleaseSpec, check_int
-from ._solvers import debiased_gram
-from .regression import _check_zv, check_label
-from .vectors import GaussianChannel, _clip_rows, _release, gaussian_channel, split_budget
+from dpcore.mechanisms import noise
+from dpcore._internal.params import ParamsMixin
+from dpcore._internal.validation import check_array, check_positive
+from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
+from dpcore.ldp._solvers import debiased_gram
+from dpcore.ldp.regression import _check_zv, check_label
+from dpcore.ldp.vectors import GaussianChannel, _clip_rows, _release, gaussian_channel, split_budget
 
 __all__ = ["KernelRidgeProtocol", "kernel_report", "LDPKernelRidge", "auto_alpha"]
 
@@ -100,7 +100,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     feature_map: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        from ..rff import RandomFourierFeatures
+        from dpcore.kernels.random_features import RandomFourierFeatures
 
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         self._check_common()

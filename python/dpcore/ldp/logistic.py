@@ -40,7 +40,7 @@ Privacy [(ε, δ)-LDP, basic composition as in the paper (Lemma 2, Theorem 4)]. 
 ``terms="nonzero"``: ``ε/4 + |y_degrees|·ε/(4|y_degrees|) + n_x·ε/(2n_x) = ε``. The per-copy budgets are
 rounded down (:func:`~dpcore.ldp.vectors.split_budget`) so the exact rational sum never exceeds (ε, δ);
 :meth:`LogisticProtocol.check_budget` verifies the sum over the copies actually sent (``n_x_copies``,
-``n_y_copies``), so a protocol that would send one copy too many raises :class:`BudgetError`.
+``n_y_copies``), so a protocol that would send one copy too many raises :class:`ProtocolBudgetError`.
 
 Learning (Algorithm 6, server :class:`LDPLogisticRegression`): user ``s`` gives the unbiased estimate
 ``G̃(w) = r Σ_k (c₂ₖ − c₁ₖ zy_k) t_k z₀``, ``t₀ = 1``, ``t_k = Π_{i in block k} wᵀz_i`` over the
@@ -62,12 +62,12 @@ from typing import Optional, Tuple
 import numpy as np
 from numpy.polynomial import chebyshev as C
 
-from .. import noise
-from .._params import ParamsMixin
-from .._validation import check_array, check_positive
-from ._protocol import ProtocolMixin, ReleaseSpec, check_int
-from .regression import check_label
-from .vectors import GaussianChannel, _check_record, _release, _release_rows, gaussian_channel, split_budget
+from dpcore.mechanisms import noise
+from dpcore._internal.params import ParamsMixin
+from dpcore._internal.validation import check_array, check_positive
+from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
+from dpcore.ldp.regression import check_label
+from dpcore.ldp.vectors import GaussianChannel, _check_record, _release, _release_rows, gaussian_channel, split_budget
 
 __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisticRegression",
            "chebyshev_coefficients", "TERMS"]
@@ -112,7 +112,7 @@ class LogisticProtocol(ProtocolMixin):
     r : float — parameter radius (θ = r w, ``w ∈ B₂(1)``).
     n_x_copies, n_y_copies : optional overrides of the number of x- and y-copies a user sends (for
         checks; the per-copy budgets are always computed from the required counts, so extra copies
-        exceed (ε, δ) and raise :class:`BudgetError`).
+        exceed (ε, δ) and raise :class:`ProtocolBudgetError`).
     calibration : "analytic" | "classic".
     terms : "nonzero" (default) | "all" — send copies only for the Chebyshev terms whose coefficients
         are non-zero (module docstring), or every copy of the paper's Algorithm 5.

@@ -51,19 +51,14 @@ from typing import Optional, Union
 import numpy as np
 from scipy import optimize, sparse
 
-from .. import noise
-from .._params import ParamsMixin
-from .._validation import check_count, check_positive
-from ._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
-from .vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
+from dpcore.mechanisms import noise
+from dpcore._internal.params import ParamsMixin
+from dpcore._internal.validation import check_count, check_positive
+from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
+from dpcore.ldp.vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
+from dpcore.exceptions import RecoveryRadiusWarning
 
 __all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
-
-
-class RecoveryRadiusWarning(UserWarning):
-    """The recovery radius τ of Algorithm 2 is at least ``||u||_1``: the estimate is identically zero.
-
-    Emitted by :meth:`LDPMeanEstimator.fit` (see the module docstring, "Zero estimates")."""
 
 
 def _expected_error_tau(p: int, sigma: float, radius: float, group: int, scale: float) -> float:

@@ -29,12 +29,12 @@ from typing import Optional
 
 import numpy as np
 
-from .. import noise
-from .._params import ParamsMixin
-from .._validation import check_positive
-from ._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
-from ._solvers import debiased_gram, l1_ball_qp
-from .vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel, split_budget
+from dpcore.mechanisms import noise
+from dpcore._internal.params import ParamsMixin
+from dpcore._internal.validation import check_positive
+from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
+from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
+from dpcore.ldp.vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel, split_budget
 
 __all__ = ["SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "check_label"]
 
@@ -179,6 +179,6 @@ class LDPSparseRegression(ParamsMixin):
 
     def predict(self, X):
         """``X @ coef_`` (X are query points, not reports)."""
-        from .._validation import check_array
+        from dpcore._internal.validation import check_array
         X = check_array(X, "X", n_features=self.protocol.dim)
         return X @ self.coef_

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import noise
-from .._validation import check_array
-from .vectors import GaussianChannel, _clip_rows, _into_ball, _release_rows
+from dpcore.mechanisms import noise
+from dpcore._internal.validation import check_array
+from dpcore.ldp.vectors import GaussianChannel, _clip_rows, _into_ball, _release_rows
 
 __all__ = ["simulate"]
 
@@ -93,10 +93,10 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     released in one batch through the exact grid sampler; the release is coordinate-wise
     independent, so the batch has the joint law of ``n`` separate client calls.
     """
-    from .kernel import KernelRidgeProtocol
-    from .logistic import LogisticProtocol, _simulate_logistic
-    from .mean import MeanEstimationProtocol
-    from .regression import SparseRegressionProtocol
+    from dpcore.ldp.kernel import KernelRidgeProtocol
+    from dpcore.ldp.logistic import LogisticProtocol, _simulate_logistic
+    from dpcore.ldp.mean import MeanEstimationProtocol
+    from dpcore.ldp.regression import SparseRegressionProtocol
 
     rng = noise.check_random_state(random_state)
     if isinstance(protocol, GaussianChannel):

@@ -34,15 +34,15 @@ from typing import Optional
 
 import numpy as np
 
-from .. import noise
-from ..calibrate import gaussian_delta, gaussian_sigma_classic
-from .._validation import check_delta, check_epsilon, check_positive
+from dpcore.mechanisms import noise
+from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_classic
+from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 
 __all__ = ["GaussianChannel", "gaussian_channel", "privatize_vector", "sample_privatize_vector"]
 
 CALIBRATIONS = ("analytic", "classic")
-from .._fp import BALL_SHRINK as _SHRINK  # clipped vectors land this far inside the ball
-from .._fp import RADIUS_TOL
+from dpcore._internal.fp import BALL_SHRINK as _SHRINK  # clipped vectors land this far inside the ball
+from dpcore._internal.fp import RADIUS_TOL
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class GaussianChannel:
     calibration : ``"analytic"`` or ``"classic"`` — which σ formula was used.
     sigma : the released noise standard deviation per coordinate.
     delta_used : δ actually guaranteed at ``epsilon`` by ``sigma`` (analytic criterion, ``≤ delta``).
-    plan : the :class:`dpcore.noise.GaussianPlan` driving the exact sampler.
+    plan : the :class:`dpcore.mechanisms.noise.GaussianPlan` driving the exact sampler.
     """
 
     dim: int
@@ -127,7 +127,7 @@ def _check_record(x, name: str, dim: Optional[int], radius: float, clip: bool) -
 def _into_ball(V: np.ndarray, radius: float, clip: bool, name: str) -> np.ndarray:
     """The one acceptance rule of every ldp client and of :func:`dpcore.ldp.simulate` for rows of ``V``.
 
-    A row of norm ``≤ radius·(1 + RADIUS_TOL)`` is accepted (the tolerance of :mod:`dpcore._fp`
+    A row of norm ``≤ radius·(1 + RADIUS_TOL)`` is accepted (the tolerance of :mod:`dpcore._internal.fp`
     for user-side normalisation that rounds up); one beyond it is a ``ValueError`` naming ``name``
     unless ``clip=True``. Every row that is accepted or clipped and lies outside the ball is then
     rescaled to ``radius·BALL_SHRINK``, so what the channel releases is always inside its ball (the

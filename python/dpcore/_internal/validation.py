@@ -1,0 +1,194 @@
+"""Input validation shared by every dpcore mechanism.
+
+Every check raises :class:`ValueError` (or :class:`TypeError` for wrong types) whose message starts
+with the public name of the offending parameter, so users know exactly what to fix. Nothing here
+clips or repairs data silently.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional
+
+import numpy as np
+
+__all__ = [
+    "check_epsilon",
+    "check_delta",
+    "check_sensitivity",
+    "check_positive",
+    "check_probability",
+    "check_array",
+    "check_X",
+    "check_vector",
+    "check_count",
+    "check_scale",
+]
+
+
+def _as_real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return value
+
+
+def check_epsilon(epsilon, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float; it must be finite and strictly positive."""
+    value = _as_real(epsilon, name)
+    if value <= 0.0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
+def check_delta(delta, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """Return ``delta`` as a float; it must lie in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
+    value = _as_real(delta, name)
+    if not (0.0 <= value < 1.0) or (not allow_zero and value == 0.0):
+        interval = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return value
+
+
+def check_scale(value, name: str) -> float:
+    """A positive scale hyper-parameter (λ, C, a norm bound) within ``dpcore._internal.fp.PARAM_RANGE``."""
+    from dpcore._internal.fp import PARAM_RANGE
+
+    value = check_positive(value, name)
+    lo, hi = PARAM_RANGE
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must lie in [{lo:g}, {hi:g}] (derived constants such as 1/({name}·n) "
+                         f"must be representable floats), got {value!r}")
+    return value
+
+
+def check_positive(value, name: str) -> float:
+    """Return ``value`` as a float; it must be finite and strictly positive."""
+    value = _as_real(value, name)
+    if value <= 0.0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
+def check_sensitivity(sensitivity, name: str = "sensitivity") -> float:
+    """Return ``sensitivity`` as a float; it must be finite and strictly positive."""
+    return check_positive(sensitivity, name)
+
+
+def check_probability(value, name: str, *, open_interval: bool = True) -> float:
+    """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False)."""
+    value = _as_real(value, name)
+    ok = (0.0 < value < 1.0) if open_interval else (0.0 <= value <= 1.0)
+    if not ok:
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return value
+
+
+def check_array(
+    array,
+    name: str,
+    *,
+    ndim: int = 2,
+    n_features: Optional[int] = None,
+    dtypes=(np.float64, np.float32),
+) -> np.ndarray:
+    """Validate a numeric array without copying when it already has an accepted dtype.
+
+    Raises ``ValueError`` naming ``name`` for the wrong number of dimensions, an empty array, a
+    feature count different from ``n_features``, or any NaN/inf entry. Integer and boolean input is
+    converted to float64; any other dtype is a ``TypeError``, and so is a scipy.sparse matrix (the
+    message says "sparse"; estimators that support sparse input use :func:`check_X`).
+    """
+    if _is_sparse(array):
+        raise TypeError(
+            f"{name} is a scipy.sparse matrix, which this function does not support; pass a dense array "
+            f"(e.g. {name}.toarray())"
+        )
+    arr = np.asarray(array)
+    if arr.dtype not in dtypes:
+        if arr.dtype.kind in "biu":
+            arr = arr.astype(np.float64)
+        elif arr.dtype.kind == "f":
+            arr = arr.astype(np.float64)
+        else:
+            raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if n_features is not None and ndim == 2 and arr.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features, expected {n_features} (shape {arr.shape})"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def _is_sparse(array) -> bool:
+    from scipy import sparse
+
+    return sparse.issparse(array)
+
+
+def check_X(X, name: str = "X", *, n_features: Optional[int] = None, accept_sparse: bool = False):
+    """The one validation of a feature matrix at every public entry point (fit, predict,
+    decision_function, transform, score, releases).
+
+    Dense input goes through :func:`check_array` (2-D, non-empty, numeric, finite, the expected
+    number of features). With ``accept_sparse=True`` a scipy.sparse matrix is returned as float64
+    CSR after the same checks on its shape and stored values; otherwise sparse input is a
+    ``TypeError`` whose message says "sparse". Every message starts with ``name``.
+    """
+    if not _is_sparse(X):
+        return check_array(X, name, n_features=n_features)
+    if not accept_sparse:
+        check_array(X, name)  # raises the "sparse" TypeError
+    from scipy import sparse
+
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric sparse matrix, got dtype {X.dtype}")
+    X = sparse.csr_matrix(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D matrix, got shape {X.shape}")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, expected {n_features} (shape {X.shape})")
+    if not np.isfinite(X.data).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return X
+
+
+def check_vector(array, name: str, *, length: Optional[int] = None) -> np.ndarray:
+    """Validate a finite, non-empty 1-D float array (optionally of a given length)."""
+    arr = check_array(array, name, ndim=1)
+    if length is not None and arr.shape[0] != length:
+        raise ValueError(f"{name} must have length {length}, got {arr.shape[0]}")
+    return arr
+
+
+def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) -> int:
+    """Return ``value`` as an int ``>= minimum`` that sizes an output of ``bytes_per_unit`` bytes per unit.
+
+    A count whose output cannot fit in this machine's memory (physical memory plus swap, the same
+    limit the Rust core applies, ``dpcore._core.memory_limit_bytes``) is a ``MemoryError`` naming
+    ``name`` before anything is allocated — never an interpreter abort or an ``OverflowError``
+    from converting to a machine integer.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    from dpcore import _core
+
+    limit = _core.memory_limit_bytes()
+    need = value * bytes_per_unit
+    if need > 2**63 - 1 or (limit is not None and need > limit):
+        raise MemoryError(
+            f"{name}={value}: the output needs {need / 2**30:.3g} GiB, more than this machine's "
+            f"memory" + ("" if limit is None else f" ({limit / 2**30:.3g} GiB)"))
+    return value

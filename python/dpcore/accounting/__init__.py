@@ -1,0 +1,23 @@
+"""Privacy accounting: noise calibration and the budget ledger.
+
+==============  =====================================================================================
+module          what
+==============  =====================================================================================
+``calibrate``   Laplace scale, classic / analytic Gaussian σ, zCDP, basic and advanced composition
+``accountant``  :class:`BudgetAccountant`: thread-safe ledger that refuses before any computation
+==============  =====================================================================================
+"""
+
+from dpcore.accounting.accountant import BudgetAccountant, BudgetRecord
+from dpcore.accounting.calibrate import (
+    compose_advanced,
+    compose_basic,
+    gaussian_delta,
+    gaussian_sigma,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
+    laplace_scale,
+)
+
+__all__ = ["BudgetAccountant", "BudgetRecord", "compose_advanced", "compose_basic", "gaussian_delta",
+           "gaussian_sigma", "gaussian_sigma_analytic", "gaussian_sigma_classic", "laplace_scale"]

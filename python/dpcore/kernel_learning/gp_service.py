@@ -1,0 +1,505 @@
+r"""GPService — an interactive private prediction service with unlimited queries (the RKHS GP mechanism).
+
+A trusted curator holds a certified kernel model ``ŵ`` (:class:`dpcore.KernelSVM` /
+:class:`dpcore.KernelLogisticRegression`). :class:`GPService` answers prediction queries ``f(q)``
+privately, in order, for as many queries as anyone asks, at a one-time cost of ``(ε, δ)``: it
+releases, lazily, one sample path of ``ŵ + σ·G`` where ``G`` is a Gaussian process with the model's
+own kernel as covariance (Hall, Rinaldo & Wasserman 2013; the proof for a fixed set of points is in
+:mod:`dpcore.kernel_learning.gp`).
+
+Lazy, consistent sampling
+-------------------------
+The answered distinct points ``Q = (q_1, …, q_t)`` keep a lower-triangular factor ``L̂`` of
+``K̂_QQ + τI`` and the exact standard normals ``ξ`` used so far; the noise on ``q_j`` is
+``σ (L̂ ξ)_j``. A batch of ``m`` new points ``P`` extends the factor by the block Cholesky step
+``L₂₁ = K_PQ L̂⁻ᵀ`` (one triangular solve, ``O(t² m)``), ``L₂₂ = chol(K_PP + τI − L₂₁L₂₁ᵀ)``, draws
+``m`` new exact normals and answers ``v_P + σ(L₂₁ ξ_old + L₂₂ ξ_new)`` — the conditional
+distribution of the path at ``P`` given every earlier released value. A repeated query returns the
+identical stored answer. A query arriving alone costs one ``O(t²)`` triangular solve, never a
+refactorisation.
+
+Privacy
+-------
+The released vector over all exact-phase answers is ``A(D) = Φ_Qᵀŵ_D + σ L̂ ξ`` (then rounded, below)
+with the assembled ``L̂``. Lemma 1 of :mod:`dpcore.kernel_learning.gp` holds for it with the *public* jitter ``τ``
+fixed at construction for ``T_max = max_exact_queries`` points (the blocked algorithm is Cholesky
+with another ordering of the same operations; dpcore uses the bound ``γ_{2T+2}`` for it and checks the
+margin after every batch), so ``L̂L̂ᵀ ⪰ K_QQ``. Queries may be chosen adaptively from earlier answers:
+each batch is a Gaussian mechanism whose whitened sensitivity ``μ_b`` satisfies ``Σ_b μ_b² ≤
+(Δ/σ)²`` on every path (the Mahalanobis norm of ``Φ_Qᵀ(ŵ_D − ŵ_D')`` splits over the conditional
+blocks), and fully adaptive composition of Gaussian-DP mechanisms with such a budget is
+``(Δ/σ)``-GDP (Smith & Thakurta 2022, "Fully adaptive composition for Gaussian differential
+privacy"; Dong, Roth & Su 2022). ``μ``-GDP is exactly the analytic Gaussian curve, so ``σ`` is
+calibrated with :func:`dpcore.accounting.calibrate.gaussian_sigma_analytic`.
+
+The float error of the computed answers (≤ ``ρ`` per answer, public, :func:`dpcore.kernel_learning.gp.gp_residual_bound`
+with ``T_max``) is covered by an exact analytic-Gaussian grid release of every answer with
+``σ₂ = 2ρ·sqrt(T_max)/μ₂`` (GDP ``μ₂`` over all answers together); stage 1 gets
+``μ₁ = μ·sqrt(1 − 10⁻⁶)`` and stage 2 ``μ₂ = μ·10⁻³``, so ``μ₁² + μ₂² = μ²``.
+
+After ``max_exact_queries`` distinct points the service answers new points by the **posterior
+mean** ``K(q, Q)(K̂_QQ + ridge·I)⁻¹ŷ`` of the released path — a function of released values only
+(post-processing, no further privacy cost, no new noise). ``max_exact_queries`` is memory-checked
+(``8·T_max²`` bytes for the factor).
+
+Durable state (``state_path``) as for :class:`dpcore.PINP` (:mod:`dpcore._internal.state`): the points,
+normals, answers and batch boundaries are committed before answers are returned; a reloaded
+service recomputes the factor batch by batch and checks its SHA-256 against the stored one (the
+continuation must use exactly the factor that produced the earlier answers; a machine whose LAPACK
+gives different bits refuses to continue rather than silently change the path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import numpy as np
+from scipy import linalg
+
+from dpcore import _core
+from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
+from dpcore.kernel_learning._model import (
+    RADIUS_TOL, SLACK, _b64, _fingerprint, _model_info, _unb64, check_in_domain, check_mu_l1,
+    kernel_eval_error, prediction_fp_bound, public_error_bound,
+)
+from dpcore._internal.state import StateRollbackError, open_state_store
+from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
+from dpcore.accounting.calibrate import gaussian_sigma_analytic
+from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
+from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
+
+__all__ = ["GPService", "GPServiceCalibration"]
+
+_STATE_FORMAT = "dpcore.gp_service.state/1"
+#: μ₂/μ: the share of the GDP budget of the exact stage-2 release that covers the float residual.
+_RESIDUAL_MU_SHARE = 1e-3
+
+
+@dataclass(frozen=True)
+class GPServiceCalibration:
+    """Every public number of a :class:`GPService` (formulas in the module docstring)."""
+
+    epsilon: float
+    delta: float
+    n: int
+    lam: float
+    lipschitz: float
+    r_phi: float
+    w_error_bound: float
+    weight_sensitivity: float
+    mu: float
+    noise_scale: float
+    jitter: float
+    max_exact_queries: int
+    prediction_fp_error: float
+    residual_bound: float
+    residual_sigma: float
+    residual_grid_exponent: int
+    ridge: float
+
+
+def _jitter(T: int, r2: float, e_k: float) -> float:
+    u = UNIT_ROUNDOFF
+    return 2.0 * (T * e_k + u * (r2 + e_k) + gamma_k(2 * T + 2) * T * (r2 + e_k) * 1.01) * (1.0 + 1e-6) + 1e-300
+
+
+class GPService:
+    """Private predictions of a kernel model, unlimited queries, one ``(ε, δ)`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : fitted kernel ERM
+        A certified :class:`dpcore.KernelSVM` / :class:`dpcore.KernelLogisticRegression` (or a model
+        exposing the same attributes).
+    epsilon, delta : float
+        The guarantee of the whole service, whatever is asked (ε > 0, 0 < δ < 1).
+    data_radius : float
+        Public bound on ``||x||`` of every training point and every query.
+    max_exact_queries : int, default 10_000
+        Distinct points answered with fresh GP noise; afterwards new points get the posterior mean
+        of the released path (post-processing). Needs ``8·max_exact_queries²`` bytes.
+    ridge : float, optional
+        Ridge of the posterior-mean phase (default ``1e-6·R_φ² + τ``).
+    clip : bool, default False
+        Project queries outside the ball onto it instead of raising ``ValueError``.
+    state_path, state_backend : optional
+        Durable state (as :class:`dpcore.PINP`); resume with :meth:`load`.
+    random_state : None, int or ChaChaRng
+        ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+    accountant : BudgetAccountant, optional
+        Charged ``(ε, δ)`` once, at construction.
+
+    Examples
+    --------
+    >>> import numpy as np, dpcore
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> service = dpcore.GPService(svm, 1.0, 1e-6, 1.0, random_state=0)
+    >>> a = service.predict(X[:5]); b = service.predict(X[:5])
+    >>> bool(np.array_equal(a, b)), service.n_distinct
+    (True, 5)
+    """
+
+    #: Test hook for deliberately broken copies; must stay 1.0.
+    _sensitivity_factor = 1.0
+
+    def __init__(self, model, epsilon, delta, data_radius, *, max_exact_queries=10_000, ridge=None, clip=False,
+                 state_path=None, state_backend="auto", random_state=None, accountant=None):
+        params = dict(epsilon=epsilon, delta=delta, data_radius=data_radius, max_exact_queries=max_exact_queries,
+                      ridge=ridge, clip=bool(clip))
+        self._store = None
+        self._setup(model, params, random_state)
+        if state_path is not None:
+            self._store = open_state_store(state_path, _STATE_FORMAT, state_backend)
+            self._store.acquire("GPService")
+            if self._store.exists():
+                self._store.release()
+                raise FileExistsError(f"state_path {self._store.path!r} exists: resume that session with "
+                                      "GPService.load() (a fresh session on it would reset a consumed budget)")
+        if accountant is not None:
+            try:
+                accountant.spend(self.calibration_.epsilon, self.calibration_.delta, label="GPService")
+            except BaseException:
+                if self._store is not None:
+                    self._store.release()
+                raise
+        if self._store is not None:
+            self._commit()
+
+    # ------------------------------------------------------------------ setup and calibration
+    def _setup(self, model, params: dict, random_state) -> None:
+        self._lock = threading.Lock()
+        self._seq = None
+        info = _model_info(model, "GPService")
+        epsilon = check_epsilon(params["epsilon"])
+        delta = check_delta(params["delta"], allow_zero=False)
+        r = check_positive(params["data_radius"], "data_radius")
+        T_max = check_count(params["max_exact_queries"], "max_exact_queries", bytes_per_unit=0)
+        check_count(T_max * T_max, "max_exact_queries")  # the factor: 8·T_max² bytes
+        k = info["kernel"]
+        r_eff = r * (1.0 + RADIUS_TOL)
+        r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        X = check_in_domain(info["X"], r, "model.X_fit_", clip=False)
+        n, lam, L = info["n"], info["lam"], info["L"]
+        err = public_error_bound(model, lam, "GPService", r_phi_sq=r2, lipschitz=L)
+        check_mu_l1(info["mu"], L / lam, "GPService")
+        d = X.shape[1]
+        fp = prediction_fp_bound(n=X.shape[0], mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
+        e_k = kernel_eval_error(k, r_eff, d) + 2.0 * UNIT_ROUNDOFF * r2
+        R = math.sqrt(r2)
+        dw = (2.0 * L * R / (lam * n) * (1.0 + SLACK) + 2.0 * err) * (1.0 + SLACK) * self._sensitivity_factor
+        sigma_total = gaussian_sigma_analytic(dw, epsilon, delta)
+        mu = dw / sigma_total
+        mu1 = mu * math.sqrt(1.0 - _RESIDUAL_MU_SHARE**2) * (1.0 - SLACK)
+        mu2 = mu * _RESIDUAL_MU_SHARE * (1.0 - SLACK)
+        sigma = dw / mu1
+        tau = _jitter(T_max, r2, e_k)
+        row_max = math.sqrt((r2 + e_k + tau) * (1.0 + 2.0 * gamma_k(2 * T_max + 2)))
+        rho = gp_residual_bound(T=T_max, sigma=sigma, row_norm_max=row_max, prediction_error=fp,
+                                value_bound=(L / lam) * r2 + fp)  # ||δ||₂ over all T_max answers
+        sigma2 = 2.0 * rho / mu2
+        k2 = math.floor(math.log2(sigma2)) - ANALYTIC_GRID_BITS  # grid σ₂·2⁻⁴⁰, as dpcore.mechanisms.noise
+        ridge = 1e-6 * r2 + tau if params["ridge"] is None else check_positive(params["ridge"], "ridge")
+        self.calibration_ = GPServiceCalibration(
+            epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r_phi=R, w_error_bound=err,
+            weight_sensitivity=dw, mu=mu, noise_scale=sigma, jitter=tau, max_exact_queries=T_max,
+            prediction_fp_error=fp, residual_bound=rho, residual_sigma=sigma2, residual_grid_exponent=k2,
+            ridge=ridge,
+        )
+        self._rng = check_random_state(random_state)
+        self.classes_ = np.asarray(getattr(model, "classes_", np.array([-1, 1])))
+        self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2
+        self._params = dict(params, epsilon=epsilon, delta=delta, data_radius=r, max_exact_queries=T_max,
+                            ridge=params["ridge"])
+        self._fingerprint = _fingerprint(info)
+        sv = info["mu"] != 0.0
+        self._X_sv = np.ascontiguousarray(X[sv])
+        self._mu_sv = np.ascontiguousarray(info["mu"][sv])
+        # path state
+        self._Q = np.zeros((0, d))
+        self._buf = np.zeros((0, 0))  # the factor L̂ lives in its leading t × t block
+        self._s2 = 0.0
+        self._xi = np.zeros(0)
+        self._y = np.zeros(0)
+        self._batches: list = []
+        self._index: dict = {}
+        self._n_answered = 0
+        self._posterior = None
+
+    # ------------------------------------------------------------------ the path
+    @property
+    def _L(self) -> np.ndarray:
+        t = self._Q.shape[0]
+        return self._buf[:t, :t]
+
+    def _kern(self, A, B):
+        k = self._kernel
+        return _core.kernel_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), k["kernel"], k["gamma"],
+                                   k["degree"], k["coef0"])
+
+    def _extend_factor(self, P: np.ndarray) -> tuple:
+        """``(L₂₁, L₂₂)`` of the block Cholesky step for new points ``P`` (public computation)."""
+        tau, t = self.calibration_.jitter, self._Q.shape[0]
+        A = self._kern(P, P)  # only its lower triangle is read by the factorisation
+        if t:
+            K_pq = self._kern(P, self._Q)
+            if P.shape[0] <= 32:  # Rust forward substitution on the buffer: O(t² m), no copy of L̂
+                L21 = np.asarray(_core.gp_forward_substitution(self._buf, t, np.ascontiguousarray(K_pq.T))).T
+            else:  # LAPACK on a contiguous copy (the copy is O(t²), the solve O(t² m))
+                L21 = linalg.solve_triangular(np.ascontiguousarray(self._L), K_pq.T, lower=True,
+                                              check_finite=False).T
+            A -= L21 @ L21.T
+        else:
+            L21 = np.zeros((P.shape[0], 0))
+        A[np.diag_indices(P.shape[0])] += tau
+        try:
+            L22 = linalg.cholesky(A, lower=True, check_finite=True)
+        except (linalg.LinAlgError, ValueError):
+            raise RuntimeError("GPService: the conditional covariance of the new points is not positive definite "
+                               "despite the certified jitter (non-finite kernel values?)") from None
+        return L21, L22
+
+    def _append(self, P, L21, L22, xi_new, y_new) -> None:
+        t, m = self._Q.shape[0], P.shape[0]
+        T = t + m
+        if T > self._buf.shape[0]:  # amortised growth (×2, capped at max_exact_queries)
+            cap = min(max(2 * self._buf.shape[0], T, 64), max(self.calibration_.max_exact_queries, T))
+            buf = np.zeros((cap, cap))
+            buf[:t, :t] = self._buf[:t, :t]
+            self._buf = buf
+        rows = np.einsum("ij,ij->i", L21, L21) + np.einsum("ij,ij->i", L22, L22)
+        s2 = max(self._s2, float(np.max(rows)) * (1.0 + gamma_k(T + 2)))
+        c = self.calibration_
+        margin = c.jitter - (T * self._e_k + UNIT_ROUNDOFF * (self._r2 + self._e_k + c.jitter)
+                             + gamma_k(2 * T + 2) * T * s2 * (1.0 + gamma_k(T)))
+        if not margin > 0.0:  # cannot happen for T ≤ T_max (public computation, checked anyway)
+            raise RuntimeError(f"GPService: jitter margin {margin:.3g} <= 0 after {T} points")
+        self._buf[t:T, :t] = L21
+        self._buf[t:T, t:T] = L22
+        self._s2 = s2
+        self._Q = np.vstack([self._Q, P])
+        self._xi = np.concatenate([self._xi, xi_new])
+        self._y = np.concatenate([self._y, y_new])
+        self._batches.append(m)
+        for j in range(m):
+            self._index.setdefault(P[j].tobytes(), t + j)
+        self._posterior = None
+
+    def _answer_new(self, P: np.ndarray) -> np.ndarray:
+        c = self.calibration_
+        L21, L22 = self._extend_factor(P)
+        m = P.shape[0]
+        xi_new = np.asarray(_core.analytic_release(np.zeros(m), 1.0, XI_GRID_EXPONENT, self._rng), dtype=np.float64)
+        xi_all = np.concatenate([self._xi, xi_new])
+        T_max = c.max_exact_queries
+        if not float(xi_all @ xi_all) * (1.0 + gamma_k(xi_all.size + 1)) <= (math.sqrt(T_max) + XI_NORM_SLACK) ** 2:
+            raise RuntimeError("GPService: ||xi|| exceeded its public bound (probability < 1e-300); nothing released")
+        k = self._kernel
+        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+            if self._X_sv.shape[0] else np.zeros(m)
+        noise = c.noise_scale * (L21 @ self._xi + L22 @ xi_new)
+        y_new = np.asarray(_core.analytic_release(np.ascontiguousarray(v + noise), c.residual_sigma,
+                                                  c.residual_grid_exponent, self._rng), dtype=np.float64)
+        self._append(P, L21, L22, xi_new, y_new)
+        return y_new
+
+    def _posterior_mean(self, P: np.ndarray) -> np.ndarray:
+        if self._posterior is None:
+            A = self._kern(self._Q, self._Q)
+            A = 0.5 * (A + A.T)
+            A[np.diag_indices(A.shape[0])] += self.calibration_.ridge
+            self._posterior = linalg.cho_solve(linalg.cho_factor(A, lower=True), self._y)
+        if self._Q.shape[0] == 0:
+            return np.zeros(P.shape[0])
+        k = self._kernel
+        return _core.kernel_predict(P, self._Q, self._posterior, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+
+    def _sample_sessions(self, X, n_samples: int, random_state) -> np.ndarray:
+        """``n_samples`` independent fresh sessions answering the query sequence ``X`` (for audits).
+
+        Row ``i`` has the law of the answers of a new service asked ``X`` (repeated points get the
+        same answer; the distinct points, at most ``max_exact_queries``, form one batch). Does not
+        touch this service's path, state or budget.
+        """
+        X = self._check_queries(X)
+        keys = [row.tobytes() for row in X]
+        first: dict = {}
+        for i, kb in enumerate(keys):
+            first.setdefault(kb, len(first))
+        order = sorted(first, key=first.get)
+        P = np.vstack([X[keys.index(kb)] for kb in order])[: self.calibration_.max_exact_queries]
+        saved = (self._Q, self._buf)
+        self._Q, self._buf = np.zeros((0, X.shape[1])), np.zeros((0, 0))
+        try:
+            _, L = self._extend_factor(P)
+        finally:
+            self._Q, self._buf = saved
+        c, m = self.calibration_, P.shape[0]
+        rng = check_random_state(random_state)
+        xi = np.asarray(_core.analytic_release(np.zeros(m), 1.0, XI_GRID_EXPONENT, rng, int(n_samples)),
+                        dtype=np.float64).reshape(-1, m)
+        if not np.all(np.einsum("ij,ij->i", xi, xi) * (1.0 + gamma_k(m + 1))
+                      <= (math.sqrt(c.max_exact_queries) + XI_NORM_SLACK) ** 2):
+            raise RuntimeError("GPService: ||xi|| exceeded its public bound (probability < 1e-300)")
+        k = self._kernel
+        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+            if self._X_sv.shape[0] else np.zeros(m)
+        y = v + c.noise_scale * (xi @ L.T)
+        y = np.asarray(_core.analytic_release(np.ascontiguousarray(y).ravel(), c.residual_sigma,
+                                              c.residual_grid_exponent, rng), dtype=np.float64).reshape(-1, m)
+        return y[:, [first[kb] for kb in keys]]
+
+    # ------------------------------------------------------------------ public API
+    def _check_queries(self, X) -> np.ndarray:
+        d = self._info["X"].shape[1]
+        X = np.asarray(X) if not hasattr(X, "tocsr") else X
+        if getattr(X, "ndim", 2) == 1:
+            raise ValueError(f"X must be a 2-D array of shape (m, {d}); reshape a single query with X[None, :]")
+        X = check_array(X, "X", n_features=d)
+        return check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
+
+    def predict(self, X) -> np.ndarray:
+        """Private answers ``f(x) + σG(x)`` for the rows of ``X``, in order. Thread-safe (serialised).
+
+        Points answered before get their stored answer; new points (up to ``max_exact_queries``
+        distinct ones) extend the released path; beyond that, new points get its posterior mean.
+        """
+        X = self._check_queries(X)
+        with self._lock:
+            if getattr(self, "_closed", False):
+                raise RuntimeError("this GPService was closed")
+            keys = [row.tobytes() for row in X]
+            new, seen = [], set()
+            for i, kb in enumerate(keys):
+                if kb not in self._index and kb not in seen:
+                    seen.add(kb)
+                    new.append(i)
+            room = self.calibration_.max_exact_queries - self._Q.shape[0]
+            exact_new = new[:max(room, 0)]
+            if exact_new:
+                self._answer_new(X[exact_new])
+                if self._store is not None:
+                    self._commit()
+            out = np.empty(X.shape[0])
+            rest = []
+            for i, kb in enumerate(keys):
+                j = self._index.get(kb)
+                if j is None:
+                    rest.append(i)
+                else:
+                    out[i] = self._y[j]
+            if rest:
+                out[rest] = self._posterior_mean(X[rest])
+            self._n_answered += X.shape[0]
+            return out
+
+    def decision_function(self, X) -> np.ndarray:
+        """Alias of :meth:`predict` (the private decision values)."""
+        return self.predict(X)
+
+    def predict_labels(self, X) -> np.ndarray:
+        """``classes_[1]`` where the private decision value is > ``threshold_`` (post-processing).
+
+        ``threshold_`` is 0 unless set by :meth:`calibrate_prior`.
+        """
+        return self.classes_[(self.predict(X) > getattr(self, "threshold_", 0.0)).astype(np.intp)]
+
+    def calibrate_prior(self, proportion: float, points) -> "GPService":
+        """Set ``threshold_`` so that ``classes_[1]`` is predicted on the fraction ``proportion`` of ``points``.
+
+        The imbalance remedy of :meth:`dpcore.KernelRelease.calibrate_prior` for the service: the
+        public ``points`` are answered through the service (they join the released path like any
+        query, using up to ``len(points)`` of ``max_exact_queries``; no privacy cost beyond the
+        service's), and ``threshold_`` is the ``(1 − proportion)``-quantile of those answers — a
+        function of released answers and of a *privately released* ``proportion`` (e.g.
+        :func:`dpcore.mechanisms.noise.private_proportion`, whose budget the caller accounts for), i.e.
+        post-processing. Decision values (:meth:`predict`) are unchanged; :meth:`predict_labels` uses
+        the threshold. After :meth:`load`, calling it again with the same arguments gives the same
+        threshold (the stored answers are returned again).
+        """
+        p = float(proportion)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+        f = self.predict(points)
+        self.threshold_ = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
+        return self
+
+    @property
+    def n_distinct(self) -> int:
+        """Distinct points on the released exact path."""
+        return int(self._Q.shape[0])
+
+    @property
+    def n_answered(self) -> int:
+        """Answers returned by this object (repeated and posterior-mean answers included)."""
+        return self._n_answered
+
+    @property
+    def state_seq(self):
+        return self._seq
+
+    # ------------------------------------------------------------------ persistence
+    def _factor_hash(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self._L).tobytes()).hexdigest()
+
+    def _state_doc(self) -> dict:
+        return dict(format=_STATE_FORMAT, fingerprint=self._fingerprint, params=self._params,
+                    calibration=asdict(self.calibration_), dim=int(self._Q.shape[1]), batches=list(self._batches),
+                    points=_b64(self._Q), xi=_b64(self._xi), answers=_b64(self._y), factor_sha256=self._factor_hash())
+
+    def _commit(self) -> None:
+        self._seq = self._store.write(self._state_doc(), self._seq)
+
+    @classmethod
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "GPService":
+        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit."""
+        store = open_state_store(state_path, _STATE_FORMAT, state_backend)
+        doc = store.read()
+        if min_seq is not None and doc["seq"] < int(min_seq):
+            raise StateRollbackError(f"{store.path!r} holds sequence number {doc['seq']} < min_seq={int(min_seq)}")
+        self = cls.__new__(cls)
+        self._store = store
+        self._setup(model, doc["params"], random_state)
+        if self._fingerprint != doc["fingerprint"]:
+            raise ValueError("model does not match the state (fingerprint differs)")
+        if asdict(self.calibration_) != doc["calibration"]:
+            raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
+        d = int(doc["dim"])
+        Q = _unb64(doc["points"]).reshape(-1, d)
+        xi, y = _unb64(doc["xi"]), _unb64(doc["answers"])
+        start = 0
+        for m in doc["batches"]:
+            P = Q[start:start + m]
+            L21, L22 = self._extend_factor(P)
+            self._append(P, L21, L22, xi[start:start + m], y[start:start + m])
+            start += m
+        if start != Q.shape[0] or self._factor_hash() != doc["factor_sha256"]:
+            raise ValueError("the factor recomputed on this machine differs from the one that produced the stored "
+                             "answers (different LAPACK/BLAS bits); refusing to continue the path")
+        store.acquire("GPService")
+        if store.read()["seq"] != doc["seq"]:
+            store.release()
+            raise StateRollbackError(f"{store.path!r} changed while it was being loaded; load it again")
+        self._seq = int(doc["seq"])
+        return self
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.release()
+            self._closed = True
+
+    def __del__(self):
+        store = getattr(self, "_store", None)
+        if store is not None:
+            store.release()
+
+    def __repr__(self) -> str:
+        c = self.calibration_
+        return (f"GPService(epsilon={c.epsilon:g}, delta={c.delta:g}, sigma={c.noise_scale:.3g}, "
+                f"distinct={self.n_distinct}/{c.max_exact_queries})")

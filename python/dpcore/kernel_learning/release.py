@@ -1,0 +1,234 @@
+"""Released kernel models: ``ŵ = Σ_t α_t φ(z_t)`` over public (or privately chosen) points.
+
+TDDL and TDIL both release a kernel expansion over points that are *not* training points (TDDL:
+the user's public points; TDIL: net points chosen by the exponential mechanism). The release is a
+:class:`KernelRelease`: it holds only public information — the points, the coefficients, the kernel
+parameters, the class labels and the privacy parameters with the full calibration record — and
+can be saved to / loaded from a JSON file with a checksum. It never holds training data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import numpy as np
+
+from dpcore._internal.params import ParamsMixin
+
+from dpcore import __version__ as _version
+from dpcore import _core
+from dpcore.kernel_learning._model import _atomic_write, _b64, _checksum, _unb64
+from dpcore._internal.validation import check_array
+from dpcore.kernels.evaluation import _as_f64
+
+__all__ = ["KernelRelease", "ReleasingEstimator"]
+
+_FORMAT = "dpcore.kernel_release/1"
+
+
+def _jsonable(value):
+    """Recursively convert numpy scalars/arrays in calibration records to plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class KernelRelease:
+    """A differentially private kernel model ``f(q) = Σ_t α_t K(q, z_t)``.
+
+    Parameters
+    ----------
+    points : array of shape (T, d)
+        Public expansion points ``z_t`` (never training points).
+    alpha : array of shape (T,)
+        Coefficients ``α_t``.
+    kernel : dict
+        ``kernel``, ``gamma``, ``degree``, ``coef0`` as in :func:`dpcore.kernel_matrix`.
+    classes : array of shape (2,), optional
+        Labels predicted for ``f ≤ 0`` and ``f > 0``; default ``[-1, 1]``.
+    mechanism : str
+        ``"TDDL"``, ``"TDIL"``, ...
+    epsilon, delta : float
+        The privacy guarantee of the release with respect to the training data.
+    calibration : dict
+        Every calibrated number (JSON-serialisable), for audit and reproducibility.
+    data_radius : float
+        The declared domain ``||q|| ≤ data_radius`` the guarantee and the utility analysis refer to.
+    intercept : float, default 0.0
+        Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
+    """
+
+    def __init__(self, points, alpha, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
+                 delta: float, calibration: Optional[dict] = None, data_radius: float, intercept: float = 0.0):
+        self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
+        self.alpha = np.ascontiguousarray(np.asarray(alpha, dtype=np.float64).ravel())
+        if self.points.ndim != 2 or self.points.shape[0] != self.alpha.shape[0]:
+            raise ValueError(
+                f"points must be (T, d) and alpha (T,); got {self.points.shape} and {self.alpha.shape}"
+            )
+        if not (np.isfinite(self.points).all() and np.isfinite(self.alpha).all()):
+            raise ValueError("points and alpha must be finite")
+        self.kernel = dict(kernel)
+        self.classes_ = np.asarray([-1, 1] if classes is None else classes)
+        self.mechanism = str(mechanism)
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.calibration = _jsonable(dict(calibration or {}))
+        self.data_radius = float(data_radius)
+        self.intercept = float(intercept)
+        if not np.isfinite(self.intercept):
+            raise ValueError(f"intercept must be finite, got {intercept!r}")
+
+    @property
+    def n_features_in_(self) -> int:
+        return int(self.points.shape[1])
+
+    def decision_function(self, Q) -> np.ndarray:
+        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``Q`` (fused kernel engine)."""
+        Q = check_array(Q, "Q", n_features=self.n_features_in_)
+        if self.points.shape[0] == 0:
+            return np.full(Q.shape[0], self.intercept)
+        k = self.kernel
+        return _core.kernel_predict(
+            _as_f64(Q), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
+        ) + self.intercept
+
+    def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
+        """A copy whose decision threshold predicts ``classes_[1]`` on the fraction ``proportion`` of ``points``.
+
+        Post-processing for imbalanced data: a private model without a bias can rank well (high AUC)
+        while its noise moves every decision value to one side. Given a *privately released* class
+        proportion (e.g. :func:`dpcore.mechanisms.noise.private_proportion`, whose budget the caller accounts
+        for), the intercept is set to minus the ``(1 − proportion)``-quantile of the decision values
+        on public points (default: the release's own public points). Costs no privacy beyond that of
+        ``proportion``: the quantile is a function of released values and public points only.
+        """
+        p = float(proportion)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+        P = self.points if points is None else check_array(points, "points", n_features=self.n_features_in_)
+        base = KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+                             epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
+                             data_radius=self.data_radius)
+        f = np.sort(base.decision_function(P))
+        t = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
+        cal = dict(self.calibration, prior_proportion=p, prior_threshold=t)
+        return KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+                             epsilon=self.epsilon, delta=self.delta, calibration=cal, data_radius=self.data_radius,
+                             intercept=-t)
+
+    def predict(self, Q) -> np.ndarray:
+        """Class labels: ``classes_[1]`` where the decision value is > 0."""
+        return self.classes_[(self.decision_function(Q) > 0).astype(np.intp)]
+
+    def score(self, Q, y) -> float:
+        """Mean accuracy on ``(Q, y)``."""
+        return float(np.mean(self.predict(Q) == np.asarray(y)))
+
+    def norm(self) -> float:
+        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release)."""
+        if self.points.shape[0] == 0:
+            return 0.0
+        k = self.kernel
+        f = _core.kernel_predict(self.points, self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        return float(np.sqrt(max(0.0, float(self.alpha @ f))))
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        classes = self.classes_.tolist()
+        doc = dict(
+            format=_FORMAT,
+            dpcore_version=_version,
+            mechanism=self.mechanism,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            data_radius=self.data_radius,
+            kernel=self.kernel,
+            classes=classes,
+            shape=list(self.points.shape),
+            points=_b64(self.points),
+            alpha=_b64(self.alpha),
+            calibration=self.calibration,
+            intercept=self.intercept,
+        )
+        doc["checksum"] = _checksum(doc)
+        return doc
+
+    def save(self, path) -> None:
+        """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically."""
+        _atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
+
+    @classmethod
+    def load(cls, path) -> "KernelRelease":
+        """Read a release written by :meth:`save`; a modified file is refused (checksum)."""
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            doc = json.loads(raw.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path!r} is corrupted or truncated (not a complete JSON document: {exc})") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path!r} is not a dpcore kernel release")
+        if doc.get("format") != _FORMAT:
+            raise ValueError(f"{path!r} is not a dpcore kernel release (format {doc.get('format')!r})")
+        if doc.get("checksum") != _checksum(doc):
+            raise ValueError(f"{path!r} is corrupted or was modified (checksum mismatch)")
+        T, d = doc["shape"]
+        return cls(
+            _unb64(doc["points"]).reshape(T, d), _unb64(doc["alpha"]), doc["kernel"],
+            classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
+            delta=doc["delta"], calibration=doc["calibration"], data_radius=doc["data_radius"],
+            intercept=float(doc.get("intercept", 0.0)),
+        )
+
+    def __repr__(self) -> str:
+        return (f"KernelRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
+
+
+class ReleasingEstimator(ParamsMixin):
+    """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
+
+    Subclasses set ``_PARAMS`` (constructor parameter names) and, in ``fit``, ``release_``.
+    """
+
+
+    def _check_fitted(self):
+        if not hasattr(self, "release_"):
+            from dpcore.kernel_learning.svm import NotFittedError
+
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
+
+    def decision_function(self, Q) -> np.ndarray:
+        """Decision values of the released model, ``Σ_t α_t K(q, z_t)``."""
+        self._check_fitted()
+        return self.release_.decision_function(Q)
+
+    def predict(self, Q) -> np.ndarray:
+        """Class labels of the released model."""
+        self._check_fitted()
+        return self.release_.predict(Q)
+
+    def score(self, Q, y) -> float:
+        """Mean accuracy of the released model on ``(Q, y)``."""
+        self._check_fitted()
+        return self.release_.score(Q, y)
+
+    def save(self, path) -> None:
+        """Save the release (points, α, kernel, privacy parameters and calibration)."""
+        self._check_fitted()
+        self.release_.save(path)
+
+    @staticmethod
+    def load(path) -> KernelRelease:
+        """Load a saved release (a :class:`dpcore.KernelRelease`)."""
+        return KernelRelease.load(path)

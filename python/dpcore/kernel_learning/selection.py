@@ -1,0 +1,443 @@
+r"""Private hyper-parameter selection for the kernel learners.
+
+Choosing λ (C), the kernel or γ by an exact arg-max of a score computed on the private data is not
+private; neither is reporting every candidate's score. :class:`PrivateGridSearch` trains and
+releases candidates privately, scores each release privately and outputs only the best release,
+its parameters and its noisy score.
+
+The base mechanism (one candidate)
+----------------------------------
+The candidate :class:`dpcore.KernelSVM` is fitted on the whole training set ``D`` (not private) and
+released with :class:`dpcore.TDDL` (``noise="gp"``) over the public points ``Z``, calibrated so that
+its two Gaussian stages together are ``μ_r``-GDP. Its accuracy **on the training set itself**,
+``a(D) = mean_i 1[r(x_i) = y_i]`` for the release ``r``, is released with exact grid Gaussian noise
+``σ = 1/(n μ_s)``. Given the release, ``a`` has sensitivity ``1/n`` under replace-one (one term of the
+mean changes), so by adaptive composition of Gaussian mechanisms (Dong, Roth & Su 2022, Cor. 3.3) the
+pair (release, noisy score) is ``μ``-GDP with ``μ² = μ_r² + μ_s²`` (``μ_s² = score_share·μ²``). No
+validation split is needed: the score is a private statistic of a private release (and, by the
+generalisation property of DP, an unbiased-enough proxy of its test accuracy).
+
+Selection strategies
+--------------------
+``"exhaustive"`` (default; best for small grids): every one of the ``m`` candidates is run once and
+the best noisy score is kept. The ``m`` runs compose to ``√m·μ``-GDP exactly (GDP composition); the
+arg-max is post-processing. Accounted with dp_accounting's PLD accountant
+(``SelfComposedDpEvent(GaussianDpEvent(1/μ), m)``).
+
+``"repeat_and_select"`` (large grids): Papernot & Steinke ("Hyperparameter tuning with Rényi
+differential privacy", ICLR 2022; Liu & Talwar 2019 for the geometric case). The base mechanism runs
+on a candidate drawn uniformly from the grid; it is repeated ``K`` times, ``K`` geometric with mean
+``mean_runs`` (``P[K = k] = γ(1 − γ)^(k−1)``, ``γ = 1/mean_runs``, sampled exactly by Bernoulli trials
+from dpcore's generator); only the best run is output, never ``K``, the other candidates or their
+scores. Thm 2 of the paper via dp_accounting's RDP accountant (``RepeatAndSelectDpEvent``). Its cost
+per run does not grow with ``m``, but ``P[K = 1] = 1/mean_runs``: with probability ``1/mean_runs``
+a single random candidate is output.
+
+The class proportion (optional, before the runs)
+-----------------------------------------------
+With ``prior_epsilon_share = s > 0`` the fraction of training labels equal to the declared positive
+class is released once with the exact Laplace mechanism (count sensitivity 1, ``ε_p = s·ε``,
+:func:`dpcore.mechanisms.noise.private_proportion`). Each candidate's release is then thresholded with
+:meth:`dpcore.KernelRelease.calibrate_prior` — a function of that proportion, the release and the
+public points ``Z`` only, i.e. post-processing — before it is scored. Composed with the runs
+(``LaplaceDpEvent(1/ε_p)``) in the same dp_accounting accountant.
+
+Calibration
+-----------
+dpcore picks the largest per-candidate ``μ`` whose whole procedure (prior + runs) is ``(ε, δ)``-DP by
+bisection on the accountant's ε (safe side), then shrinks it by ``1 − 1e-6``; each TDDL release is
+checked, on its public calibration record, to be at most ``μ_r``-GDP. Empirical audit of the selection
+layer (worst-case neighbours shift every candidate's score; output = the released best score, which
+also catches a score noise calibrated with the wrong sensitivity): ``tests/test_selection.py``.
+
+Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
+``mean_runs`` and the strategy are public. Wall-clock time grows with the number of runs (outside
+dpcore's threat model, as for every solver).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcore import _core
+from dpcore._internal.params import ParamsMixin
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
+from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
+from dpcore.mechanisms.noise import check_random_state
+
+__all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu"]
+
+_STRATEGIES = ("exhaustive", "repeat_and_select")
+#: ``param_grid=None``: C = auto·f for these f (``dpcore.kernel_learning.gp.auto_lam``'s rule at the run's μ_r).
+AUTO_GRID_FACTORS = (1.0 / 3.0, 1.0, 3.0)
+
+
+def _selection_event(mu: float, strategy: str, n_candidates: int, mean_runs: float, prior_epsilon: float):
+    from dp_accounting import dp_event
+
+    base = dp_event.GaussianDpEvent(1.0 / mu)
+    if strategy == "exhaustive":
+        event = dp_event.SelfComposedDpEvent(base, int(n_candidates))
+    else:
+        event = dp_event.RepeatAndSelectDpEvent(base, float(mean_runs), 1.0)
+    if prior_epsilon > 0:  # the label proportion (Laplace, sensitivity 1) released before the runs
+        event = dp_event.ComposedDpEvent([dp_event.LaplaceDpEvent(1.0 / prior_epsilon), event])
+    return event
+
+
+def _check_strategy(strategy, n_candidates, mean_runs):
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
+    if isinstance(n_candidates, bool) or not isinstance(n_candidates, numbers.Integral) or n_candidates < 1:
+        raise ValueError(f"n_candidates must be a positive integer, got {n_candidates!r}")
+    if strategy == "repeat_and_select":
+        if isinstance(mean_runs, bool) or not isinstance(mean_runs, numbers.Integral) or mean_runs < 1:
+            raise ValueError(f"mean_runs must be a positive integer, got {mean_runs!r}")
+
+
+def selection_epsilon(mu: float, delta: float, *, n_candidates: int, strategy: str = "exhaustive",
+                      mean_runs=None, prior_epsilon: float = 0.0) -> float:
+    """ε at ``delta`` of a selection whose every run is ``mu``-GDP (dp_accounting: PLD or RDP).
+
+    ``prior_epsilon > 0`` adds the ε-DP Laplace release of the class proportion before the runs.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.selection import selection_epsilon
+    >>> round(selection_epsilon(0.118, 1e-6, n_candidates=4), 2)
+    1.0
+    >>> round(selection_epsilon(0.123, 1e-6, n_candidates=4, strategy="repeat_and_select", mean_runs=4), 2)
+    0.97
+    """
+    mu = check_positive(mu, "mu")
+    delta = check_delta(delta, allow_zero=False)
+    _check_strategy(strategy, n_candidates, mean_runs)
+    if not (isinstance(prior_epsilon, numbers.Real) and 0.0 <= prior_epsilon < math.inf):
+        raise ValueError(f"prior_epsilon must be finite and >= 0, got {prior_epsilon!r}")
+    event = _selection_event(mu, strategy, n_candidates, mean_runs, float(prior_epsilon))
+    if strategy == "exhaustive":
+        from dp_accounting.pld import PLDAccountant
+
+        acc = PLDAccountant()
+    else:  # repeat-and-select is supported by the RDP accountant only
+        from dp_accounting.rdp import RdpAccountant
+
+        acc = RdpAccountant()
+    acc.compose(event)
+    return float(acc.get_epsilon(delta))
+
+
+def selection_mu(epsilon: float, delta: float, *, n_candidates: int, strategy: str = "exhaustive",
+                 mean_runs=None, prior_epsilon: float = 0.0) -> float:
+    """Largest per-run ``μ`` (to relative 1e-6, rounded down) with ``selection_epsilon(μ) ≤ epsilon``.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.selection import selection_mu
+    >>> round(selection_mu(1.0, 1e-6, n_candidates=4), 3)
+    0.118
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta, allow_zero=False)
+
+    def eps_of(m):
+        return selection_epsilon(m, delta, n_candidates=n_candidates, strategy=strategy, mean_runs=mean_runs,
+                                 prior_epsilon=prior_epsilon)
+
+    lo, hi = 1e-6, 1.0
+    while eps_of(hi) <= epsilon:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e6:
+            break
+    if eps_of(lo) > epsilon:
+        raise ValueError(f"epsilon={epsilon!r} is too small for this selection"
+                         + (f" after the prior's {prior_epsilon:g}" if prior_epsilon else ""))
+    while hi - lo > 1e-6 * hi:
+        mid = 0.5 * (lo + hi)
+        if eps_of(mid) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _uniform_below(rng, m: int) -> int:
+    """Exactly uniform integer in ``[0, m)`` from the 64-bit stream (rejection sampling)."""
+    limit = (1 << 64) - ((1 << 64) % m)
+    while True:
+        x = int(rng.next_u64())
+        if x < limit:
+            return x % m
+
+
+def _geometric_runs(rng, mean_runs: int) -> int:
+    """``K ≥ 1`` with ``P[K = k] = γ(1 − γ)^(k−1)``, ``γ = 1/mean_runs``, exactly (Bernoulli trials)."""
+    k = 1
+    while _uniform_below(rng, mean_runs) != 0:
+        k += 1
+    return k
+
+
+def _noisy_score(value: float, sigma: float, rng) -> float:
+    """``value`` plus exact grid Gaussian noise of standard deviation ``sigma`` (dpcore's sampler)."""
+    return float(_core.analytic_release(np.array([value]), sigma, math.floor(math.log2(sigma)) - 40, rng)[0])
+
+
+def _select_best(run, indices):
+    """``(score, i, payload)`` of the first best ``run(i)`` over ``indices`` (post-processing)."""
+    best = None
+    for i in indices:
+        score, payload = run(i)
+        if best is None or score > best[0]:
+            best = (score, i, payload)
+    return best
+
+
+def _repeat_and_select(rng, n_candidates: int, mean_runs: int, run):
+    """Papernot–Steinke repeat-and-select with a geometric number of runs.
+
+    ``run(i)`` is the base mechanism on candidate ``i`` and returns ``(noisy_score, payload)``. ``K``
+    runs on uniformly drawn candidates; returns ``(score, i, payload)`` of the first best run. ``K``,
+    the other runs and their scores are discarded (never part of the output).
+    """
+    k = _geometric_runs(rng, mean_runs)
+    return _select_best(run, [_uniform_below(rng, n_candidates) for _ in range(k)])
+
+
+@dataclass(frozen=True)
+class SelectionPrivacy:
+    """The public record of a :class:`PrivateGridSearch` run."""
+
+    epsilon: float
+    delta: float
+    strategy: str
+    mu: float
+    release_mu: float
+    score_mu: float
+    score_sigma: float
+    mean_runs: int
+    epsilon_accounted: float
+    n_candidates: int
+    n_samples: int
+    candidate_epsilon: float
+    candidate_delta: float
+    prior_epsilon: float
+
+
+class PrivateGridSearch(ParamsMixin):
+    """Private selection of a kernel learner's hyper-parameters and release of the selected model.
+
+    See :mod:`dpcore.kernel_learning.selection` for the algorithm and its proof.
+
+    Parameters
+    ----------
+    param_grid : dict of lists or None
+        Candidate :class:`dpcore.KernelSVM` parameters (e.g. ``{"lam": [...], "gamma": [...]}``);
+        every combination is a candidate. ``None``: three values of λ, ``C = 1/(nλ)`` at 1/3, 1 and 3
+        times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated at each run's ``μ_r``
+        (:data:`AUTO_GRID_FACTORS`); kernel parameters from ``base_params``.
+    epsilon, delta : float
+        The guarantee of the whole selection (all runs, the prior and the released model).
+    Z : array of shape (T, d)
+        Public points of the TDDL-gp release (e.g. unlabelled public data).
+    data_radius : float
+        Declared bound on ``||x||`` (training rows and ``Z``).
+    base_params : dict, optional
+        Fixed ``KernelSVM`` parameters (default ``{"kernel": "rbf", "tol": 1e-8}``).
+    strategy : {"exhaustive", "repeat_and_select"}, default "exhaustive"
+        Run every candidate once (cost ``√m`` in μ) or Papernot–Steinke repeat-and-select with a
+        geometric number of runs (cost independent of ``m``; better for large grids).
+    score_share : float, default 0.05
+        Share of each run's ``μ²`` spent on the noisy training-set accuracy (the rest on the release).
+    prior_epsilon_share : float, default 0.05
+        Share of ``epsilon`` spent on the class proportion (:func:`dpcore.mechanisms.noise.private_proportion`,
+        released once before the runs); every candidate's release is then thresholded with
+        :meth:`dpcore.KernelRelease.calibrate_prior` (post-processing) — the remedy for a kernel model
+        without a bias on imbalanced data. ``0`` disables it.
+    mean_runs : int, optional
+        ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates).
+    random_state : None, int or ChaChaRng
+    accountant : BudgetAccountant, optional
+        Charged ``(ε, δ)`` once, before any training.
+
+    Attributes
+    ----------
+    best_params_ : dict
+    best_score_ : float
+        The selected run's *noisy* training-set accuracy (private).
+    release_ : KernelRelease
+        The selected candidate's private model.
+    candidates_ : list of dict
+        The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``.
+    privacy_ : SelectionPrivacy
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dpcore
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+    >>> grid = {"lam": [1e-3, 1e-2, 1e-1]}
+    >>> sel = dpcore.PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_radius=1.0,
+    ...                                base_params={"kernel": "rbf", "gamma": 5.0}, random_state=0).fit(X, y)
+    >>> sel.best_params_["lam"] in grid["lam"], sel.score(X, y) > 0.8
+    (True, True)
+    """
+
+    _PARAMS = ("param_grid", "epsilon", "delta", "Z", "data_radius", "base_params", "strategy", "score_share",
+               "prior_epsilon_share", "mean_runs", "random_state", "accountant")
+
+    def __init__(self, param_grid, epsilon, delta, *, Z, data_radius, base_params=None, strategy="exhaustive",
+                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None, accountant=None):
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.Z = Z
+        self.data_radius = data_radius
+        self.base_params = base_params
+        self.strategy = strategy
+        self.score_share = score_share
+        self.prior_epsilon_share = prior_epsilon_share
+        self.mean_runs = mean_runs
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _candidates(self) -> list:
+        grid = self.param_grid
+        if not isinstance(grid, dict) or not grid:
+            raise ValueError("param_grid must be a non-empty dict of lists")
+        keys = sorted(grid)
+        for k in keys:
+            if not isinstance(grid[k], (list, tuple)) or not grid[k]:
+                raise ValueError(f"param_grid[{k!r}] must be a non-empty list")
+        return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
+
+    def fit(self, X, y):
+        """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
+        from dpcore.kernel_learning.svm import KernelSVM
+        from dpcore.mechanisms.noise import private_proportion
+        from dpcore.kernel_learning.tddl import TDDL
+
+        cands = None if self.param_grid is None else self._candidates()
+        m = len(AUTO_GRID_FACTORS) if cands is None else len(cands)
+        epsilon = check_epsilon(self.epsilon)
+        delta = check_delta(self.delta, allow_zero=False)
+        strategy = self.strategy
+        mean_runs = m if self.mean_runs is None else self.mean_runs
+        _check_strategy(strategy, m, mean_runs)
+        for name in ("score_share", "prior_epsilon_share"):
+            v = getattr(self, name)
+            lo_ok = v > 0.0 if name == "score_share" else v >= 0.0
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (lo_ok and v < 1.0):
+                raise ValueError(f"{name} must lie in {'(0, 1)' if name == 'score_share' else '[0, 1)'}, got {v!r}")
+        X = check_array(X, "X")
+        n = X.shape[0]
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
+        Z = check_array(self.Z, "Z", n_features=X.shape[1])
+        radius = check_positive(self.data_radius, "data_radius")
+        base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
+        rng = check_random_state(self.random_state)
+        positive = KernelSVM(**base).classes[1]  # declared label set (public), never read off y
+        # -- calibration (public): the prior is ε_p-DP (Laplace), every run μ-GDP
+        prior_eps = float(self.prior_epsilon_share) * epsilon
+        mu = selection_mu(epsilon, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
+                          prior_epsilon=prior_eps) * (1.0 - 1e-6)
+        eps_acc = selection_epsilon(mu, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
+                                    prior_epsilon=prior_eps)
+        mu_s = mu * math.sqrt(float(self.score_share))
+        mu_r = math.sqrt(mu * mu - mu_s * mu_s)
+        # the candidate release: (ε_c, δ_c) of a μ_c-GDP curve with μ_c < μ_r; checked below on the
+        # actual calibration (both TDDL stages together)
+        cand_delta = 1e-10
+        cand_eps = _gdp_epsilon(mu_r * 0.999, cand_delta)
+        score_sigma = 1.0 / (n * mu_s)
+        if cands is None:  # the data-independent grid around dpcore.kernel_learning.gp.auto_lam at this run's μ_r
+            probe = KernelSVM(**base)
+            c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, probe.kernel, probe.gamma, probe.degree,
+                                                        probe.coef0, n_features=X.shape[1]))
+            cands = [{"lam": 1.0 / (n * c0 * f)} for f in AUTO_GRID_FACTORS]
+        # every candidate's solver tolerance must be certifiable for the declared domain (public
+        # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
+        # before anything is charged, instead of refusing in the middle of the runs
+        cands = [_certifiable(dict(base, **p), radius, X.shape[1]) for p in cands]
+        if self.accountant is not None:
+            self.accountant.spend(epsilon, delta, label=f"PrivateGridSearch({m} candidates, {strategy})")
+        p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None
+
+        def run(i):
+            model = KernelSVM(**cands[i]).fit(X, y)
+            tddl = TDDL(model, cand_eps, cand_delta, radius, noise="gp", random_state=rng)
+            cal = tddl.prepare(Z)["cal"]
+            mu_c = math.hypot(cal.weight_sensitivity / cal.noise_scale,
+                              2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)
+            if not mu_c <= mu_r:  # public numbers; cannot happen with the 0.999 margin
+                raise RuntimeError(f"candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
+            release = tddl.fit(Z).release_
+            if p_hat is not None:  # post-processing of (p_hat, release) with public points
+                release = release.calibrate_prior(p_hat)
+            return _noisy_score(release.score(X, y), score_sigma, rng), release
+
+        if strategy == "exhaustive":
+            score, best_i, release = _select_best(run, range(m))
+        else:
+            score, best_i, release = _repeat_and_select(rng, m, mean_runs, run)
+        keys = {"lam"} if self.param_grid is None else set(self.param_grid)
+        self.best_score_ = score
+        self.candidates_ = [{k: v for k, v in c.items() if k in keys} for c in cands]  # public grid
+        self.best_params_ = dict(self.candidates_[best_i])
+        self.release_ = release
+        self.privacy_ = SelectionPrivacy(
+            epsilon=epsilon, delta=delta, strategy=strategy, mu=mu, release_mu=mu_r, score_mu=mu_s,
+            score_sigma=score_sigma, mean_runs=int(mean_runs), epsilon_accounted=eps_acc, n_candidates=m,
+            n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
+        return self
+
+    def predict(self, X):
+        """Class labels of the selected private release."""
+        return self.release_.predict(X)
+
+    def decision_function(self, X):
+        """Decision values of the selected private release."""
+        return self.release_.decision_function(X)
+
+    def score(self, X, y) -> float:
+        """Mean accuracy of the selected private release on ``(X, y)``."""
+        return self.release_.score(X, y)
+
+
+def _certifiable(params: dict, radius: float, n_features: int) -> dict:
+    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²/λ`` where needed (public)."""
+    from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+    from dpcore.kernel_learning.svm import KernelSVM
+    from dpcore.kernel_learning.gp import feature_radius_sq
+
+    probe = KernelSVM(**params)
+    lam = check_positive(probe.lam, "lam")
+    r2 = feature_radius_sq(radius, probe.kernel, probe.gamma, probe.degree, probe.coef0, n_features=n_features)
+    floor = 4.0 * KERNEL_SUM_REL_ERROR * r2 / lam
+    return dict(params, tol=max(float(probe.tol), floor))
+
+
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε with ``δ_μ(ε) ≤ delta`` for ``μ``-GDP (the analytic Gaussian curve with Δ/σ = μ)."""
+    from dpcore.accounting.calibrate import gaussian_delta
+
+    lo, hi = 0.0, max(1.0, mu * mu)
+    while gaussian_delta(1.0 / mu, 1.0, hi) > delta:
+        hi *= 2.0
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if mid > 0 and gaussian_delta(1.0 / mu, 1.0, mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi

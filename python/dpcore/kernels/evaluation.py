@@ -1,0 +1,288 @@
+"""Kernel evaluation: linear, polynomial and Gaussian RBF kernels with a fused Rust core.
+
+The parameter names and defaults follow :func:`sklearn.metrics.pairwise_kernels`:
+
+============  ===============================  ================================================
+``kernel``    ``K(x, v)``                      ``R_phi**2`` on the ball ``||z|| <= radius``
+============  ===============================  ================================================
+``"linear"``  ``<x, v>``                       ``radius**2``
+``"poly"``    ``(gamma <x, v> + coef0)**degree``  ``(gamma radius**2 + coef0)**degree`` (coef0 >= 0)
+``"rbf"``     ``exp(-gamma ||x - v||**2)``     ``1``
+============  ===============================  ================================================
+
+``gamma=None`` means ``1 / n_features``; ``degree`` is a positive integer (default 3); ``coef0``
+is finite (default 1). ``"polynomial"`` is accepted as an alias of ``"poly"``.
+
+:func:`kernel_predict` computes ``K(Z, X) @ mu`` without ever building the ``m x n`` kernel
+matrix: the Rust core evaluates it block by block (64 query rows x 512 support points, one GEMM
+per block, the kernel map and the product with ``mu`` applied while the block is in cache), in
+parallel over blocks with rayon. Its extra memory is ``O(m + n)`` plus a few MiB of block
+buffers, whatever ``m`` and ``n`` (see ``benches/bench_kernels.py`` for measurements); results do
+not depend on the number of threads (``RAYON_NUM_THREADS``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional
+
+import numpy as np
+
+from dpcore import _core
+from dpcore._internal.validation import check_array, check_positive, check_vector
+
+__all__ = ["kernel_matrix", "kernel_predict", "feature_map_radius", "KERNELS"]
+
+#: Accepted kernel names (``"polynomial"`` is an alias of ``"poly"``).
+KERNELS = ("linear", "poly", "polynomial", "rbf")
+
+
+def _check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]):
+    """Validate scikit-learn style kernel arguments; return ``(name, gamma, degree, coef0)``.
+
+    Every explicitly given parameter is validated, whether or not the kernel uses it.
+    ``gamma=None`` resolves to ``1 / n_features`` (``1.0`` as a placeholder for kernels that do
+    not use it when ``n_features`` is unknown).
+    """
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    name = "poly" if kernel == "polynomial" else kernel
+    if gamma is None:
+        if n_features is None:
+            if name == "poly":
+                raise ValueError(
+                    "gamma=None means 1 / n_features: pass gamma explicitly or give n_features"
+                )
+            gamma = 1.0
+        else:
+            gamma = 1.0 / n_features
+    else:
+        gamma = check_positive(gamma, "gamma")
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Real):
+        raise TypeError(f"degree must be a positive integer, got {type(degree).__name__}")
+    if not isinstance(degree, numbers.Integral):
+        if not (math.isfinite(degree) and float(degree).is_integer()):
+            raise ValueError(f"degree must be a positive integer, got {degree!r}")
+    degree = int(degree)
+    if not 1 <= degree <= 2**32 - 1:
+        raise ValueError(f"degree must be a positive integer (at most 2**32 - 1), got {degree!r}")
+    if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real):
+        raise TypeError(f"coef0 must be a real number, got {type(coef0).__name__}")
+    coef0 = float(coef0)
+    if not math.isfinite(coef0):
+        raise ValueError(f"coef0 must be finite, got {coef0!r}")
+    return name, gamma, degree, coef0
+
+
+def _check_representable(values: np.ndarray, name: str, inputs: str) -> np.ndarray:
+    """Refuse a kernel result that is not finite: never return ±inf/NaN silently.
+
+    Finite, validated inputs give non-finite kernel values only by float64 overflow: the
+    polynomial kernel ``(gamma <x, v> + coef0)**degree`` with a large ``degree``/``gamma`` or
+    large entries, or squared norms / inner products of entries near ``1e154`` and beyond.
+    """
+    if np.isfinite(values).all():
+        return values
+    if name == "poly":
+        raise ValueError(
+            "degree: the polynomial kernel (gamma <x, v> + coef0)**degree overflows float64 for these "
+            f"inputs; use a smaller degree, gamma or coef0, or rescale {inputs}"
+        )
+    raise ValueError(
+        f"{inputs}: kernel values overflow float64 (entries too large in magnitude); rescale the inputs"
+    )
+
+
+def check_kernel_domain(A: np.ndarray, name: str, kernel: str, gamma: float, degree: int, coef0: float,
+                        *, B: np.ndarray = None, n_terms: int = 1) -> None:
+    """Refuse inputs whose kernel values (or sums of ``n_terms`` of them) cannot be represented.
+
+    A priori and from the inputs' largest row norms only (Cauchy–Schwarz: ``|<a, b>| ≤ ||a|| ||b||``):
+    squared norms must be finite (the rbf distance ``||a||² + ||b||² − 2<a, b>`` is formed from
+    them) and, for ``"linear"``/``"poly"``, ``n_terms · (gamma ||a|| ||b|| + |coef0|)**degree``
+    (``gamma = 1``, ``coef0 = 0``, ``degree = 1`` for linear) must stay below the float range.
+    The error names ``name`` (or ``degree`` when it is the polynomial degree that overflows).
+    """
+    def max_sq_norm(M):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(np.max(np.einsum("ij,ij->i", M, M))) if M.size else 0.0
+
+    ra2 = max_sq_norm(A)
+    rb2 = ra2 if B is None else max_sq_norm(B)
+    if not (math.isfinite(ra2) and math.isfinite(rb2)):
+        raise ValueError(f"{name}: squared row norms overflow float64 (entries too large in magnitude); "
+                         f"rescale {name}")
+    if kernel == "rbf":
+        return
+    g, p, c = (1.0, 1, 0.0) if kernel == "linear" else (float(gamma), int(degree), float(coef0))
+    base = g * math.sqrt(ra2) * math.sqrt(rb2) + abs(c)
+    if base > 0.0 and p * math.log(base) + math.log(max(n_terms, 1)) > 700.0:  # e^700 ≈ 1e304
+        if kernel == "poly" and (base <= 1e10 or p > 30):
+            raise ValueError(f"degree: the polynomial kernel (gamma <x, v> + coef0)**degree can overflow "
+                             f"float64 for {name} (bound {base:.3g}**{p}); use a smaller degree or gamma, "
+                             f"or rescale {name}")
+        raise ValueError(f"{name}: kernel values can overflow float64 (|K| up to {base:.3g}**{p}); "
+                         f"rescale {name}")
+
+
+def _as_f64(arr: np.ndarray) -> np.ndarray:
+    # float64 input (any memory layout) is passed through without a copy; float32 is converted once.
+    return arr if arr.dtype == np.float64 else arr.astype(np.float64)
+
+
+def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
+    """Kernel matrix ``K(A, B)`` between the rows of ``A`` and ``B``.
+
+    Parameters
+    ----------
+    A : array-like of shape (n_samples_A, n_features)
+        First set of points (float64 or float32, any memory layout; finite, non-empty).
+    B : array-like of shape (n_samples_B, n_features), optional
+        Second set of points. ``None`` computes the Gram matrix ``K(A, A)`` (for ``"rbf"`` its
+        diagonal is exactly 1, as in scikit-learn).
+    kernel : {"rbf", "poly", "linear"}, default="rbf"
+        Kernel name (``"polynomial"`` is an alias of ``"poly"``).
+    gamma : float, optional
+        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``"poly"`` (a positive integer).
+    coef0 : float, default=1.0
+        Constant term of ``"poly"``.
+
+    Returns
+    -------
+    K : ndarray of shape (n_samples_A, n_samples_B), float64
+        The kernel values; agrees with ``sklearn.metrics.pairwise_kernels(A, B, metric=kernel,
+        gamma=gamma, degree=degree, coef0=coef0)``.
+
+    Raises
+    ------
+    ValueError
+        For NaN/inf or empty input, wrong number of dimensions, different feature counts, an
+        unknown kernel or invalid ``gamma``/``degree``/``coef0``, or kernel values that overflow
+        float64 (e.g. ``degree=10**9``); the message names the argument.
+    MemoryError
+        If the ``n_samples_A x n_samples_B`` output cannot be allocated (message names ``A``).
+    TypeError
+        For non-numeric or scipy.sparse input.
+
+    See Also
+    --------
+    kernel_predict : ``K(Z, X) @ mu`` without building the matrix.
+    """
+    A = check_array(A, "A")
+    if B is not None:
+        B = check_array(B, "B", n_features=A.shape[1])
+    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
+    K = _core.kernel_matrix(
+        _as_f64(A), None if B is None else _as_f64(B), name, gamma, degree, coef0
+    )
+    return _check_representable(K, name, "A and B")
+
+
+def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
+    """Kernel expansion ``f(Z) = K(Z, X) @ mu``, i.e. ``f(z) = sum_i mu_i K(z, x_i)``.
+
+    The ``m x n`` kernel matrix is never materialised: the Rust core computes it block by block
+    (one GEMM per 64 x 512 block, the kernel map and the product with ``mu`` fused while the block
+    is in cache), in parallel over blocks. Extra memory is ``O(m + n)`` plus a few MiB of block
+    buffers, and the result is bit-for-bit independent of the number of threads. The linear
+    kernel is computed as ``Z @ (X.T @ mu)``.
+
+    Parameters
+    ----------
+    Z : array-like of shape (m, n_features)
+        Query points (float64 or float32, any memory layout; finite, non-empty).
+    X : array-like of shape (n, n_features)
+        Support points (e.g. the training points of a kernel machine).
+    mu : array-like of shape (n,)
+        Weights of the support points (``w = sum_i mu_i phi(x_i)``).
+    kernel : {"rbf", "poly", "linear"}, default="rbf"
+        Kernel name (``"polynomial"`` is an alias of ``"poly"``).
+    gamma : float, optional
+        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``"poly"`` (a positive integer).
+    coef0 : float, default=1.0
+        Constant term of ``"poly"``.
+
+    Returns
+    -------
+    f : ndarray of shape (m,), float64
+        Agrees with ``sklearn.metrics.pairwise_kernels(Z, X, metric=kernel, ...) @ mu`` up to
+        rounding (about 1e-13 relative to ``|K| @ |mu|`` on well-scaled data).
+
+    Raises
+    ------
+    ValueError
+        For NaN/inf or empty input, wrong number of dimensions, different feature counts,
+        ``len(mu) != len(X)``, an unknown kernel or invalid ``gamma``/``degree``/``coef0``; the
+        message names the argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import kernel_predict
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> kernel_predict(X, X, np.array([1.0, -1.0]), kernel="linear")
+    array([ 0., -1.])
+    """
+    Z = check_array(Z, "Z")
+    X = check_array(X, "X", n_features=Z.shape[1])
+    mu = check_vector(mu, "mu", length=X.shape[0])
+    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
+    f = _core.kernel_predict(_as_f64(Z), _as_f64(X), _as_f64(mu), name, gamma, degree, coef0)
+    return _check_representable(f, name, "Z, X and mu")
+
+
+def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None):
+    """Feature-map radius ``R_phi = max_{||z|| <= radius} ||phi(z)||`` of a kernel.
+
+    ``R_phi**2 = max K(z, z)`` over the ball is ``radius**2`` (linear),
+    ``(gamma radius**2 + coef0)**degree`` (poly) and ``1`` (rbf). ``R_phi`` enters the
+    sensitivity of every kernel mechanism, ``S = 2 L R_phi**2 / (lambda n)``; ``radius`` is a
+    public bound the user declares on the norm of every training and query point, never derived
+    from the data.
+
+    Parameters
+    ----------
+    radius : float
+        Radius ``r > 0`` of the input domain ``{z : ||z|| <= r}``.
+    kernel : {"rbf", "poly", "linear"}, default="rbf"
+        Kernel name (``"polynomial"`` is an alias of ``"poly"``).
+    gamma : float, optional
+        ``gamma > 0``; ``None`` means ``1 / n_features`` (then ``n_features`` is required for
+        ``"poly"``).
+    degree : int, default=3
+        Degree of ``"poly"``.
+    coef0 : float, default=1.0
+        Constant term of ``"poly"``; must be ``>= 0`` here, otherwise ``K(z, z)`` is not
+        maximised on the sphere (and the kernel is not positive semi-definite), so no valid
+        bound exists.
+    n_features : int, optional
+        Number of features, used to resolve ``gamma=None``.
+
+    Returns
+    -------
+    R_phi : float
+
+    Raises
+    ------
+    ValueError
+        ``radius`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma=None`` without
+        ``n_features`` for ``"poly"``, invalid kernel parameters, or an overflowing bound.
+
+    Examples
+    --------
+    >>> from dpcore import feature_map_radius
+    >>> feature_map_radius(2.0, kernel="poly", gamma=0.5, degree=2, coef0=0.0)
+    2.0
+    """
+    radius = check_positive(radius, "radius")
+    if n_features is not None:
+        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
+            raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+        n_features = int(n_features)
+    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, n_features)
+    return math.sqrt(_core.feature_map_radius_sq(radius, name, gamma, degree, coef0))
