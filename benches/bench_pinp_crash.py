@@ -1,6 +1,6 @@
 """Benchmark-style run of the full PINP crash-safety kill sweep (issue 12, part 4).
 
-The same sweep as ``tests/test_state.py`` (see ``tests/_pinp_crash.py`` for what is killed when
+The same sweep as ``tests/kernel_learning/test_state.py`` (see ``tests/kernel_learning/_pinp_crash.py`` for what is killed when
 and what is checked after every kill), at full size: by default 120 SIGKILLs per backend, half of
 them during a write (every stage of the file and SQLite writes), half at random moments of the
 run. Any violation raises AssertionError; otherwise prints one summary line per backend.
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel_learning"))
 from _pinp_crash import run_gp_kill_sweep, run_kill_sweep  # noqa: E402
 
 

@@ -1171,7 +1171,7 @@ mod tests {
         Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| k.eval(a.row(i), b.row(j)))
     }
 
-    /// Elementwise |K|·|μ| scale of the exact result (see tests/test_kernels.py).
+    /// Elementwise |K|·|μ| scale of the exact result (see tests/kernels/test_kernels.py).
     fn check_close(got: &Array1<f64>, kmat: &Array2<f64>, mu: &Array1<f64>, tol: f64) {
         let want = kmat.dot(mu);
         let scale = kmat.mapv(f64::abs).dot(&mu.mapv(f64::abs));

@@ -30,6 +30,7 @@ Every public class and function below is importable from the top level (``dpcore
 from dpcore._core import __version__
 from dpcore import exceptions
 from dpcore.exceptions import (
+    BudgetError,
     BudgetExceededError,
     ConvergenceError,
     DpcoreError,
@@ -69,6 +70,6 @@ __all__ = [
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",
     "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM",
     # exceptions
-    "DpcoreError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
+    "DpcoreError", "BudgetError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
     "ConvergenceError", "SimplexCertificationError",
 ]

@@ -3,7 +3,7 @@
 ::
 
     DpcoreError(Exception)
-    ├── ProtocolBudgetError                          a privacy budget or a calibrated limit refuses the request
+    ├── BudgetError                          a privacy budget or a calibrated limit refuses the request
     │   ├── BudgetExceededError  (RuntimeError)  the accountant's (ε, δ) ledger would be over-spent
     │   ├── PINPBudgetExhausted  (RuntimeError)  a PINP session used up its B updates / T queries
     │   ├── FTRLHorizonExceeded  (RuntimeError)  more PrivateFTRL rounds than the public horizon
@@ -20,7 +20,7 @@
 
 Every refusal is decided from public quantities (declared bounds, calibrated limits, public
 iteration bounds) and happens before anything is charged or released, unless its docstring says
-otherwise. Catch :class:`DpcoreError` for all of dpcore's errors, :class:`ProtocolBudgetError` for every
+otherwise. Catch :class:`DpcoreError` for all of dpcore's errors, :class:`BudgetError` for every
 budget refusal.
 """
 
@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
-    "DpcoreError", "ProtocolBudgetError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded",
+    "DpcoreError", "BudgetError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded",
     "ProtocolBudgetError", "ConvergenceError", "SimplexCertificationError", "TDILCostError",
     "StateRollbackError", "NotFittedError", "DpcoreWarning", "ConvergenceWarning", "RecoveryRadiusWarning",
 ]
@@ -43,11 +43,11 @@ class DpcoreError(Exception):
     """Base class of every exception raised by dpcore on purpose."""
 
 
-class ProtocolBudgetError(DpcoreError):
+class BudgetError(DpcoreError):
     """Base class of every refusal because a privacy budget or a calibrated limit is used up."""
 
 
-class BudgetExceededError(ProtocolBudgetError, RuntimeError):
+class BudgetExceededError(BudgetError, RuntimeError):
     """A spend would exceed the remaining privacy budget (nothing was recorded).
 
     Attributes
@@ -72,7 +72,7 @@ class BudgetExceededError(ProtocolBudgetError, RuntimeError):
         )
 
 
-class PINPBudgetExhausted(ProtocolBudgetError, RuntimeError):
+class PINPBudgetExhausted(BudgetError, RuntimeError):
     """A PINP session refused (part of) a batch: ``B`` updates or ``T`` queries are used up.
 
     Nothing was over-spent: the session stopped exactly at its calibrated limit.
@@ -95,7 +95,7 @@ class PINPBudgetExhausted(ProtocolBudgetError, RuntimeError):
         self.n_answered = int(answers.shape[0])
 
 
-class FTRLHorizonExceeded(ProtocolBudgetError, RuntimeError):
+class FTRLHorizonExceeded(BudgetError, RuntimeError):
     """More rounds were requested than the public ``horizon`` the guarantee was calibrated for.
 
     Attributes: ``horizon``, ``rounds_done``, ``rounds_requested``. Nothing of the offending batch
@@ -113,7 +113,7 @@ class FTRLHorizonExceeded(ProtocolBudgetError, RuntimeError):
         )
 
 
-class ProtocolBudgetError(ProtocolBudgetError, ValueError):
+class ProtocolBudgetError(BudgetError, ValueError):
     """A local-DP protocol's user would send more than its declared (ε, δ) allows."""
 
 

@@ -55,7 +55,7 @@ __all__ = [
 #: Fault-injection point for crash tests: called with a stage name at every step of a write
 #: (``"tmp_written"``, ``"tmp_synced"``, ``"replaced"``, ``"dir_synced"`` for files;
 #: ``"sqlite_written"``, ``"sqlite_committed"`` for SQLite). ``None`` in normal use; the kill-sweep
-#: worker (tests/_pinp_worker.py) sets it to SIGKILL itself at a chosen moment.
+#: worker (tests/kernel_learning/_pinp_worker.py) sets it to SIGKILL itself at a chosen moment.
 FAULT_HOOK: Optional[Callable[[str], None]] = None
 
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")

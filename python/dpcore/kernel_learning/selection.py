@@ -48,7 +48,7 @@ dpcore picks the largest per-candidate ``μ`` whose whole procedure (prior + run
 bisection on the accountant's ε (safe side), then shrinks it by ``1 − 1e-6``; each TDDL release is
 checked, on its public calibration record, to be at most ``μ_r``-GDP. Empirical audit of the selection
 layer (worst-case neighbours shift every candidate's score; output = the released best score, which
-also catches a score noise calibrated with the wrong sensitivity): ``tests/test_selection.py``.
+also catches a score noise calibrated with the wrong sensitivity): ``tests/kernel_learning/test_selection.py``.
 
 Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
 ``mean_runs`` and the strategy are public. Wall-clock time grows with the number of runs (outside

@@ -1,6 +1,6 @@
-"""The PINP crash-safety kill sweep, shared by tests/test_state.py (small) and benches/bench_pinp_crash.py (full).
+"""The PINP crash-safety kill sweep, shared by tests/kernel_learning/test_state.py (small) and benches/bench_pinp_crash.py (full).
 
-A worker process (tests/_pinp_worker.py) answers batches of queries against a durable PINP session
+A worker process (tests/kernel_learning/_pinp_worker.py) answers batches of queries against a durable PINP session
 and prints its counters after every batch that ``predict`` *returned*. The sweep SIGKILLs it
 ``n_kills`` times, each time at a different moment:
 

@@ -75,7 +75,7 @@ def test_readme_quick_tour_runs(tmp_path, monkeypatch):
     from pathlib import Path
 
     monkeypatch.chdir(tmp_path)  # the tour saves release.json in the working directory
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "README.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
     assert blocks, "README.md has no python code block"
     ns: dict = {}

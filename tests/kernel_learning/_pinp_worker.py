@@ -1,4 +1,4 @@
-"""Subprocess helper for tests/test_pinp.py: a PINP session that answers queries until killed.
+"""Subprocess helper for tests/kernel_learning/test_pinp.py: a PINP session that answers queries until killed.
 
 Usage: python _pinp_worker.py STATE_PATH {create|resume} SEED [BACKEND [FAULT_STAGE FAULT_AT]]
 

@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
-    "paper_tour", Path(__file__).resolve().parents[1] / "examples" / "paper_tour.py")
+    "paper_tour", Path(__file__).resolve().parents[2] / "examples" / "paper_tour.py")
 demo = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(demo)
 
