@@ -90,7 +90,7 @@ def main() -> None:
     lam = 1.25
     mu = np.where(X[:, 0] >= 0, 1.0, -1.0) / (lam * n)
     model = SyntheticModel(X, mu, lam, gamma)
-    kw = dict(epsilon=args.epsilon, delta=1e-6, beta=0.05, n_queries=T, data_radius=1.0)
+    kw = dict(epsilon=args.epsilon, delta=1e-6, beta=0.05, n_queries=T, data_norm=1.0)
 
     def run_pinp(state_path=None, batch=None):
         p = PINP(model, **kw, random_state=1, state_path=state_path)
@@ -119,7 +119,7 @@ def main() -> None:
         t_dur, p_dur, _ = run_pinp(os.path.join(tmp, "state.json"), batch=1000)
         p_dur.close()
     m_np = min(args.numpy_queries, T)
-    c = p.calibration_
+    c = p.privacy_
     t0 = time.perf_counter()
     _, np_updates = numpy_pinp(Z[:m_np], X, mu, gamma, c.noise_scale, c.sigma, c.eta)
     t_np = (time.perf_counter() - t0) * T / m_np

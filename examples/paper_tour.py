@@ -535,7 +535,7 @@ def _step_tddl(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
             rel = dpcore.TDDL(model, eps, args.delta, 1.0, noise=noise, norm_bound="private",
                               random_state=next_seed()).fit(Z)
             acc = rel.score(Q, yq)
-            cal = rel.calibration_
+            cal = rel.privacy_
             agree = float(np.mean(np.sign(rel.decision_function(Q)) == np.sign(model.decision_function(Q))))
             releases.append(dict(epsilon=eps, noise=noise, method=cal.noise_method, accuracy=acc,
                                  agreement_with_nonprivate=agree,
@@ -600,7 +600,7 @@ def _step_glm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     r_inf = 1.0 / np.sqrt(14.0)
     simplex = []
     for eps in args.glm_epsilons:
-        est = dpcore.SimplexERM(epsilon=eps, delta=args.delta, lam=0.05, data_bound=r_inf, loss="squared",
+        est = dpcore.SimplexERM(epsilon=eps, delta=args.delta, lam=0.05, data_norm_inf=r_inf, loss="squared",
                                 task="classification", random_state=next_seed()).fit(X, y)
         simplex.append(dict(epsilon=eps, accuracy=est.score(Xt, yt), n_draws=int(est.n_draws_),
                             support=int(est.support_.size)))

@@ -246,7 +246,7 @@ SHUTTLE_LINF = 1.0 / 3.0
 
 
 def simplex_estimator(cfg: Config, seed: int):
-    return dpcore.SimplexERM(epsilon=cfg.simplex_eps, delta=cfg.delta, lam=cfg.simplex_lam, data_bound=SHUTTLE_LINF,
+    return dpcore.SimplexERM(epsilon=cfg.simplex_eps, delta=cfg.delta, lam=cfg.simplex_lam, data_norm_inf=SHUTTLE_LINF,
                              loss="squared", task="classification", random_state=seed)
 
 
@@ -260,7 +260,7 @@ def stage_simplex(state: State, data: Dict[str, Data]) -> None:
         # Non-private entropic ERM over the same signed simplex, thresholded at 0.
         t0 = time.perf_counter()
         proto = simplex_estimator(cfg, 0)
-        prob = EntropicSimplexProblem(X, d.y, loss="squared", lam=cfg.simplex_lam, data_bound=SHUTTLE_LINF,
+        prob = EntropicSimplexProblem(X, d.y, loss="squared", lam=cfg.simplex_lam, data_norm_inf=SHUTTLE_LINF,
                                       label_bound=1.0, signed=proto.signed, scale=proto.scale)
         w = prob.weights(prob.solve(tau_tol=1e-6).theta)
         state.add(stage="simplex", dataset="shuttle", method="simplex-nonprivate", p=p, eps=None, run=0,

@@ -89,7 +89,7 @@ def run(args):
             rows = {m: [] for m in ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gp+prior (C=auto)",
                                     "TDDL-gaussian", "PINP (paper)", "PrivateSVM", "RFF+ObjectivePerturbation")}
             # the data-independent C = auto(n, ε, δ, R_φ) of dpcore.kernel_learning.gp.auto_lam (public; nothing tuned)
-            lam_auto = auto_lam(n, 0.95 * eps, args.delta, data_radius=1.0, **cfg["kernel"])
+            lam_auto = auto_lam(n, 0.95 * eps, args.delta, data_norm=1.0, **cfg["kernel"])
             svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **cfg["kernel"]).fit(X, y)
             res.setdefault("C_auto", {})[str(eps)] = 1.0 / (n * lam_auto)
             for run_i in range(args.runs):

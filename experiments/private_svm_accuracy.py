@@ -440,7 +440,7 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                             continue
                         rel_s = time.perf_counter() - t0
                         dec = tddl.decision_function(Q)
-                        cal = tddl.calibration_
+                        cal = tddl.privacy_
                         state.records.append(dict(
                             dataset=ds, method=m, run=run, epsilon=eps, delta=cfg.delta, seed=seed,
                             accuracy=accuracy(dec, yQ), agreement=float(np.mean((dec > 0) == (dec_np > 0))),

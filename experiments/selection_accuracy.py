@@ -51,7 +51,7 @@ def main(argv=None):
         grid = None if Cs is None else {"lam": [1.0 / (n * c) for c in Cs]}
         accs, sel, t0 = [], [], time.time()
         for s in range(args.runs):
-            g = dpcore.PrivateGridSearch(grid, args.epsilon, args.delta, Z=Z, data_radius=1.0,
+            g = dpcore.PrivateGridSearch(grid, args.epsilon, args.delta, Z=Z, data_norm=1.0,
                                          base_params=dict(KERNEL, tol=1e-7), strategy=strategy,
                                          random_state=100 + s).fit(X, y)
             accs.append(g.score(Q, yq))

@@ -232,7 +232,7 @@ def release(model, Z, Q, yQ, dec_Q, *, eps: float, noise: str, norm: str, seed: 
     tddl.fit(Z)
     fit_s = time.perf_counter() - t0
     f = tddl.decision_function(Q)
-    cal = tddl.calibration_
+    cal = tddl.privacy_
     info = tddl.lstsq_info_
     return dict(
         accuracy=accuracy(f, yQ),

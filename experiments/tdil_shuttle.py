@@ -75,7 +75,7 @@ def main() -> None:
                             secs.append(time.perf_counter() - t1)
                             accs.append(t.score(Q, yq))
                             ups.append(t.n_updates_)
-                            c = t.calibration_
+                            c = t.privacy_
                             info = dict(B=c.B, sigma=c.sigma, eta=c.eta, nu=c.net_radius, net_size=t.net_size_,
                                         epsilon_spent=c.epsilon_spent, kappa=c.kappa)
                         rec = dict(k=k, kernel=kernel, epsilon=eps, calibration=mode, sampler=sampler, n=n, lam=lam,

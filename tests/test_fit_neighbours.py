@@ -97,7 +97,7 @@ def _private_svm_rff(X, y, seed):
 
 
 def _simplex(X, y, seed):
-    est = SimplexERM(epsilon=1.0, lam=0.5, data_bound=R, loss="logistic", task="classification",
+    est = SimplexERM(epsilon=1.0, lam=0.5, data_norm_inf=R, loss="logistic", task="classification",
                      max_draws=200, random_state=seed).fit(X, y)
     return est.coef_.copy()
 
@@ -118,7 +118,7 @@ def _pinp(X, y, seed):
 
 def _tdil(X, y, seed):
     model = KernelSVM(lam=0.01, kernel="linear", tol=1e-9).fit(X, y)
-    rel = dpcore.TDIL(model, 50.0, 1e-6, data_radius=R, calibration="tight", sampler="continuous",
+    rel = dpcore.TDIL(model, 50.0, 1e-6, data_norm=R, calibration="tight", sampler="continuous",
                       net_radius=0.02, random_state=seed).fit()
     return rel.decision_function(Z_PUBLIC[:, :2])
 

@@ -136,7 +136,7 @@ def _estimators(p):
                        ("X", "y", "C")),
         "PrivateSVM-rff": (lambda: PrivateSVM(C=1.0, epsilon=p, n_components=4, random_state=0),
                            ("X", "y", "epsilon")),
-        "SimplexERM": (lambda: SimplexERM(epsilon=1.0, lam=p, data_bound=1.0, loss="logistic", max_draws=50,
+        "SimplexERM": (lambda: SimplexERM(epsilon=1.0, lam=p, data_norm_inf=1.0, loss="logistic", max_draws=50,
                                           random_state=0), ("X", "y", "lam")),
     }
 
@@ -299,7 +299,7 @@ def test_counts_that_cannot_fit_in_memory_are_memory_errors_naming_the_parameter
 @pytest.mark.parametrize("lam", [5e-324, 1e-308, 1e308])
 def test_scale_parameters_whose_constants_overflow_are_refused(lam):
     for make in (lambda: KernelSVM(lam=lam, gamma=1.0),
-                 lambda: SimplexERM(epsilon=1.0, lam=lam, data_bound=1.0, loss="logistic", random_state=0),
+                 lambda: SimplexERM(epsilon=1.0, lam=lam, data_norm_inf=1.0, loss="logistic", random_state=0),
                  lambda: ObjectivePerturbation(epsilon=1.0, delta=1e-5, lam=lam, data_norm=1.0, random_state=0)):
         with pytest.raises(ValueError, match="^lam must lie in"):
             make().fit(_GOOD_X, _GOOD_Y)
@@ -342,15 +342,15 @@ def _more_entry_points():
     return {
         "TDDL.fit": (lambda A, p: dpcore.TDDL(svm, 5.0, 1e-5, 1.0, random_state=0).fit(A), ("Z", "X")),
         "TDDL(epsilon)": (lambda A, p: dpcore.TDDL(svm, p, 1e-5, 1.0, random_state=0).fit(_GOOD_X), ("epsilon",)),
-        "KernelRelease.predict": (lambda A, p: tddl.predict(A), ("Q",)),
-        "PINP.predict": (lambda A, p: pinp.predict(A), ("Z",)),
+        "KernelRelease.predict": (lambda A, p: tddl.predict(A), ("X",)),
+        "PINP.predict": (lambda A, p: pinp.predict(A), ("X",)),
         "PINP(delta)": (lambda A, p: dpcore.PINP(svm, 1e4, p, 0.1, 100, 1.0, random_state=0), ("delta",)),
         "KernelLogisticRegression.fit": (lambda A, p: dpcore.KernelLogisticRegression(lam=0.1).fit(A, _GOOD_Y), ("X",)),
         "KernelLogisticRegression(lam)": (lambda A, p: dpcore.KernelLogisticRegression(lam=p).fit(_GOOD_X, _GOOD_Y),
                                           ("lam",)),
-        "PrivateFTRL.partial_fit": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=1.0, data_bound=1.0,
+        "PrivateFTRL.partial_fit": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=1.0, data_norm_inf=1.0,
                                                                     random_state=0).partial_fit(A), ("X",)),
-        "PrivateFTRL(epsilon)": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=p, data_bound=1.0,
+        "PrivateFTRL(epsilon)": (lambda A, p: dpcore.PrivateFTRL(horizon=20, epsilon=p, data_norm_inf=1.0,
                                                                  random_state=0).partial_fit(_GOOD_X), ("epsilon",)),
         "ldp.privatize_vector": (lambda A, p: ldp.privatize_vector(row(A), 1.0, 1e-6, random_state=0), ("x",)),
         "ldp.privatize_vector(epsilon)": (lambda A, p: ldp.privatize_vector(_GOOD_X[0], p, 1e-6, random_state=0),

@@ -26,25 +26,25 @@ def _softmax(v):
 
 # ------------------------------------------------------------------------------ calibration
 def test_lambda_calibration_pure_advanced_and_explicit():
-    cal = ftrl_calibration(horizon=10, epsilon=1.0, data_bound=1.0, n_features=5)
+    cal = ftrl_calibration(horizon=10, epsilon=1.0, data_norm_inf=1.0, n_features=5)
     assert cal.composition == "pure" and cal.epsilon_step == per_step_epsilon(1.0, 10)
     assert cal.lam == pytest.approx(40.0, rel=1e-9) and cal.lam >= 40.0  # 4 R T / ε
     assert cal.per_round_epsilon <= cal.epsilon_step and cal.per_round_epsilon >= 4.0 / cal.lam
     assert 10 * cal.per_round_epsilon <= 1.0
-    adv = ftrl_calibration(horizon=10_000, epsilon=1.0, delta=1e-6, data_bound=0.5, n_features=5)
+    adv = ftrl_calibration(horizon=10_000, epsilon=1.0, delta=1e-6, data_norm_inf=0.5, n_features=5)
     step = per_step_epsilon(1.0, 10_000, 1e-6)
     assert adv.composition == "advanced" and adv.epsilon_step == step and step > 1e-4
     assert adv.lam == pytest.approx(4 * 0.5 / step, rel=1e-6) and adv.lam >= 4 * 0.5 / step
     # explicit λ: larger is fine, smaller than the minimum is refused with the minimum in the message
-    assert ftrl_calibration(horizon=10, epsilon=1.0, data_bound=1.0, n_features=5, lam=100.0).lam == 100.0
+    assert ftrl_calibration(horizon=10, epsilon=1.0, data_norm_inf=1.0, n_features=5, lam=100.0).lam == 100.0
     with pytest.raises(ValueError, match=r"lam=39.0 violates the privacy condition.*lam >= 40"):
-        PrivateFTRL(10, 1.0, data_bound=1.0, lam=39.0, n_features=5).predict()
+        PrivateFTRL(10, 1.0, data_norm_inf=1.0, lam=39.0, n_features=5).predict()
     # very long horizons: the sampler's public probability bound exp(-2(T-1)R/λ)/p >= 2^-60 binds
-    long = ftrl_calibration(horizon=10**6, epsilon=1.0, delta=1e-6, data_bound=1.0, n_features=10)
+    long = ftrl_calibration(horizon=10**6, epsilon=1.0, delta=1e-6, data_norm_inf=1.0, n_features=10)
     assert long.lam_sampler_min > long.lam_privacy_min and long.lam == long.lam_sampler_min
     assert long.p_min >= 2.0**-60 * (1 - 1e-6)
     with pytest.raises(ValueError, match="lam=.* is too small for exact sampling"):
-        ftrl_calibration(horizon=10**6, epsilon=1.0, delta=1e-6, data_bound=1.0, n_features=10,
+        ftrl_calibration(horizon=10**6, epsilon=1.0, delta=1e-6, data_norm_inf=1.0, n_features=10,
                          lam=long.lam_privacy_min * 1.01)
 
 
@@ -54,7 +54,7 @@ def test_regret_within_the_entropic_ftrl_bound_on_a_stochastic_sequence():
     T, p = 2000, 10
     X = rng.uniform(-1, 1, (T, p))
     X[:, 3] = np.clip(X[:, 3] - 0.4, -1, 1)  # expert 3 is better on average
-    learner = PrivateFTRL(T, 30.0, 1e-6, data_bound=1.0, random_state=1)
+    learner = PrivateFTRL(T, 30.0, 1e-6, data_norm_inf=1.0, random_state=1)
     learner.partial_fit(X)
     r = learner.regret_
     lam = learner.lam_
@@ -75,7 +75,7 @@ def test_regret_within_the_entropic_ftrl_bound_on_a_stochastic_sequence():
 # ------------------------------------------------------------------------------ horizon
 def test_horizon_is_enforced_atomically():
     X = np.zeros((5, 3))
-    learner = PrivateFTRL(3, 1.0, data_bound=1.0, random_state=0)
+    learner = PrivateFTRL(3, 1.0, data_norm_inf=1.0, random_state=0)
     learner.partial_fit(X[:2])
     with pytest.raises(FTRLHorizonExceeded, match="horizon=3") as exc:
         learner.partial_fit(X[:2])
@@ -115,7 +115,7 @@ def test_audit_released_indices_on_a_first_round_change_and_catch_lambda_over_4(
     A[0] = [1.0, -1.0]
     B = A.copy()
     B[0] = [-1.0, 1.0]
-    kw = dict(epsilon=1.0, data_bound=1.0)
+    kw = dict(epsilon=1.0, data_norm_inf=1.0)
     thresholds = np.arange(T) - 0.5  # every count threshold, fixed before sampling
     res = audit(_ftrl_sampler(PrivateFTRL, T, p, **kw), A, B, n_samples=300_000, thresholds=thresholds,
                 random_state=3)
@@ -134,7 +134,7 @@ def test_partial_fit_draws_follow_the_ftrl_iterate():
     N = 4000
     counts = np.zeros(3, dtype=np.int64)
     for seed in range(N):
-        learner = PrivateFTRL(2, 0.5, data_bound=1.0, random_state=seed)
+        learner = PrivateFTRL(2, 0.5, data_norm_inf=1.0, random_state=seed)
         learner.partial_fit(x1)
         counts[learner.predict()] += 1
     probs = _softmax(-x1[0] / learner.lam_)
@@ -147,28 +147,28 @@ def test_partial_fit_draws_follow_the_ftrl_iterate():
 def test_batches_equal_one_batch_and_predict_does_not_change_the_sequence():
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 1, (40, 6))
-    one = PrivateFTRL(40, 2.0, 1e-6, data_bound=1.0, random_state=9).partial_fit(X)
-    many = PrivateFTRL(40, 2.0, 1e-6, data_bound=1.0, random_state=9)
+    one = PrivateFTRL(40, 2.0, 1e-6, data_norm_inf=1.0, random_state=9).partial_fit(X)
+    many = PrivateFTRL(40, 2.0, 1e-6, data_norm_inf=1.0, random_state=9)
     many.partial_fit(X[:1])
     a = many.predict()
     assert many.predict() == a  # the pending draw is fixed until the round is played
     many.partial_fit(X[1:13]).partial_fit(X[13:14]).partial_fit(X[14:])
     assert np.array_equal(one.indices_, many.indices_) and many.indices_[1] == a
     assert one.regret_ == many.regret_
-    other = PrivateFTRL(40, 2.0, 1e-6, data_bound=1.0).partial_fit(X)
-    again = PrivateFTRL(40, 2.0, 1e-6, data_bound=1.0).partial_fit(X)
+    other = PrivateFTRL(40, 2.0, 1e-6, data_norm_inf=1.0).partial_fit(X)
+    again = PrivateFTRL(40, 2.0, 1e-6, data_norm_inf=1.0).partial_fit(X)
     assert not np.array_equal(other.indices_, again.indices_) or not np.array_equal(other.indices_, one.indices_)
 
 
 def test_accountant_charged_once_at_the_first_partial_fit():
     acc = BudgetAccountant(1.5, 1e-5)
-    learner = PrivateFTRL(10, 1.0, 1e-6, data_bound=1.0, n_features=4, accountant=acc, random_state=0)
+    learner = PrivateFTRL(10, 1.0, 1e-6, data_norm_inf=1.0, n_features=4, accountant=acc, random_state=0)
     learner.predict()  # round 1 is drawn from the uniform distribution: no data used, no charge
     assert len(acc) == 0
     learner.partial_fit(np.zeros((3, 4)))
     learner.partial_fit(np.zeros((3, 4)))
     assert acc.spent == pytest.approx((1.0, 1e-6)) and len(acc) == 1
-    second = PrivateFTRL(10, 1.0, 1e-6, data_bound=1.0, accountant=acc, random_state=0)
+    second = PrivateFTRL(10, 1.0, 1e-6, data_norm_inf=1.0, accountant=acc, random_state=0)
     with pytest.raises(BudgetExceededError):
         second.partial_fit(np.zeros((1, 4)))
     assert second.t_ == 0 and second.indices_.shape == (0,)
@@ -176,10 +176,10 @@ def test_accountant_charged_once_at_the_first_partial_fit():
 
 def test_validation_matrix():
     X = np.zeros((2, 3))
-    base = dict(horizon=5, epsilon=1.0, data_bound=1.0)
+    base = dict(horizon=5, epsilon=1.0, data_norm_inf=1.0)
     cases = [
         (dict(horizon=0), "horizon"), (dict(horizon=2.5), "horizon"), (dict(epsilon=0.0), "epsilon"),
-        (dict(epsilon=float("inf")), "epsilon"), (dict(delta=1.0), "delta"), (dict(data_bound=0.0), "data_bound"),
+        (dict(epsilon=float("inf")), "epsilon"), (dict(delta=1.0), "delta"), (dict(data_norm_inf=0.0), "data_norm_inf"),
         (dict(lam=-1.0), "lam"), (dict(n_features=4), "n_features"), (dict(clip="no"), "clip"),
     ]
     for kw, name in cases:
@@ -206,7 +206,7 @@ def test_validation_matrix():
 
 def test_get_params_clone_and_frozen_after_start():
     sklearn_base = pytest.importorskip("sklearn.base")
-    learner = PrivateFTRL(50, 2.0, 1e-6, data_bound=0.5, lam=None, random_state=4)
+    learner = PrivateFTRL(50, 2.0, 1e-6, data_norm_inf=0.5, lam=None, random_state=4)
     c = sklearn_base.clone(learner)
     assert c.get_params() == learner.get_params() and c.get_params()["horizon"] == 50
     learner.set_params(epsilon=3.0)

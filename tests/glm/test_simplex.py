@@ -40,7 +40,7 @@ def _data(rng, n, p, loss, B=1.0, sparsity=0.0):
 
 
 def _problem(X, y, loss, lam, **kw):
-    return EntropicSimplexProblem(X, y, loss=loss, lam=lam, data_bound=1.0,
+    return EntropicSimplexProblem(X, y, loss=loss, lam=lam, data_norm_inf=1.0,
                                   label_bound=1.0 if loss == "squared" else None, **kw)
 
 
@@ -108,7 +108,7 @@ def test_sensitivity_of_real_neighbouring_solves_is_within_eps0(seed, loss, lam,
     j = int(rng.integers(n))
     X2[j] = rng.choice([-1.0, 1.0], p)
     y2[j] = rng.choice([-B, B]) if loss == "squared" else -y[j]
-    kw = dict(loss=loss, lam=lam, data_bound=1.0, label_bound=B if loss == "squared" else None, scale=scale,
+    kw = dict(loss=loss, lam=lam, data_norm_inf=1.0, label_bound=B if loss == "squared" else None, scale=scale,
               signed=signed)
     a, b = EntropicSimplexProblem(X, y, **kw), EntropicSimplexProblem(X2, y2, **kw)
     e0 = epsilon0(n=n, lam=lam, lipschitz=a.L, smoothness=a.Lg, r_eff=a.r_eff)
@@ -122,14 +122,14 @@ def test_sparse_input_padded_with_zero_features_is_never_densified():
     rng = np.random.default_rng(5)
     X, y = _data(rng, 300, 6, "logistic")
     Xs = sparse.hstack([sparse.csr_matrix(X), sparse.csr_matrix((300, 2_000))]).tocsr()
-    pr = EntropicSimplexProblem(Xs, y, loss="logistic", lam=0.5, data_bound=1.0)
+    pr = EntropicSimplexProblem(Xs, y, loss="logistic", lam=0.5, data_norm_inf=1.0)
     sol = pr.solve(tau_tol=1e-9, require=True)
-    dense = EntropicSimplexProblem(Xs.toarray(), y, loss="logistic", lam=0.5, data_bound=1.0).solve(tau_tol=1e-9)
+    dense = EntropicSimplexProblem(Xs.toarray(), y, loss="logistic", lam=0.5, data_norm_inf=1.0).solve(tau_tol=1e-9)
     np.testing.assert_allclose(sol.log_release, dense.log_release, rtol=0, atol=1e-8)
     # padded coordinates all get the same probability (g_j = 0), the model weight there is 0
     lr = sol.log_release.reshape(2, -1)[:, 6:]
     assert np.ptp(lr) < 1e-12
-    est = SimplexERM(10.0, lam=0.5, data_bound=1.0, loss="logistic", random_state=0)
+    est = SimplexERM(10.0, lam=0.5, data_norm_inf=1.0, loss="logistic", random_state=0)
     assert est._check_X(Xs, 1.0, False) is Xs  # CSR float64 input is used as is (no copy, no densify)
     assert sparse.issparse(est._check_X(sparse.csr_array(Xs), 1.0, False))
     assert sparse.issparse(est._check_X(Xs.tocsc(), 1.0, False))
@@ -145,7 +145,7 @@ def test_gradient_float_error_bound_holds_against_exact_rational_arithmetic():
     n, p = 7, 4
     X = rng.uniform(-1, 1, (n, p))
     y = rng.uniform(-1, 1, n)
-    pr = EntropicSimplexProblem(X, y, loss="squared", lam=0.3, data_bound=1.0, label_bound=1.0, scale=1.7)
+    pr = EntropicSimplexProblem(X, y, loss="squared", lam=0.3, data_norm_inf=1.0, label_bound=1.0, scale=1.7)
     for _ in range(5):
         theta = rng.dirichlet(np.ones(pr.P))
         G = pr.gradient(theta)
@@ -175,7 +175,7 @@ def test_n_draws_pure_and_advanced_by_hand():
 
 
 def test_calibration_matches_hand_computation():
-    kw = dict(epsilon=2.0, delta=0.0, n=1000, n_features=10, lam=0.5, data_bound=0.5, loss="squared",
+    kw = dict(epsilon=2.0, delta=0.0, n=1000, n_features=10, lam=0.5, data_norm_inf=0.5, loss="squared",
               task="regression", label_bound=1.0, scale=2.0, signed=True)
     cal = simplex_calibration(**kw)
     R = 2.0 * 0.5  # effective bound s·R∞
@@ -214,18 +214,18 @@ def test_calibration_matches_hand_computation():
     # a public cap on m only lowers the ε actually spent
     capped = simplex_calibration(**{**kw, "max_draws": 7})
     assert capped.n_draws == 7 and capped.capped and capped.epsilon_spent == pytest.approx(7 * cal.per_draw_epsilon)
-    est = SimplexERM(2.0, lam=0.5, data_bound=0.5, label_bound=1.0, scale=2.0, tol=1e-4)
+    est = SimplexERM(2.0, lam=0.5, data_norm_inf=0.5, label_bound=1.0, scale=2.0, tol=1e-4)
     assert est.calibration(1000, 10).tol == 1e-4
     assert est.calibration(1000, 10).per_draw_epsilon == pytest.approx((e0 + 2e-4) * (1 + 1e-12), rel=1e-8)
 
 
 def test_refusals_name_the_parameters():
     with pytest.raises(ValueError, match="not even one draw") as exc:
-        SimplexERM(0.01, lam=1.0, data_bound=1.0, label_bound=1.0).calibration(10, 3)
+        SimplexERM(0.01, lam=1.0, data_norm_inf=1.0, label_bound=1.0).calibration(10, 3)
     msg = str(exc.value)
     assert "epsilon" in msg and "n=10" in msg and "lam" in msg
     with pytest.raises(ValueError, match="lam=0.01 is too small for exact sampling"):
-        SimplexERM(1e6, lam=0.01, data_bound=1.0, label_bound=1.0).calibration(10**6, 3)
+        SimplexERM(1e6, lam=0.01, data_norm_inf=1.0, label_bound=1.0).calibration(10**6, 3)
 
 
 # ------------------------------------------------------------------------------ privacy audit
@@ -258,7 +258,7 @@ def _sampler(cls, **kw):
 
 def test_audit_sampled_release_and_catch_ten_times_the_draws():
     D, D2 = _worst_pair()
-    kw = dict(epsilon=2.3, lam=20.0, data_bound=1.0, label_bound=20.0)
+    kw = dict(epsilon=2.3, lam=20.0, data_norm_inf=1.0, label_bound=20.0)
     cal = SimplexERM(**kw).calibration(4, 1)
     assert cal.n_draws == 2 and cal.composition == "pure"
     broken_cal = _BrokenSimplexERM(**kw).calibration(4, 1)
@@ -284,8 +284,8 @@ def test_utility_on_a_planted_sparse_problem_matches_non_private():
     y = np.where(X @ w + 0.05 * rng.normal(size=n) > 0, 1, 0)
     Xt = rng.uniform(-1, 1, (2000, p))
     yt = np.where(Xt @ w > 0, 1, 0)
-    kw = dict(lam=0.15, data_bound=1.0, loss="logistic", classes=(0, 1))
-    pr = EntropicSimplexProblem(X, np.where(y == 1, 1.0, -1.0), loss="logistic", lam=0.15, data_bound=1.0)
+    kw = dict(lam=0.15, data_norm_inf=1.0, loss="logistic", classes=(0, 1))
+    pr = EntropicSimplexProblem(X, np.where(y == 1, 1.0, -1.0), loss="logistic", lam=0.15, data_norm_inf=1.0)
     w_np = pr.weights(pr.solve(tau_tol=1e-8, require=True).theta)
     acc_np = float(np.mean((Xt @ w_np > 0) == (yt == 1)))
     est = SimplexERM(1e4, random_state=0, **kw).fit(X, y)
@@ -301,15 +301,15 @@ def test_utility_on_a_planted_sparse_problem_matches_non_private():
 def test_regression_and_the_papers_squared_loss_classifier():
     rng = np.random.default_rng(8)
     X, y = _data(rng, 3000, 8, "squared")
-    pr = EntropicSimplexProblem(X, y, loss="squared", lam=0.12, data_bound=1.0, label_bound=1.0)
+    pr = EntropicSimplexProblem(X, y, loss="squared", lam=0.12, data_norm_inf=1.0, label_bound=1.0)
     w_np = pr.weights(pr.solve(tau_tol=1e-8, require=True).theta)
     r2_np = 1.0 - np.sum((y - X @ w_np) ** 2) / np.sum((y - y.mean()) ** 2)
-    reg = SimplexERM(500.0, lam=0.12, data_bound=1.0, label_bound=1.0, random_state=0).fit(X, y)
+    reg = SimplexERM(500.0, lam=0.12, data_norm_inf=1.0, label_bound=1.0, random_state=0).fit(X, y)
     assert not hasattr(reg, "classes_")
     assert r2_np > 0.4 and reg.score(X, y) > r2_np - 0.03  # entropy shrinkage limits R², privacy costs little
     np.testing.assert_allclose(reg.predict(X), X @ reg.coef_)
     labels = np.where(X @ np.r_[1.0, -1.0, np.zeros(6)] > 0, "pos", "neg")
-    clf = SimplexERM(500.0, lam=0.3, data_bound=1.0, loss="squared", task="classification",
+    clf = SimplexERM(500.0, lam=0.3, data_norm_inf=1.0, loss="squared", task="classification",
                      classes=("neg", "pos"), random_state=0).fit(X, labels)
     assert list(clf.classes_) == ["neg", "pos"] and clf.score(X, labels) > 0.85
     assert clf.privacy_.label_bound == 1.0
@@ -318,7 +318,7 @@ def test_regression_and_the_papers_squared_loss_classifier():
 def test_fitted_model_holds_only_private_output_and_public_calibration():
     rng = np.random.default_rng(9)
     X, y = _data(rng, 200, 5, "logistic")
-    est = SimplexERM(5.0, delta=1e-6, lam=0.5, data_bound=1.0, loss="logistic", random_state=0).fit(X, y)
+    est = SimplexERM(5.0, delta=1e-6, lam=0.5, data_norm_inf=1.0, loss="logistic", random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
     assert fitted == {"coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_"}
     assert est.counts_.sum() == est.n_draws_ == est.privacy_.n_draws
@@ -327,7 +327,7 @@ def test_fitted_model_holds_only_private_output_and_public_calibration():
     theta[est.support_] = est.counts_ / est.n_draws_
     np.testing.assert_allclose(est.coef_, theta[:5] - theta[5:])
     assert np.abs(est.coef_).sum() <= 1.0 + 1e-12
-    unsigned = SimplexERM(5.0, lam=0.5, data_bound=1.0, loss="logistic", signed=False, scale=3.0,
+    unsigned = SimplexERM(5.0, lam=0.5, data_norm_inf=1.0, loss="logistic", signed=False, scale=3.0,
                           random_state=0).fit(X, y)
     assert np.all(unsigned.coef_ >= 0) and unsigned.coef_.sum() == pytest.approx(3.0)
 
@@ -336,7 +336,7 @@ def test_accountant_checked_before_solve_charged_once_before_sampling():
     rng = np.random.default_rng(10)
     X, y = _data(rng, 100, 3, "logistic")
     acc = BudgetAccountant(3.0, 1e-5)
-    kw = dict(lam=0.5, data_bound=1.0, loss="logistic", accountant=acc, random_state=0)
+    kw = dict(lam=0.5, data_norm_inf=1.0, loss="logistic", accountant=acc, random_state=0)
     SimplexERM(2.0, 1e-6, **kw).fit(X, y)
     assert acc.spent == pytest.approx((2.0, 1e-6)) and len(acc) == 1
     est = SimplexERM(2.0, 1e-6, **kw)
@@ -346,14 +346,14 @@ def test_accountant_checked_before_solve_charged_once_before_sampling():
     # a tol below the certificate's public float floor is refused from public parameters only
     # (it used to be a SimplexCertificationError after solving, i.e. data-dependent), charging nothing
     acc2 = BudgetAccountant(10.0)
-    bad = SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", accountant=acc2, tol=1e-300, max_iter=3)
+    bad = SimplexERM(2.0, lam=0.5, data_norm_inf=1.0, loss="logistic", accountant=acc2, tol=1e-300, max_iter=3)
     with pytest.raises(ValueError, match="^tol=1e-300 is below what float64 can certify"):
         bad.fit(X, y)
     assert len(acc2) == 0 and not hasattr(bad, "coef_")
     with pytest.raises(ValueError, match="^tol=1e-300"):  # same refusal on a neighbouring data set
-        SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", tol=1e-300).fit(X[::-1].copy(), y)
+        SimplexERM(2.0, lam=0.5, data_norm_inf=1.0, loss="logistic", tol=1e-300).fit(X[::-1].copy(), y)
     # an iteration cap below the public bound that guarantees certification is refused publicly too
-    bad = SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", accountant=acc2, tol=1e-9, max_iter=1)
+    bad = SimplexERM(2.0, lam=0.5, data_norm_inf=1.0, loss="logistic", accountant=acc2, tol=1e-9, max_iter=1)
     with pytest.raises(ValueError, match="^max_iter=1 is below the public iteration bound"):
         bad.fit(X, y)
     assert issubclass(SimplexCertificationError, RuntimeError)
@@ -364,7 +364,7 @@ def test_interrupt_leaves_the_estimator_unfitted_and_uncharged(monkeypatch):
     rng = np.random.default_rng(11)
     X, y = _data(rng, 100, 3, "logistic")
     acc = BudgetAccountant(10.0)
-    est = SimplexERM(2.0, lam=0.5, data_bound=1.0, loss="logistic", accountant=acc, random_state=0).fit(X, y)
+    est = SimplexERM(2.0, lam=0.5, data_norm_inf=1.0, loss="logistic", accountant=acc, random_state=0).fit(X, y)
     assert len(acc) == 1
 
     def interrupted(self, **kw):
@@ -379,7 +379,7 @@ def test_interrupt_leaves_the_estimator_unfitted_and_uncharged(monkeypatch):
 def test_reproducible_with_seed_secure_by_default_and_sparse_equals_dense():
     rng = np.random.default_rng(12)
     X, y = _data(rng, 300, 6, "huber_svm", sparsity=0.5)
-    kw = dict(lam=0.5, data_bound=1.0, loss="huber_svm")
+    kw = dict(lam=0.5, data_norm_inf=1.0, loss="huber_svm")
     a = SimplexERM(3.0, random_state=5, **kw).fit(X, y)
     b = SimplexERM(3.0, random_state=5, **kw).fit(X, y)
     s = SimplexERM(3.0, random_state=5, **kw).fit(sparse.csr_matrix(X), y)
@@ -393,23 +393,23 @@ def test_reproducible_with_seed_secure_by_default_and_sparse_equals_dense():
 def test_progress_bar_runs():
     rng = np.random.default_rng(13)
     X, y = _data(rng, 50, 3, "logistic")
-    est = SimplexERM(5.0, lam=0.5, data_bound=1.0, loss="logistic", progress=True, random_state=0).fit(X, y)
+    est = SimplexERM(5.0, lam=0.5, data_norm_inf=1.0, loss="logistic", verbose=True, random_state=0).fit(X, y)
     assert est.n_draws_ >= 1
 
 
 def test_validation_matrix():
     rng = np.random.default_rng(14)
     X, y = _data(rng, 30, 3, "squared")
-    base = dict(epsilon=5.0, lam=0.5, data_bound=1.0, label_bound=1.0)
+    base = dict(epsilon=5.0, lam=0.5, data_norm_inf=1.0, label_bound=1.0)
     cases = [
         (dict(epsilon=0.0), "epsilon"), (dict(epsilon=float("nan")), "epsilon"), (dict(delta=1.0), "delta"),
         (dict(delta=-0.1), "delta"), (dict(lam=0.0), "lam"), (dict(lam=float("inf")), "lam"),
-        (dict(data_bound=-1.0), "data_bound"), (dict(label_bound=None), "label_bound"),
+        (dict(data_norm_inf=-1.0), "data_norm_inf"), (dict(label_bound=None), "label_bound"),
         (dict(label_bound=0.0), "label_bound"), (dict(loss="hinge"), "loss"), (dict(task="ranking"), "task"),
         (dict(loss="logistic", task="regression"), "task='regression'"), (dict(scale=0.0), "scale"),
         (dict(signed="yes"), "signed"), (dict(tol=-1.0), "tol"), (dict(max_iter=0), "max_iter"),
         (dict(huber_width=0.0, loss="huber_svm", label_bound=None), "huber_width"), (dict(clip=1), "clip"),
-        (dict(progress="no"), "progress"), (dict(max_draws=0), "max_draws"),
+        (dict(verbose="no"), "verbose"), (dict(max_draws=0), "max_draws"),
     ]
     for kw, name in cases:
         with pytest.raises(ValueError, match=name):
@@ -445,7 +445,7 @@ def test_validation_matrix():
 
 def test_get_params_set_params_and_sklearn_clone():
     sklearn_base = pytest.importorskip("sklearn.base")
-    est = SimplexERM(2.0, 1e-6, lam=0.3, data_bound=2.0, loss="logistic", scale=2.0, random_state=3)
+    est = SimplexERM(2.0, 1e-6, lam=0.3, data_norm_inf=2.0, loss="logistic", scale=2.0, random_state=3)
     params = est.get_params()
     assert params["lam"] == 0.3 and params["scale"] == 2.0 and params["accountant"] is None
     c = sklearn_base.clone(est)

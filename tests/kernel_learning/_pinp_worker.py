@@ -75,7 +75,7 @@ def build_model(n=40, d=3, lam=1.25, gamma=0.5, seed=0):
 
 
 #: Session parameters shared by the worker and the test (ε large so that updates happen).
-SESSION = dict(epsilon=1e8, delta=1e-6, beta=0.1, n_queries=10**6, data_radius=1.0)
+SESSION = dict(epsilon=1e8, delta=1e-6, beta=0.1, n_queries=10**6, data_norm=1.0)
 
 
 def _install_fault(stage: str, at: int) -> None:

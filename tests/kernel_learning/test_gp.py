@@ -118,7 +118,7 @@ def test_audit_gp_release_on_the_worst_case_pair_and_catch_broken_copies():
     mA, mB = _worst_pair()
     T = 4
     Z = np.full((T, 1), 0.5)
-    kw = dict(epsilon=1.0, delta=1e-5, data_radius=1.0)
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0)
     cal = TDDL(mA, **kw).prepare(Z)["cal"]
     vA, vB = mA.decision_function(Z), mB.decision_function(Z)
     u = np.ones(T) / math.sqrt(T)
@@ -179,7 +179,7 @@ def test_prior_calibration_is_post_processing_of_a_private_proportion():
 
 def test_release_with_intercept_round_trips(tmp_path):
     rel = dpcore.KernelRelease(np.eye(2), np.array([1.0, -1.0]), dict(kernel="rbf", gamma=1.0, degree=3, coef0=1.0),
-                               mechanism="TDDL", epsilon=1.0, delta=1e-6, data_radius=1.0, intercept=0.25)
+                               mechanism="TDDL", epsilon=1.0, delta=1e-6, data_norm=1.0, intercept=0.25)
     rel.save(tmp_path / "r.json")
     back = dpcore.KernelRelease.load(tmp_path / "r.json")
     assert back.intercept == 0.25
@@ -191,19 +191,19 @@ def test_auto_lam_balances_the_gp_noise_against_the_margin():
 
     mu = 1.0 / gaussian_sigma_analytic(1.0, 1.0, 1e-6)
     for kernel, kw, r2 in (("rbf", {}, 1.0), ("poly", dict(gamma=1.0, degree=3, coef0=1.0), 8.0)):
-        lam = auto_lam(20_000, 1.0, 1e-6, data_radius=1.0, kernel=kernel, **kw)
+        lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw)
         C = 1.0 / (20_000 * lam)
         assert C == pytest.approx(AUTO_NOISE_TO_MARGIN * mu / (2 * r2), rel=1e-9)
         # per-answer GP noise σR_φ = 2 L R_φ² C / μ is a quarter of the margin
         assert 2 * r2 * C / mu == pytest.approx(0.25)
-        assert auto_lam(40_000, 1.0, 1e-6, data_radius=1.0, kernel=kernel, **kw) == pytest.approx(lam / 2)
+        assert auto_lam(40_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw) == pytest.approx(lam / 2)
     # more privacy budget: less regularisation
-    assert auto_lam(1000, 2.0, 1e-6, data_radius=1.0) < auto_lam(1000, 0.5, 1e-6, data_radius=1.0)
+    assert auto_lam(1000, 2.0, 1e-6, data_norm=1.0) < auto_lam(1000, 0.5, 1e-6, data_norm=1.0)
     assert feature_radius_sq(1.0, "poly", None, 3, 1.0, n_features=4) == pytest.approx((0.25 + 1) ** 3, rel=1e-9)
     for kw, match in ((dict(n_samples=0), "n_samples"), (dict(kernel="poly"), "n_features"),
                       (dict(kernel="cosine"), "kernel"), (dict(epsilon=-1.0), "epsilon"),
-                      (dict(data_radius=0.0), "data_radius")):
-        args = dict(n_samples=100, epsilon=1.0, delta=1e-6, data_radius=1.0) | kw
+                      (dict(data_norm=0.0), "data_norm")):
+        args = dict(n_samples=100, epsilon=1.0, delta=1e-6, data_norm=1.0) | kw
         with pytest.raises(ValueError, match=match):
             auto_lam(args.pop("n_samples"), args.pop("epsilon"), args.pop("delta"), **args)
 
@@ -221,7 +221,7 @@ def test_auto_lam_gives_a_useful_release_without_tuning():
     X, y = draw(4000)
     Z, _ = draw(300)
     Xt, yt = draw(2000)
-    lam = auto_lam(4000, 1.0, 1e-6, data_radius=1.0, kernel="rbf")
+    lam = auto_lam(4000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
     svm = dpcore.KernelSVM(lam=lam, kernel="rbf", gamma=5.0, tol=1e-6).fit(X, y)
     rel = TDDL(svm, 1.0, 1e-6, 1.0, random_state=0).fit(Z).release_
     assert rel.score(Xt, yt) > 0.85 and svm.score(Xt, yt) - rel.score(Xt, yt) < 0.05

@@ -41,7 +41,7 @@ def model():
 
 def test_calibration_is_the_gdp_split_of_the_analytic_sigma(model):
     s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=50, random_state=0)
-    c = s.calibration_
+    c = s.privacy_
     sigma_total = gaussian_sigma_analytic(c.weight_sensitivity, 1.0, 1e-6)
     assert c.mu == pytest.approx(c.weight_sensitivity / sigma_total, rel=1e-12)
     mu1, mu2 = c.weight_sensitivity / c.noise_scale, 2 * c.residual_bound / c.residual_sigma
@@ -71,7 +71,7 @@ def test_incremental_answers_have_covariance_sigma2_LLt(model):
         s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=4, random_state=seed)
         rows.append([s.predict(Q[i:i + 1])[0] for i in range(4)])
     Y = np.asarray(rows)
-    Wh = linalg.solve_triangular(s._L, (Y - v).T, lower=True).T / s.calibration_.noise_scale
+    Wh = linalg.solve_triangular(s._L, (Y - v).T, lower=True).T / s.privacy_.noise_scale
     for j in range(4):
         assert stats.kstest(Wh[:, j], "norm").pvalue > 1e-6, j
     assert stats.kstest((Wh**2).sum(axis=1), "chi2", args=(4,)).pvalue > 1e-6
@@ -171,7 +171,7 @@ def _sampler(cls, T):
 def test_audit_service_on_the_worst_case_pair_and_catch_broken_copies():
     mA, mB = _worst_pair()
     T = 4
-    c = GPService(mA, 1.0, 1e-5, 1.0, max_exact_queries=T).calibration_
+    c = GPService(mA, 1.0, 1e-5, 1.0, max_exact_queries=T).privacy_
     fa, fb = float(mA.decision_function(np.full((1, 1), 0.5))[0]), float(mB.decision_function(np.full((1, 1), 0.5))[0])
     u = np.ones(T) / math.sqrt(T)
     mid = math.sqrt(T) * (fa + fb) / 2

@@ -142,7 +142,7 @@ def test_domain_enforcement(model):
     p = PINP(model, **SESSION, random_state=3)
     Z = queries(4)
     Z[2] *= 3.0 / np.linalg.norm(Z[2])
-    with pytest.raises(ValueError, match="Z: 1 query point"):
+    with pytest.raises(ValueError, match="X: 1 query point"):
         p.predict(Z)
     assert p.n_answered == 0
     with pytest.raises(ValueError, match="features"):
@@ -163,7 +163,7 @@ def test_answers_match_numpy_transcription_with_the_same_noise(model):
     got, noise, updates, state = [], [], [], None
     for lo, hi in [(0, 1), (1, 40), (40, 333), (333, 600)]:  # sequential semantics across batches
         a, det = p.predict(Z[lo:hi], return_details=True)
-        want, state = oracle(Z[lo:hi], model, p.calibration_, det["noise"], state)
+        want, state = oracle(Z[lo:hi], model, p.privacy_, det["noise"], state)
         scale = p.eta_ * max(1, len(state[1]))
         np.testing.assert_allclose(a, want, rtol=0, atol=1e-12 * scale)
         got.append(a)
@@ -264,13 +264,13 @@ def test_state_round_trip_and_refusals(model, tmp_path):
         PINP.load(path, other)
     q = PINP.load(path, model, random_state=5)
     assert (q.n_answered, q.n_updates) == (n_ans, n_upd)
-    assert q.calibration_ == p.calibration_
+    assert q.privacy_ == p.privacy_
     # the resumed session continues Algorithm 1 from the stored update points (oracle check)
     pts = list(np.frombuffer(__import__("base64").b64decode(doc["points"]), "<f8").reshape(-1, 3))
     al = list(np.frombuffer(__import__("base64").b64decode(doc["alphas"]), "<f8"))
     Z = queries(100, seed=77)
     a, det = q.predict(Z, return_details=True)
-    want, _ = oracle(Z, model, q.calibration_, det["noise"], (pts, al))
+    want, _ = oracle(Z, model, q.privacy_, det["noise"], (pts, al))
     np.testing.assert_allclose(a, want, rtol=0, atol=1e-12 * q.eta_ * max(1, q.n_updates))
     q.close()
     bad = json.loads(path.read_text())
@@ -386,7 +386,7 @@ def test_audit_first_answer_and_catch_broken_copy():
     mA, mB = _audit_pair()
     Z = np.full((3, 1), 0.5)
     honest = _audit_session(PINP, mA)
-    cal = honest.calibration_
+    cal = honest.privacy_
     assert cal.B == 1 and cal.epsilon_round == pytest.approx(0.5, rel=1e-9)
     eps_round = cal.epsilon0 * cal.sensitivity  # per-round ε actually used
     assert eps_round <= 0.5

@@ -108,7 +108,7 @@ def test_selection_releases_a_useful_model_and_charges_once(strategy):
     Xt, yt = _easy(2000, 2)
     acc = BudgetAccountant(2.0, 1e-5)
     grid = {"lam": [1e-3, 1e-1, 10.0], "gamma": [5.0]}
-    g = PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_radius=1.0, strategy=strategy, random_state=0,
+    g = PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_norm=1.0, strategy=strategy, random_state=0,
                           accountant=acc).fit(X, y)
     assert acc.spent == pytest.approx((2.0, 1e-6)) and len(acc) == 1
     assert set(g.best_params_) == {"lam", "gamma"} and g.best_params_["lam"] in grid["lam"]
@@ -125,7 +125,7 @@ def test_selection_releases_a_useful_model_and_charges_once(strategy):
 def test_one_class_training_set_still_selects_and_releases():
     X, _ = _easy(400, 5)
     Z = _easy(50, 6)[0]
-    g = PrivateGridSearch({"lam": [0.01, 0.1]}, 1.0, 1e-6, Z=Z, data_radius=1.0, random_state=0).fit(X, np.ones(400))
+    g = PrivateGridSearch({"lam": [0.01, 0.1]}, 1.0, 1e-6, Z=Z, data_norm=1.0, random_state=0).fit(X, np.ones(400))
     assert g.best_params_["lam"] in (0.01, 0.1) and math.isfinite(g.best_score_)
 
 
@@ -140,12 +140,12 @@ def test_validation_and_public_tolerance_precheck():
            ({"lam": [0.1]}, dict(prior_epsilon_share=1.0), "prior_epsilon_share")]
     for grid, kw, match in bad:
         with pytest.raises(ValueError, match=match):
-            PrivateGridSearch(grid, 1.0, 1e-6, Z=Z, data_radius=1.0, accountant=acc, **kw).fit(X, y)
+            PrivateGridSearch(grid, 1.0, 1e-6, Z=Z, data_norm=1.0, accountant=acc, **kw).fit(X, y)
     assert len(acc) == 0  # refused before anything is charged
     with pytest.raises(ValueError, match="Z"):
-        PrivateGridSearch({"lam": [0.1]}, 1.0, 1e-6, Z=np.zeros((3, 5)), data_radius=1.0).fit(X, y)
+        PrivateGridSearch({"lam": [0.1]}, 1.0, 1e-6, Z=np.zeros((3, 5)), data_norm=1.0).fit(X, y)
     # a tiny λ whose default tol is below the certifiable floor: tol is raised publicly, no refusal mid-run
-    g = PrivateGridSearch({"lam": [1e-5]}, 1.0, 1e-6, Z=Z, data_radius=1.0, random_state=0,
+    g = PrivateGridSearch({"lam": [1e-5]}, 1.0, 1e-6, Z=Z, data_norm=1.0, random_state=0,
                           base_params={"kernel": "rbf", "gamma": 1.0, "tol": 1e-12}).fit(X, y)
     assert math.isfinite(g.best_score_)
 
@@ -156,12 +156,12 @@ def test_default_grid_is_data_independent_around_auto():
     X, y = _easy(1500, 7)
     Z = _easy(200, 8)[0]
     base = {"kernel": "rbf", "gamma": 5.0, "tol": 1e-6}
-    g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_radius=1.0, base_params=base, random_state=0).fit(X, y)
+    g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=0).fit(X, y)
     c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0)
     Cs = [1.0 / (1500 * c["lam"]) for c in g.candidates_]
     assert Cs == pytest.approx([c0 / 3, c0, 3 * c0], rel=1e-12)
     assert g.best_params_ in g.candidates_ and g.score(*_easy(1000, 9)) > 0.8
     # the grid is a function of public numbers only: another dataset of the same size gets the same grid
-    g2 = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_radius=1.0, base_params=base, random_state=1).fit(
+    g2 = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=1).fit(
         *_easy(1500, 10))
     assert g2.candidates_ == g.candidates_

@@ -290,7 +290,7 @@ def test_invalid_data():
     with pytest.raises(ValueError, match="^y"):
         KernelSVM().fit(X, np.where(y > 0, np.nan, 1.0))
     est = KernelSVM(kernel="linear").fit(X, y)
-    with pytest.raises(ValueError, match="^Z"):
+    with pytest.raises(ValueError, match="^X"):
         est.predict(np.ones((3, 5)))
     with pytest.raises(ValueError, match="not fitted"):
         KernelSVM().predict(X)

@@ -168,7 +168,7 @@ def test_audit_gaussian_release_on_the_worst_case_pair_and_catch_half_noise():
     mA, mB = _worst_pair()
     T = 4
     Z = np.full((T, 1), 0.5)
-    kw = dict(epsilon=1.0, delta=1e-5, data_radius=1.0, noise="gaussian", norm_bound="public")
+    kw = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, noise="gaussian", norm_bound="public")
     cal = TDDL(mA, **kw).prepare(Z)["cal"]
     vA, vB = mA.decision_function(Z), mB.decision_function(Z)
     assert np.linalg.norm(vA - vB) == pytest.approx(cal.sensitivity, rel=1e-6)
@@ -188,7 +188,7 @@ def test_audit_gaussian_release_on_the_worst_case_pair_and_catch_half_noise():
 def test_audit_laplace_release_and_catch_half_noise():
     mA, mB = _worst_pair()
     Z = np.full((1, 1), 0.5)  # T = 1: the single point gets the whole ε
-    kw = dict(epsilon=1.0, delta=1e-6, data_radius=1.0, noise="laplace", norm_bound="public")
+    kw = dict(epsilon=1.0, delta=1e-6, data_norm=1.0, noise="laplace", norm_bound="public")
     cal = TDDL(mA, **kw).prepare(Z)["cal"]
     vA = float(mA.decision_function(Z)[0])
     thresholds = vA + cal.noise_scale * np.linspace(-0.5, 3.0, 8)
@@ -277,11 +277,11 @@ def test_validation(svm):
     Z = W.unit_ball(np.random.default_rng(8), 10, 3)
     cases = [
         (dict(epsilon=0.0), "epsilon"), (dict(epsilon=float("nan")), "epsilon"), (dict(delta=1.0), "delta"),
-        (dict(delta=0.0), "delta"), (dict(data_radius=-1.0), "data_radius"), (dict(noise="cauchy"), "noise"),
+        (dict(delta=0.0), "delta"), (dict(data_norm=-1.0), "data_norm"), (dict(noise="cauchy"), "noise"),
         (dict(norm_bound="maybe"), "norm_bound"), (dict(norm_bound=-2.0), "norm_bound"),
         (dict(norm_epsilon_share=1.0), "norm_epsilon_share"), (dict(norm_beta=0.0), "norm_beta"),
     ]
-    base = dict(epsilon=1.0, delta=1e-6, data_radius=1.0)
+    base = dict(epsilon=1.0, delta=1e-6, data_norm=1.0)
     for kw, name in cases:
         with pytest.raises(ValueError, match=name):
             TDDL(m, **{**base, **kw}).fit(Z)
@@ -297,7 +297,7 @@ def test_validation(svm):
     clipped = TDDL(m, **base, clip=True, random_state=0).fit(far)
     assert np.all(np.linalg.norm(clipped.release_.points, axis=1) <= 1 + 1e-12)
     with pytest.raises(ValueError, match="X_fit_"):
-        TDDL(m, **{**base, "data_radius": 0.5}).fit(Z * 0.5)
+        TDDL(m, **{**base, "data_norm": 0.5}).fit(Z * 0.5)
     loose = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=2.0, tol=1e-9).fit(X, y)
     loose.w_error_bound_ = 1.0  # certificate worse than the declared tolerance allows
     with pytest.raises(ValueError, match="did not reach its declared tolerance"):

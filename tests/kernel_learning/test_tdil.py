@@ -170,8 +170,8 @@ def test_fit_release_reproducible_and_persisted(svm2d, tmp_path):
     kw = dict(calibration="tight", net_radius=0.02, random_state=4)
     a = TDIL(svm2d, 50.0, 1e-6, **kw).fit()
     b = TDIL(svm2d, 50.0, 1e-6, **kw).fit()
-    assert a.calibration_.epsilon_spent <= 50.0
-    assert len(a.trace_) == a.calibration_.B
+    assert a.privacy_.epsilon_spent <= 50.0
+    assert len(a.trace_) == a.privacy_.B
     # the trace holds only functions of the release (no EM score <z, w_t - w*>)
     assert all(set(t) == {"round", "update"} for t in a.trace_)
     assert sum(t["update"] for t in a.trace_) == a.n_updates_
@@ -185,8 +185,8 @@ def test_fit_release_reproducible_and_persisted(svm2d, tmp_path):
     Q = ball(np.random.default_rng(1), 100, 2)
     np.testing.assert_array_equal(r.decision_function(Q), a.decision_function(Q))
     c = TDIL(svm2d, 50.0, 1e-6, calibration="tight", sampler="continuous", net_radius=0.02, random_state=4).fit()
-    assert c.calibration_.delta_fp == pytest.approx(1e-7) and c.calibration_.epsilon_spent <= 50.0
-    assert c.delta_fp_used_ <= c.calibration_.delta_fp and c.stop_reason_ == "completed"
+    assert c.privacy_.delta_fp == pytest.approx(1e-7) and c.privacy_.epsilon_spent <= 50.0
+    assert c.delta_fp_used_ <= c.privacy_.delta_fp and c.stop_reason_ == "completed"
 
 
 def test_cost_refusal_happens_before_any_charge(svm2d):
@@ -196,7 +196,7 @@ def test_cost_refusal_happens_before_any_charge(svm2d):
         t.fit()
     assert acc.spent == (0.0, 0.0)
     ok = TDIL(svm2d, 1.0, 1e-6, net_radius=0.05, accountant=acc, random_state=0).fit()
-    assert acc.spent == pytest.approx((1.0, 1e-6)) and ok.calibration_.B >= 1
+    assert acc.spent == pytest.approx((1.0, 1e-6)) and ok.privacy_.B >= 1
 
 
 def test_validation(svm2d):
@@ -211,7 +211,7 @@ def test_validation(svm2d):
     with pytest.raises(ValueError, match="net_radius"):
         TDIL(svm2d, 1.0, 1e-6, net_radius=-1.0).plan()
     with pytest.raises(ValueError, match="X_fit_"):
-        TDIL(svm2d, 1.0, 1e-6, data_radius=0.5).plan()
+        TDIL(svm2d, 1.0, 1e-6, data_norm=0.5).plan()
     rbf = dpcore.KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-9).fit(svm2d.X_fit_[:200], np.sign(svm2d.X_fit_[:200, 0]) + (svm2d.X_fit_[:200, 0] == 0))
     with pytest.raises(ValueError, match="linear kernel"):
         TDIL(rbf, 1.0, 1e-6, sampler="continuous").plan()

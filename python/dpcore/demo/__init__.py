@@ -134,7 +134,7 @@ def run(args) -> Dict[str, Any]:
     _section(f"2. Private model selection (PrivateGridSearch over C, ε = {args.select_epsilon:g})")
     grid = None if args.select_grid is None else {"lam": [1.0 / (n * c) for c in args.select_grid]}
     t0 = time.perf_counter()
-    sel = dpcore.PrivateGridSearch(grid, args.select_epsilon, args.delta, Z=Zpub, data_radius=1.0,
+    sel = dpcore.PrivateGridSearch(grid, args.select_epsilon, args.delta, Z=Zpub, data_norm=1.0,
                                    base_params=dict(tol=1e-8, **kern), random_state=seed()).fit(X, y)
     c_sel = 1.0 / (n * sel.best_params_["lam"])
     grid_C = [1.0 / (n * c["lam"]) for c in sel.candidates_]
@@ -150,7 +150,7 @@ def run(args) -> Dict[str, Any]:
     for eps in args.epsilons:
         r: Dict[str, Any] = dict(epsilon=eps)
         # the GP releases use the data-independent C = auto for their own (ε, δ) (dpcore.kernel_learning.gp.auto_lam)
-        lam_auto = auto_lam(n, eps, args.delta, data_radius=1.0, **kern)
+        lam_auto = auto_lam(n, eps, args.delta, data_norm=1.0, **kern)
         r["C_auto"] = 1.0 / (n * lam_auto)
         svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **kern).fit(X, y)
         svc = dpcore.GPService(svm_auto, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed())
@@ -216,8 +216,8 @@ class _WorstPairModel:
         self.duality_gap_ = 0.0
         self._kp = dpcore
 
-    def decision_function(self, Z):
-        return self._kp.kernel_predict(Z, self.X_fit_, self.mu_, kernel="rbf", gamma=1.0)
+    def decision_function(self, X):
+        return self._kp.kernel_predict(X, self.X_fit_, self.mu_, kernel="rbf", gamma=1.0)
 
 
 def _audit_gp(args, audit, seed) -> Dict[str, Any]:

@@ -6,7 +6,7 @@ sampled index per round instead of the iterate.
 Setting
 -------
 Round ``t = 1, …, T`` (``T = horizon``, public): the learner plays an index ``a_t ∈ {0, …, p−1}``
-(an expert), the adversary then reveals a cost vector ``x_t ∈ [−R, R]^p`` (``R = data_bound``,
+(an expert), the adversary then reveals a cost vector ``x_t ∈ [−R, R]^p`` (``R = data_norm_inf``,
 declared; the adversary does not see ``a_t`` beforehand), and the learner pays ``x_t[a_t]``.
 Entropic FTRL plays the distribution
 
@@ -92,7 +92,7 @@ class FTRLCalibration:
     delta: float
     horizon: int
     n_features: int
-    data_bound: float
+    data_norm_inf: float
     lam: float
     lam_privacy_min: float
     lam_sampler_min: float
@@ -132,7 +132,7 @@ def _per_round(lam: float, R: float, terms) -> float:
     return (4.0 * R / lam + 2.0 * (2.0 * e_b + z_fp + z_s)) * (1.0 + SLACK)
 
 
-def ftrl_calibration(*, horizon, epsilon, delta=0.0, data_bound, n_features, lam=None,
+def ftrl_calibration(*, horizon, epsilon, delta=0.0, data_norm_inf, n_features, lam=None,
                      lam_factor: float = 1.0) -> FTRLCalibration:
     """Calibrate :class:`PrivateFTRL` from public quantities (see the module docstring).
 
@@ -146,7 +146,7 @@ def ftrl_calibration(*, horizon, epsilon, delta=0.0, data_bound, n_features, lam
     T, p = int(horizon), int(n_features)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    R = check_positive(data_bound, "data_bound")
+    R = check_positive(data_norm_inf, "data_norm_inf")
     eps_step = per_step_epsilon(epsilon, T, delta if delta > 0 else None)
     composition = "pure" if delta == 0.0 or eps_step == per_step_epsilon(epsilon, T) else "advanced"
     # sampler condition: exp(-range)/p >= 2^-60
@@ -182,12 +182,12 @@ def ftrl_calibration(*, horizon, epsilon, delta=0.0, data_bound, n_features, lam
     if not per_round <= eps_step:
         raise ValueError(
             f"lam={lam_v!r} violates the privacy condition 4 R/lam + 2 eta <= eps_step = {eps_step:.6g} "
-            f"(epsilon={epsilon!r}, delta={delta!r}, horizon={T}, data_bound={R!r}): per-round cost "
+            f"(epsilon={epsilon!r}, delta={delta!r}, horizon={T}, data_norm_inf={R!r}): per-round cost "
             f"{per_round:.6g}. Use lam >= {lam_min:.6g} or lam=None"
         )
     e_S, e_b, rng, p_min, z_fp, z_s = terms
     return FTRLCalibration(
-        epsilon=epsilon, delta=delta, horizon=T, n_features=p, data_bound=R, lam=lam_v * float(lam_factor),
+        epsilon=epsilon, delta=delta, horizon=T, n_features=p, data_norm_inf=R, lam=lam_v * float(lam_factor),
         lam_privacy_min=lam_priv, lam_sampler_min=lam_samp, epsilon_step=eps_step, per_round_epsilon=per_round,
         composition=composition, sum_fp_error=e_S, exponent_error=e_b, exponent_range=rng, p_min=p_min,
         eta_fp=z_fp, eta_sampler=z_s,
@@ -229,7 +229,7 @@ class PrivateFTRL(ParamsMixin):
     delta : float, default 0.0
         ``0``: pure ε-DP (``T·ε_round ≤ ε``); ``δ ∈ (0, 1)``: advanced composition over ``T``
         rounds (δ used as its δ'; never worse than pure composition).
-    data_bound : float
+    data_norm_inf : float
         Declared ``R ≥ |x_{t,j}|`` for every cost (required). Costs outside raise ``ValueError``
         unless ``clip=True``.
     lam : float, optional
@@ -253,7 +253,7 @@ class PrivateFTRL(ParamsMixin):
         Rounds completed.
     lam_ : float
         The λ in use.
-    calibration_ : FTRLCalibration
+    privacy_ : FTRLCalibration
     regret_ : FTRLRegret
         Non-private diagnostics (read the costs); do not publish.
     n_features_in_ : int
@@ -267,15 +267,15 @@ class PrivateFTRL(ParamsMixin):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _lam_factor = 1.0
 
-    _PARAMS = ("horizon", "epsilon", "delta", "data_bound", "lam", "n_features", "clip", "random_state",
+    _PARAMS = ("horizon", "epsilon", "delta", "data_norm_inf", "lam", "n_features", "clip", "random_state",
                "accountant")
 
-    def __init__(self, horizon, epsilon, delta=0.0, *, data_bound, lam=None, n_features=None, clip=False,
+    def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
                  random_state=None, accountant=None):
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta
-        self.data_bound = data_bound
+        self.data_norm_inf = data_norm_inf
         self.lam = lam
         self.n_features = n_features
         self.clip = clip
@@ -289,7 +289,7 @@ class PrivateFTRL(ParamsMixin):
         return super().set_params(**params)
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("horizon", "epsilon", "delta", "data_bound", "lam"))
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("horizon", "epsilon", "delta", "data_norm_inf", "lam"))
         return f"{type(self).__name__}({shown})"
 
     # -- state -----------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ class PrivateFTRL(ParamsMixin):
         if not isinstance(self.clip, (bool, np.bool_)):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
         return ftrl_calibration(horizon=self.horizon, epsilon=self.epsilon, delta=self.delta,
-                                data_bound=self.data_bound, n_features=p, lam=self.lam,
+                                data_norm_inf=self.data_norm_inf, n_features=p, lam=self.lam,
                                 lam_factor=self._lam_factor)
 
     def _ensure_started(self, n_features: Optional[int]):
@@ -316,7 +316,7 @@ class PrivateFTRL(ParamsMixin):
 
         self._rng = check_random_state(self.random_state)
         p = cal.n_features
-        self.calibration_ = cal
+        self.privacy_ = cal
         self.lam_ = cal.lam
         self.n_features_in_ = p
         self.t_ = 0
@@ -359,8 +359,8 @@ class PrivateFTRL(ParamsMixin):
         :meth:`partial_fit`; the draw counts as that round's release (within the horizon).
         """
         self._ensure_started(None)
-        if self.t_ >= self.calibration_.horizon:
-            raise FTRLHorizonExceeded(self.calibration_.horizon, self.t_, 1)
+        if self.t_ >= self.privacy_.horizon:
+            raise FTRLHorizonExceeded(self.privacy_.horizon, self.t_, 1)
         return self._draw()
 
     def _check_costs(self, X) -> np.ndarray:
@@ -374,12 +374,12 @@ class PrivateFTRL(ParamsMixin):
             raise ValueError(f"X must be a non-empty 2-D array of cost vectors (rows = rounds), got shape {X.shape}")
         if not np.isfinite(X).all():
             raise ValueError("X contains NaN or infinite values")
-        R = check_positive(self.data_bound, "data_bound")
+        R = check_positive(self.data_norm_inf, "data_norm_inf")
         mx = float(np.max(np.abs(X)))
         if mx > R:
             if not self.clip:
                 raise ValueError(
-                    f"X has costs outside the declared domain |x_tj| <= data_bound={R:g} (max {mx:g}); "
+                    f"X has costs outside the declared domain |x_tj| <= data_norm_inf={R:g} (max {mx:g}); "
                     "pass clip=True to clip them"
                 )
             X = np.clip(X, -R, R)
@@ -395,7 +395,7 @@ class PrivateFTRL(ParamsMixin):
         """
         X = self._check_costs(X)
         self._ensure_started(X.shape[1])
-        cal = self.calibration_
+        cal = self.privacy_
         k = X.shape[0]
         if self.t_ + k > cal.horizon:
             raise FTRLHorizonExceeded(cal.horizon, self.t_, k)
@@ -423,7 +423,7 @@ class PrivateFTRL(ParamsMixin):
         S = self._S
         j = int(np.argmin(S))
         best = float(S[j])
-        R = float(self.calibration_.data_bound)
+        R = float(self.privacy_.data_norm_inf)
         bound = self.lam_ * math.log(self.n_features_in_) + self.t_ * R * R / self.lam_
         return FTRLRegret(
             rounds=int(self.t_), realized_cost=self._realized, expected_cost=self._expected, best_expert_cost=best,

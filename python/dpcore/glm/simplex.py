@@ -9,7 +9,7 @@ The problem (SPEC "Sampling-based private ERM over the simplex")
     F(\theta) = f(\theta) + \lambda \sum_j \theta_j \log\theta_j, \qquad
     f(\theta) = \frac1n \sum_i \ell(\langle x_i, \theta\rangle; y_i),
 
-with ``||x_i||_∞ ≤ R∞`` (the declared ``data_bound``), ``ℓ`` ``L``-Lipschitz with ``L_g``-Lipschitz
+with ``||x_i||_∞ ≤ R∞`` (the declared ``data_norm_inf``), ``ℓ`` ``L``-Lipschitz with ``L_g``-Lipschitz
 derivative in its first argument. The private output draws ``m`` i.i.d. indices ``a_k ~ θ̂`` and
 releases the sparse empirical distribution ``θ_priv = (1/m) Σ_k e_{a_k}`` (only the indices and
 their counts).
@@ -291,7 +291,7 @@ class SimplexCalibration:
     loss: str
     task: str
     lam: float
-    data_bound: float
+    data_norm_inf: float
     scale: float
     signed: bool
     r_eff: float
@@ -315,7 +315,7 @@ class SimplexCalibration:
         return asdict(self)
 
 
-def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_bound, loss="squared",
+def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_norm_inf, loss="squared",
                         task="regression", label_bound=None, huber_width=0.5, scale=1.0, signed=True,
                         tol=None, max_draws=10_000_000, epsilon0_factor: float = 1.0) -> SimplexCalibration:
     """Calibrate :class:`SimplexERM` from public quantities only (no data).
@@ -336,7 +336,7 @@ def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_bound, loss=
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
     n, p = int(n), int(n_features)
     lam = check_scale(lam, "lam")
-    r_inf = check_positive(data_bound, "data_bound")
+    r_inf = check_positive(data_norm_inf, "data_norm_inf")
     s = check_positive(scale, "scale")
     if not isinstance(signed, (bool, np.bool_)):
         raise ValueError(f"signed must be a bool, got {signed!r}")
@@ -375,7 +375,7 @@ def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_bound, loss=
         raise ValueError(
             f"lam={lam!r} is too small for exact sampling: the public lower bound on the sampling "
             f"probabilities, exp(-2 L R/lam)/P = exp(-{rng_pub:.4g})/{P} = {math.exp(log_pmin):.3g}, is "
-            f"below 2^-60 (L={L:g}, R=scale*data_bound={r_eff:g}). Use lam >= {lam_min:.4g}"
+            f"below 2^-60 (L={L:g}, R=scale*data_norm_inf={r_eff:g}). Use lam >= {lam_min:.4g}"
         )
     p_min = math.exp(log_pmin) * (1.0 - 1e-9)
     eta_fp = softmax_fp_error(rng_pub)
@@ -404,7 +404,7 @@ def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_bound, loss=
         eps_spent = min(eps_spent, compose_advanced(per_draw, 0.0, m, delta)[0])
     return SimplexCalibration(
         epsilon=epsilon, delta=delta, n=n, n_features=p, n_coords=P, loss=loss, task=task, lam=lam,
-        data_bound=r_inf, scale=s, signed=bool(signed), r_eff=r_eff, label_bound=float(B),
+        data_norm_inf=r_inf, scale=s, signed=bool(signed), r_eff=r_eff, label_bound=float(B),
         lipschitz=L, smoothness=Lg, epsilon0=eps0, tol=tol_v, exponent_range=rng_pub, p_min=p_min,
         eta_fp=eta_fp, eta_sampler=eta_s, eta=eta, per_draw_epsilon=per_draw, n_draws=int(m),
         composition=comp, epsilon_spent=min(eps_spent, epsilon), capped=bool(capped),
@@ -469,12 +469,12 @@ class EntropicSimplexProblem:
     Parameters
     ----------
     X : ndarray or scipy.sparse matrix of shape (n, p)
-        Features (not copied; CSR is used as is). Entries must satisfy ``|x_ij| ≤ data_bound``.
+        Features (not copied; CSR is used as is). Entries must satisfy ``|x_ij| ≤ data_norm_inf``.
     y : ndarray of shape (n,)
         Targets: real values (``squared``) or ``±1`` labels (classification losses).
     loss : {"squared", "logistic", "huber_svm"}
     lam : float
-    data_bound : float
+    data_norm_inf : float
         ``R∞`` (used for the certificate's constants ``L``, ``L_g R²``).
     label_bound : float, optional
         ``B`` for the squared loss.
@@ -485,7 +485,7 @@ class EntropicSimplexProblem:
         Doubling ``x ↦ s[x, −x]`` (weights of both signs).
     """
 
-    def __init__(self, X, y, *, loss: str, lam: float, data_bound: float, label_bound=None,
+    def __init__(self, X, y, *, loss: str, lam: float, data_norm_inf: float, label_bound=None,
                  huber_width: float = 0.5, scale: float = 1.0, signed: bool = True):
         self.X = X
         self.XT = X.T
@@ -497,7 +497,7 @@ class EntropicSimplexProblem:
         self.signed = bool(signed)
         self.h = float(huber_width)
         self.P = 2 * self.p if self.signed else self.p
-        self.r_eff = self.scale * float(data_bound)
+        self.r_eff = self.scale * float(data_norm_inf)
         B = 1.0 if label_bound is None else float(label_bound)
         self.L, self.Lg = loss_constants(loss, self.r_eff, label_bound=B, huber_width=self.h)
         self.M = self.Lg * self.r_eff * self.r_eff  # ||g(θ) − g(θ')||_∞ ≤ M ||θ − θ'||₁
@@ -666,7 +666,7 @@ class EntropicSimplexProblem:
         return dict(u=u_log, theta=theta, w=w, z=z, f=fsum / self.n, G=G, b=b, r=resid, kl=kl, osc=osc, l1=l1,
                     tau=tau, e_g=e_g)
 
-    def solve(self, *, tau_tol: float, max_iter: int = 100_000, anderson: int = 5, progress: bool = False,
+    def solve(self, *, tau_tol: float, max_iter: int = 100_000, anderson: int = 5, verbose: bool = False,
               require: bool = False, desc: str = "SimplexERM solve") -> SimplexSolution:
         """Run the certified solver until the certified ``τ ≤ tau_tol`` (or ``max_iter``).
 
@@ -684,7 +684,7 @@ class EntropicSimplexProblem:
             Maximum number of iterations.
         anderson : int
             Anderson-acceleration memory (0 disables it).
-        progress : bool
+        verbose : bool
             Show a tqdm progress bar (iterations, current τ).
         require : bool
             Raise :class:`SimplexCertificationError` instead of returning an uncertified solution.
@@ -703,7 +703,7 @@ class EntropicSimplexProblem:
         hist_u: list = [st["u"]]
         hist_r: list = [st["r"]]
         bar = None
-        if progress:
+        if verbose:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=max_iter, desc=desc, unit="it", leave=False)
@@ -815,7 +815,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         that and the advanced-composition ``m`` (δ used entirely as its δ').
     lam : float
         Entropy regularisation ``λ > 0`` (required; it drives both utility and ``ε0 ∝ 1/λ²``).
-    data_bound : float
+    data_norm_inf : float
         Declared ``R∞ ≥ |x_ij|`` for every training entry (required). Rows outside raise
         ``ValueError`` unless ``clip=True``. Never inferred from the data.
     loss : {"squared", "logistic", "huber_svm"}, default "squared"
@@ -851,7 +851,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     classes : sequence of two labels, default (-1, 1)
         Classification: the declared (public) label set; ``classes_[1]`` is +1. Labels outside it
         are refused; a training set with only one class trains normally (never inferred from ``y``).
-    progress : bool, default False
+    verbose : bool, default False
         tqdm progress bar during the solve (iterations and the certified τ; shown to the curator
         only, never stored).
     random_state : None, int or ChaChaRng
@@ -882,7 +882,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     distribution, not the certificate values or the iteration count (they are not covered by the
     guarantee, and the fitted object is what users pickle and share). A successful fit certifies
     ``τ ≤ privacy_.tol``; curators who want the solver's numbers call
-    :class:`EntropicSimplexProblem` directly (non-private) or watch ``progress=True``.
+    :class:`EntropicSimplexProblem` directly (non-private) or watch ``verbose=True``.
     :meth:`predict` needs no domain check: it post-processes the private ``coef_`` only.
 
     A Ctrl-C (``KeyboardInterrupt``) during the solve leaves the estimator unfitted and the
@@ -892,17 +892,17 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _epsilon0_factor = 1.0
 
-    _PARAMS = ("epsilon", "delta", "lam", "data_bound", "loss", "task", "label_bound", "huber_width", "scale",
-               "signed", "tol", "max_iter", "max_draws", "clip", "classes", "progress", "random_state", "accountant")
+    _PARAMS = ("epsilon", "delta", "lam", "data_norm_inf", "loss", "task", "label_bound", "huber_width", "scale",
+               "signed", "tol", "max_iter", "max_draws", "clip", "classes", "verbose", "random_state", "accountant")
     _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
 
-    def __init__(self, epsilon, delta=0.0, *, lam, data_bound, loss="squared", task="auto", label_bound=None,
+    def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
                  huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
-                 clip=False, classes=DEFAULT_CLASSES, progress=False, random_state=None, accountant=None):
+                 clip=False, classes=DEFAULT_CLASSES, verbose=False, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
-        self.data_bound = data_bound
+        self.data_norm_inf = data_norm_inf
         self.loss = loss
         self.task = task
         self.label_bound = label_bound
@@ -914,12 +914,12 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         self.max_draws = max_draws
         self.clip = clip
         self.classes = classes
-        self.progress = progress
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("epsilon", "delta", "lam", "data_bound", "loss"))
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("epsilon", "delta", "lam", "data_norm_inf", "loss"))
         return f"{type(self).__name__}({shown})"
 
     # -- validation ------------------------------------------------------------------------------
@@ -945,7 +945,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
         return simplex_calibration(
             epsilon=self.epsilon, delta=self.delta, n=n_samples, n_features=n_features, lam=self.lam,
-            data_bound=self.data_bound, loss=self.loss, task=task, label_bound=self.label_bound,
+            data_norm_inf=self.data_norm_inf, loss=self.loss, task=task, label_bound=self.label_bound,
             huber_width=self.huber_width, scale=self.scale, signed=self.signed, tol=self.tol,
             max_draws=self.max_draws, epsilon0_factor=self._epsilon0_factor,
         )
@@ -964,7 +964,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
             if data.size and float(np.max(np.abs(data))) > r_inf:
                 if not clip:
                     raise ValueError(
-                        f"{name} has entries outside the declared domain |x_ij| <= data_bound={r_inf:g} "
+                        f"{name} has entries outside the declared domain |x_ij| <= data_norm_inf={r_inf:g} "
                         f"(max |x_ij| = {float(np.max(np.abs(data))):g}); pass clip=True to clip them"
                     )
                 X = X.copy()
@@ -984,7 +984,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         if mx > r_inf:
             if not clip:
                 raise ValueError(
-                    f"{name} has entries outside the declared domain |x_ij| <= data_bound={r_inf:g} "
+                    f"{name} has entries outside the declared domain |x_ij| <= data_norm_inf={r_inf:g} "
                     f"(max |x_ij| = {mx:g}); pass clip=True to clip them"
                 )
             arr = np.clip(arr, -r_inf, r_inf)
@@ -1029,9 +1029,9 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         """Validate, calibrate (public) and build the problem; no solve, no randomness."""
         task = self._resolved_task()
         max_iter = self._check_max_iter()
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be a bool, got {self.progress!r}")
-        r_inf = check_positive(self.data_bound, "data_bound")
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            raise ValueError(f"verbose must be a bool, got {self.verbose!r}")
+        r_inf = check_positive(self.data_norm_inf, "data_norm_inf")
         if not isinstance(self.clip, (bool, np.bool_)):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
         if task == "regression" and self.label_bound is None:
@@ -1043,7 +1043,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         cal = self.calibration(n, p)
         yc, classes = self._check_y(y, n, task, bool(self.clip))
         prob = EntropicSimplexProblem(
-            Xc, yc, loss=self.loss, lam=cal.lam, data_bound=r_inf,
+            Xc, yc, loss=self.loss, lam=cal.lam, data_norm_inf=r_inf,
             label_bound=cal.label_bound, huber_width=self.huber_width, scale=cal.scale, signed=cal.signed,
         )
         # public pre-check (n, p, declared bounds, λ): a tol below the float floor of the certificate
@@ -1059,7 +1059,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     def _certified_release(self, prep) -> np.ndarray:
         """Solve, certify ``τ ≤ tol`` and return the float release vector ``p̃`` (not private)."""
         cal, prob = prep["cal"], prep["problem"]
-        sol = prob.solve(tau_tol=cal.tol, max_iter=prep["max_iter"], progress=bool(self.progress), require=True,
+        sol = prob.solve(tau_tol=cal.tol, max_iter=prep["max_iter"], verbose=bool(self.verbose), require=True,
                          desc=type(self).__name__)
         b = sol.b
         rng_b = float(np.max(b) - np.min(b))
@@ -1084,7 +1084,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         Parameters
         ----------
         X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Entries in ``[−data_bound, data_bound]`` (sparse input is never densified).
+            Entries in ``[−data_norm_inf, data_norm_inf]`` (sparse input is never densified).
         y : array-like of shape (n_samples,)
             Regression targets in ``[−label_bound, label_bound]``, or two class labels.
 

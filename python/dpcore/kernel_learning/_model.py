@@ -232,7 +232,7 @@ def check_in_domain(Z: np.ndarray, radius: float, name: str, *, clip: bool, what
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
                 f"{name}: {int(bad.sum())} {what} lie outside the declared domain ||z|| <= "
-                f"data_radius = {radius} (e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to "
+                f"data_norm = {radius} (e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to "
                 "project them onto the ball"
             )
         Z = Z.copy()

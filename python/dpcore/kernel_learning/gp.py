@@ -151,7 +151,7 @@ def gp_noise(factor: GPFactor, sigma: float, rng, n_samples=None) -> np.ndarray:
     return c[0] if n_samples is None else c
 
 
-def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_radius: float, kernel: str = "rbf",
+def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
              gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0, n_features: Optional[int] = None,
              lipschitz: float = 1.0) -> float:
     r"""A data-independent λ for a kernel model released with the GP mechanism at ``(ε, δ)``.
@@ -176,7 +176,7 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_radius: float
         Number of training rows (public under replace-one).
     epsilon, delta : float
         The release's privacy parameters.
-    data_radius : float
+    data_norm : float
         Declared bound on ``||x||``.
     kernel, gamma, degree, coef0 : as in :class:`dpcore.KernelSVM`
         ``gamma=None`` means ``1/n_features`` (then ``n_features`` is required, except for ``"rbf"``
@@ -187,7 +187,7 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_radius: float
     Examples
     --------
     >>> from dpcore.kernel_learning.gp import auto_lam
-    >>> lam = auto_lam(20_000, 1.0, 1e-6, data_radius=1.0, kernel="rbf")
+    >>> lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
     >>> round(1.0 / (20_000 * lam), 4)   # C = ρ μ / 2 with μ(1, 1e-6) = 0.2367
     0.0296
     """
@@ -198,7 +198,7 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_radius: float
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    radius = check_positive(data_radius, "data_radius")
+    radius = check_positive(data_norm, "data_norm")
     lipschitz = check_positive(lipschitz, "lipschitz")
     r2 = feature_radius_sq(radius, kernel, gamma, degree, coef0, n_features=n_features)
     mu = 1.0 / gaussian_sigma_analytic(1.0, epsilon, delta)
@@ -211,9 +211,9 @@ def auto_C_for_mu(mu: float, r_phi_sq: float, lipschitz: float = 1.0) -> float:
     return AUTO_NOISE_TO_MARGIN * mu / (2.0 * lipschitz * r_phi_sq)
 
 
-def feature_radius_sq(data_radius: float, kernel: str, gamma: Optional[float], degree: int, coef0: float, *,
+def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], degree: int, coef0: float, *,
                       n_features: Optional[int] = None) -> float:
-    """Public bound on ``||φ(x)||² = k(x, x)`` over ``||x|| ≤ data_radius·(1 + RADIUS_TOL)``.
+    """Public bound on ``||φ(x)||² = k(x, x)`` over ``||x|| ≤ data_norm·(1 + RADIUS_TOL)``.
 
     ``gamma=None`` means ``1/n_features`` (as :class:`dpcore.KernelSVM`); it is not needed for the
     kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
@@ -231,7 +231,7 @@ def feature_radius_sq(data_radius: float, kernel: str, gamma: Optional[float], d
         else:
             raise ValueError(f"gamma=None for kernel={kernel!r} means 1/n_features: give n_features or gamma")
     gamma = check_positive(gamma, "gamma")
-    r = check_positive(data_radius, "data_radius") * (1.0 + RADIUS_TOL)
+    r = check_positive(data_norm, "data_norm") * (1.0 + RADIUS_TOL)
     if kernel == "linear":
         return r * r
     return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0)))

@@ -117,7 +117,7 @@ class GPService:
         exposing the same attributes).
     epsilon, delta : float
         The guarantee of the whole service, whatever is asked (ε > 0, 0 < δ < 1).
-    data_radius : float
+    data_norm : float
         Public bound on ``||x||`` of every training point and every query.
     max_exact_queries : int, default 10_000
         Distinct points answered with fresh GP noise; afterwards new points get the posterior mean
@@ -149,9 +149,9 @@ class GPService:
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, data_radius, *, max_exact_queries=10_000, ridge=None, clip=False,
+    def __init__(self, model, epsilon, delta, data_norm, *, max_exact_queries=10_000, ridge=None, clip=False,
                  state_path=None, state_backend="auto", random_state=None, accountant=None):
-        params = dict(epsilon=epsilon, delta=delta, data_radius=data_radius, max_exact_queries=max_exact_queries,
+        params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
                       ridge=ridge, clip=bool(clip))
         self._store = None
         self._setup(model, params, random_state)
@@ -164,7 +164,7 @@ class GPService:
                                       "GPService.load() (a fresh session on it would reset a consumed budget)")
         if accountant is not None:
             try:
-                accountant.spend(self.calibration_.epsilon, self.calibration_.delta, label="GPService")
+                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, label="GPService")
             except BaseException:
                 if self._store is not None:
                     self._store.release()
@@ -179,7 +179,7 @@ class GPService:
         info = _model_info(model, "GPService")
         epsilon = check_epsilon(params["epsilon"])
         delta = check_delta(params["delta"], allow_zero=False)
-        r = check_positive(params["data_radius"], "data_radius")
+        r = check_positive(params["data_norm"], "data_norm")
         T_max = check_count(params["max_exact_queries"], "max_exact_queries", bytes_per_unit=0)
         check_count(T_max * T_max, "max_exact_queries")  # the factor: 8·T_max² bytes
         k = info["kernel"]
@@ -206,7 +206,7 @@ class GPService:
         sigma2 = 2.0 * rho / mu2
         k2 = math.floor(math.log2(sigma2)) - ANALYTIC_GRID_BITS  # grid σ₂·2⁻⁴⁰, as dpcore.mechanisms.noise
         ridge = 1e-6 * r2 + tau if params["ridge"] is None else check_positive(params["ridge"], "ridge")
-        self.calibration_ = GPServiceCalibration(
+        self.privacy_ = GPServiceCalibration(
             epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r_phi=R, w_error_bound=err,
             weight_sensitivity=dw, mu=mu, noise_scale=sigma, jitter=tau, max_exact_queries=T_max,
             prediction_fp_error=fp, residual_bound=rho, residual_sigma=sigma2, residual_grid_exponent=k2,
@@ -215,7 +215,7 @@ class GPService:
         self._rng = check_random_state(random_state)
         self.classes_ = np.asarray(getattr(model, "classes_", np.array([-1, 1])))
         self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2
-        self._params = dict(params, epsilon=epsilon, delta=delta, data_radius=r, max_exact_queries=T_max,
+        self._params = dict(params, epsilon=epsilon, delta=delta, data_norm=r, max_exact_queries=T_max,
                             ridge=params["ridge"])
         self._fingerprint = _fingerprint(info)
         sv = info["mu"] != 0.0
@@ -245,7 +245,7 @@ class GPService:
 
     def _extend_factor(self, P: np.ndarray) -> tuple:
         """``(L₂₁, L₂₂)`` of the block Cholesky step for new points ``P`` (public computation)."""
-        tau, t = self.calibration_.jitter, self._Q.shape[0]
+        tau, t = self.privacy_.jitter, self._Q.shape[0]
         A = self._kern(P, P)  # only its lower triangle is read by the factorisation
         if t:
             K_pq = self._kern(P, self._Q)
@@ -269,13 +269,13 @@ class GPService:
         t, m = self._Q.shape[0], P.shape[0]
         T = t + m
         if T > self._buf.shape[0]:  # amortised growth (×2, capped at max_exact_queries)
-            cap = min(max(2 * self._buf.shape[0], T, 64), max(self.calibration_.max_exact_queries, T))
+            cap = min(max(2 * self._buf.shape[0], T, 64), max(self.privacy_.max_exact_queries, T))
             buf = np.zeros((cap, cap))
             buf[:t, :t] = self._buf[:t, :t]
             self._buf = buf
         rows = np.einsum("ij,ij->i", L21, L21) + np.einsum("ij,ij->i", L22, L22)
         s2 = max(self._s2, float(np.max(rows)) * (1.0 + gamma_k(T + 2)))
-        c = self.calibration_
+        c = self.privacy_
         margin = c.jitter - (T * self._e_k + UNIT_ROUNDOFF * (self._r2 + self._e_k + c.jitter)
                              + gamma_k(2 * T + 2) * T * s2 * (1.0 + gamma_k(T)))
         if not margin > 0.0:  # cannot happen for T ≤ T_max (public computation, checked anyway)
@@ -292,7 +292,7 @@ class GPService:
         self._posterior = None
 
     def _answer_new(self, P: np.ndarray) -> np.ndarray:
-        c = self.calibration_
+        c = self.privacy_
         L21, L22 = self._extend_factor(P)
         m = P.shape[0]
         xi_new = np.asarray(_core.analytic_release(np.zeros(m), 1.0, XI_GRID_EXPONENT, self._rng), dtype=np.float64)
@@ -313,7 +313,7 @@ class GPService:
         if self._posterior is None:
             A = self._kern(self._Q, self._Q)
             A = 0.5 * (A + A.T)
-            A[np.diag_indices(A.shape[0])] += self.calibration_.ridge
+            A[np.diag_indices(A.shape[0])] += self.privacy_.ridge
             self._posterior = linalg.cho_solve(linalg.cho_factor(A, lower=True), self._y)
         if self._Q.shape[0] == 0:
             return np.zeros(P.shape[0])
@@ -333,14 +333,14 @@ class GPService:
         for i, kb in enumerate(keys):
             first.setdefault(kb, len(first))
         order = sorted(first, key=first.get)
-        P = np.vstack([X[keys.index(kb)] for kb in order])[: self.calibration_.max_exact_queries]
+        P = np.vstack([X[keys.index(kb)] for kb in order])[: self.privacy_.max_exact_queries]
         saved = (self._Q, self._buf)
         self._Q, self._buf = np.zeros((0, X.shape[1])), np.zeros((0, 0))
         try:
             _, L = self._extend_factor(P)
         finally:
             self._Q, self._buf = saved
-        c, m = self.calibration_, P.shape[0]
+        c, m = self.privacy_, P.shape[0]
         rng = check_random_state(random_state)
         xi = np.asarray(_core.analytic_release(np.zeros(m), 1.0, XI_GRID_EXPONENT, rng, int(n_samples)),
                         dtype=np.float64).reshape(-1, m)
@@ -380,7 +380,7 @@ class GPService:
                 if kb not in self._index and kb not in seen:
                     seen.add(kb)
                     new.append(i)
-            room = self.calibration_.max_exact_queries - self._Q.shape[0]
+            room = self.privacy_.max_exact_queries - self._Q.shape[0]
             exact_new = new[:max(room, 0)]
             if exact_new:
                 self._answer_new(X[exact_new])
@@ -450,7 +450,7 @@ class GPService:
 
     def _state_doc(self) -> dict:
         return dict(format=_STATE_FORMAT, fingerprint=self._fingerprint, params=self._params,
-                    calibration=asdict(self.calibration_), dim=int(self._Q.shape[1]), batches=list(self._batches),
+                    calibration=asdict(self.privacy_), dim=int(self._Q.shape[1]), batches=list(self._batches),
                     points=_b64(self._Q), xi=_b64(self._xi), answers=_b64(self._y), factor_sha256=self._factor_hash())
 
     def _commit(self) -> None:
@@ -468,7 +468,7 @@ class GPService:
         self._setup(model, doc["params"], random_state)
         if self._fingerprint != doc["fingerprint"]:
             raise ValueError("model does not match the state (fingerprint differs)")
-        if asdict(self.calibration_) != doc["calibration"]:
+        if asdict(self.privacy_) != doc["calibration"]:
             raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
         d = int(doc["dim"])
         Q = _unb64(doc["points"]).reshape(-1, d)
@@ -500,6 +500,6 @@ class GPService:
             store.release()
 
     def __repr__(self) -> str:
-        c = self.calibration_
+        c = self.privacy_
         return (f"GPService(epsilon={c.epsilon:g}, delta={c.delta:g}, sigma={c.noise_scale:.3g}, "
                 f"distinct={self.n_distinct}/{c.max_exact_queries})")

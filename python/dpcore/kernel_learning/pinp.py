@@ -172,7 +172,7 @@ class PINP:
 
     Calibration (all logs natural)
     ------------------------------
-    ``R_φ² = max_{||z||≤r} K(z, z)`` for the declared ``data_radius`` r; the model's λ, L, n.
+    ``R_φ² = max_{||z||≤r} K(z, z)`` for the declared ``data_norm`` r; the model's λ, L, n.
 
     * Sensitivity (supplement eq. 3): ``S = 2 L R_φ² / (λ n)``. The solver is inexact, so its
       certificate ``||w − w*|| ≤ err`` is added: ``S_cert = S + 2 R_φ·err`` with the public
@@ -254,7 +254,7 @@ class PINP:
         Failure probability of the error bound, in (0, 1).
     n_queries : int
         T, the maximal number of queries the session answers (part of the calibration).
-    data_radius : float
+    data_norm : float
         Public bound r on the norm of every training point and query.
     norm_bound : float, optional
         Public C ≥ ||w*|| (default ``2 L R_φ/λ``).
@@ -281,7 +281,7 @@ class PINP:
     ----------
     B_, epsilon0_, epsilon0_printed_, sigma_, eta_, sensitivity_, noise_scale_, grid_exponent_,
     norm_bound_, r_phi_, error_bound_, theorem3_rate_ : calibrated numbers (see above).
-    calibration_ : PINPCalibration with every intermediate number.
+    privacy_ : PINPCalibration with every intermediate number.
     n_answered, n_updates, remaining_updates, remaining_queries : session counters.
     state_seq : sequence number of the last committed state (record it outside the state's
         storage and pass it to ``load(min_seq=...)`` to detect a rollback).
@@ -290,10 +290,10 @@ class PINP:
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, beta, n_queries, data_radius, *, norm_bound=None,
+    def __init__(self, model, epsilon, delta, beta, n_queries, data_norm, *, norm_bound=None,
                  clip=False, state_path=None, state_backend="auto", random_state=None, accountant=None):
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
-                      data_radius=data_radius, norm_bound=norm_bound, clip=bool(clip))
+                      data_norm=data_norm, norm_bound=norm_bound, clip=bool(clip))
         self._setup(model, params, random_state)
         if state_path is not None:
             self._store = open_state_store(state_path, _STATE_FORMAT, state_backend)
@@ -307,7 +307,7 @@ class PINP:
                 )
         if accountant is not None:
             try:
-                accountant.spend(self.calibration_.epsilon, self.calibration_.delta, label="PINP")
+                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, label="PINP")
             except BaseException:
                 self._release_lock()
                 raise
@@ -323,7 +323,7 @@ class PINP:
         info = _model_info(model)
         # Calibrate with the solver's *public* error bound sqrt(2 tol/λ) (as TDDL/TDIL do), never
         # with the model's own certificate w_error_bound_, which depends on the private data.
-        r = check_positive(params["data_radius"], "data_radius")
+        r = check_positive(params["data_norm"], "data_norm")
         k = info["kernel"]
         r_eff = r * (1.0 + _RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
@@ -333,7 +333,7 @@ class PINP:
         if bad.size:
             raise ValueError(
                 f"model.X_fit_: {bad.size} training point(s) lie outside the declared domain "
-                f"||x|| <= data_radius = {r} (largest norm {norms.max():.6g}, e.g. row {bad[0]}). "
+                f"||x|| <= data_norm = {r} (largest norm {norms.max():.6g}, e.g. row {bad[0]}). "
                 "The sensitivity bound requires every training point in the domain; training points "
                 "are never clipped silently: clip the training data to the ball and retrain."
             )
@@ -345,14 +345,14 @@ class PINP:
         )
         # No warning about ``||w|| > norm_bound`` here: it would depend on the private model (a
         # neighbour can cross the threshold). Theorem 3's utility needs ||w*|| <= C; the curator can
-        # compare ``model.w_norm_`` with ``calibration_.norm_bound`` privately, outside the service.
+        # compare ``model.w_norm_`` with ``privacy_.norm_bound`` privately, outside the service.
         seed, seeded = _seed_from(random_state)
         params = dict(epsilon=cal.epsilon, delta=cal.delta, beta=cal.beta, n_queries=cal.n_queries,
-                      data_radius=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,
+                      data_norm=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,
                       clip=bool(params["clip"]))
         self._info, self._params, self._radius, self._r_eff = info, params, r, r_eff
         self._fingerprint = _fingerprint(info)
-        self.calibration_ = cal
+        self.privacy_ = cal
         self._seeded = seeded
         self._session = _core.PinpSession(
             info["X"].shape[1], k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.grid_exponent,
@@ -382,7 +382,7 @@ class PINP:
             format=_STATE_FORMAT,
             fingerprint=self._fingerprint,
             params=self._params,
-            calibration=asdict(self.calibration_),
+            calibration=asdict(self.privacy_),
             dim=int(self._info["X"].shape[1]),
             n_answered=int(n_answered),
             n_updates=int(alphas.shape[0]),
@@ -424,7 +424,7 @@ class PINP:
                 "model does not match the state file (fingerprint of mu_, X_fit_, kernel parameters, "
                 "lam, lipschitz_, n_samples_fit_, w_error_bound_ differs)"
             )
-        if asdict(self.calibration_) != doc["calibration"]:
+        if asdict(self.privacy_) != doc["calibration"]:
             raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
         d = int(doc["dim"])
         points = _unb64(doc["points"]).reshape(-1, d)
@@ -442,21 +442,21 @@ class PINP:
         return self
 
     # ------------------------------------------------------------------ queries
-    def _check_queries(self, Z) -> np.ndarray:
+    def _check_queries(self, X) -> np.ndarray:
         d = self._info["X"].shape[1]
-        Z = np.asarray(Z)
-        if Z.ndim == 1:
-            raise ValueError(f"Z must be a 2-D array of shape (m, {d}); reshape a single query with Z[None, :]")
-        Z = check_array(Z, "Z", n_features=d)
-        return check_in_domain(Z, self._radius, "Z", clip=self._params["clip"], what="query point(s)")
+        X = np.asarray(X)
+        if X.ndim == 1:
+            raise ValueError(f"X must be a 2-D array of shape (m, {d}); reshape a single query with X[None, :]")
+        X = check_array(X, "X", n_features=d)
+        return check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
 
-    def predict(self, Z, *, return_details: bool = False):
-        """Answer the rows of ``Z`` in order (Algorithm 1). Thread-safe; calls are serialised.
+    def predict(self, X, *, return_details: bool = False):
+        """Answer the rows of ``X`` in order (Algorithm 1). Thread-safe; calls are serialised.
 
         Parameters
         ----------
-        Z : array of shape (m, d)
-            Queries, each with ``||z|| <= data_radius`` (or projected when ``clip=True``).
+        X : array of shape (m, d)
+            Queries, each with ``||z|| <= data_norm`` (or projected when ``clip=True``).
         return_details : bool, default False
             Also return a dict with the integer noise draws (grid units), the update signs and the
             grid exponent. **Not private** (with the answers it reveals the exact predictions);
@@ -478,25 +478,25 @@ class PINP:
                 "return_details=True reveals the noise (hence the exact predictions): only allowed for "
                 "sessions created with a reproducible random_state (research/tests)"
             )
-        Z = self._check_queries(Z)
+        X = self._check_queries(X)
         with self._lock:
             if getattr(self, "_closed", False):
                 raise RuntimeError("this PINP session was closed")
-            answers, noise, updates, stop = self._session.answer(Z, self._info["X"], self._info["mu"])
+            answers, noise, updates, stop = self._session.answer(X, self._info["X"], self._info["mu"])
             if self._state_path is not None and answers.shape[0] > 0:
                 self._commit()
-            if answers.shape[0] < Z.shape[0]:
-                cal = self.calibration_
+            if answers.shape[0] < X.shape[0]:
+                cal = self.privacy_
                 if stop == "updates":
                     msg = (f"PINP update budget exhausted: all B = {cal.B} updates are used; the session "
-                           f"refuses every further query ({answers.shape[0]} of {Z.shape[0]} queries of "
+                           f"refuses every further query ({answers.shape[0]} of {X.shape[0]} queries of "
                            "this batch were answered)")
                 else:
                     msg = (f"PINP query budget exhausted: T = {cal.n_queries} queries answered; "
-                           f"{answers.shape[0]} of {Z.shape[0]} queries of this batch were answered")
+                           f"{answers.shape[0]} of {X.shape[0]} queries of this batch were answered")
                 raise PINPBudgetExhausted(stop, answers, msg)
         if return_details:
-            return answers, dict(noise=noise, updates=updates, grid_exponent=self.calibration_.grid_exponent)
+            return answers, dict(noise=noise, updates=updates, grid_exponent=self.privacy_.grid_exponent)
         return answers
 
     def _sample_sessions(self, Z, n_sessions: int, seed: int) -> np.ndarray:
@@ -526,11 +526,11 @@ class PINP:
 
     @property
     def remaining_updates(self) -> int:
-        return self.calibration_.B - self.n_updates
+        return self.privacy_.B - self.n_updates
 
     @property
     def remaining_queries(self) -> int:
-        return self.calibration_.n_queries - self.n_answered
+        return self.privacy_.n_queries - self.n_answered
 
     @property
     def state_path(self):
@@ -541,20 +541,20 @@ class PINP:
         """Sequence number of the last committed state (``None`` without ``state_path``)."""
         return self._seq
 
-    B_ = property(lambda self: self.calibration_.B)
-    epsilon0_ = property(lambda self: self.calibration_.epsilon0)
-    epsilon0_printed_ = property(lambda self: self.calibration_.epsilon0_printed)
-    sigma_ = property(lambda self: self.calibration_.sigma)
-    eta_ = property(lambda self: self.calibration_.eta)
-    sensitivity_ = property(lambda self: self.calibration_.sensitivity)
-    noise_scale_ = property(lambda self: self.calibration_.noise_scale)
-    grid_exponent_ = property(lambda self: self.calibration_.grid_exponent)
-    norm_bound_ = property(lambda self: self.calibration_.norm_bound)
-    r_phi_ = property(lambda self: self.calibration_.r_phi)
-    error_bound_ = property(lambda self: self.calibration_.error_bound)
-    theorem3_rate_ = property(lambda self: self.calibration_.theorem3_rate)
+    B_ = property(lambda self: self.privacy_.B)
+    epsilon0_ = property(lambda self: self.privacy_.epsilon0)
+    epsilon0_printed_ = property(lambda self: self.privacy_.epsilon0_printed)
+    sigma_ = property(lambda self: self.privacy_.sigma)
+    eta_ = property(lambda self: self.privacy_.eta)
+    sensitivity_ = property(lambda self: self.privacy_.sensitivity)
+    noise_scale_ = property(lambda self: self.privacy_.noise_scale)
+    grid_exponent_ = property(lambda self: self.privacy_.grid_exponent)
+    norm_bound_ = property(lambda self: self.privacy_.norm_bound)
+    r_phi_ = property(lambda self: self.privacy_.r_phi)
+    error_bound_ = property(lambda self: self.privacy_.error_bound)
+    theorem3_rate_ = property(lambda self: self.privacy_.theorem3_rate)
 
     def __repr__(self) -> str:
-        c = self.calibration_
+        c = self.privacy_
         return (f"PINP(epsilon={c.epsilon:g}, delta={c.delta:g}, T={c.n_queries}, B={c.B}, "
                 f"answered={self.n_answered}, updates={self.n_updates})")

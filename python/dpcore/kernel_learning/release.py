@@ -60,14 +60,14 @@ class KernelRelease:
         The privacy guarantee of the release with respect to the training data.
     calibration : dict
         Every calibrated number (JSON-serialisable), for audit and reproducibility.
-    data_radius : float
-        The declared domain ``||q|| ≤ data_radius`` the guarantee and the utility analysis refer to.
+    data_norm : float
+        The declared domain ``||q|| ≤ data_norm`` the guarantee and the utility analysis refer to.
     intercept : float, default 0.0
         Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
     """
 
     def __init__(self, points, alpha, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
-                 delta: float, calibration: Optional[dict] = None, data_radius: float, intercept: float = 0.0):
+                 delta: float, calibration: Optional[dict] = None, data_norm: float, intercept: float = 0.0):
         self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
         self.alpha = np.ascontiguousarray(np.asarray(alpha, dtype=np.float64).ravel())
         if self.points.ndim != 2 or self.points.shape[0] != self.alpha.shape[0]:
@@ -82,7 +82,7 @@ class KernelRelease:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.calibration = _jsonable(dict(calibration or {}))
-        self.data_radius = float(data_radius)
+        self.data_norm = float(data_norm)
         self.intercept = float(intercept)
         if not np.isfinite(self.intercept):
             raise ValueError(f"intercept must be finite, got {intercept!r}")
@@ -91,14 +91,14 @@ class KernelRelease:
     def n_features_in_(self) -> int:
         return int(self.points.shape[1])
 
-    def decision_function(self, Q) -> np.ndarray:
-        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``Q`` (fused kernel engine)."""
-        Q = check_array(Q, "Q", n_features=self.n_features_in_)
+    def decision_function(self, X) -> np.ndarray:
+        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine)."""
+        X = check_array(X, "X", n_features=self.n_features_in_)
         if self.points.shape[0] == 0:
-            return np.full(Q.shape[0], self.intercept)
+            return np.full(X.shape[0], self.intercept)
         k = self.kernel
         return _core.kernel_predict(
-            _as_f64(Q), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
+            _as_f64(X), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
         ) + self.intercept
 
     def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
@@ -117,21 +117,21 @@ class KernelRelease:
         P = self.points if points is None else check_array(points, "points", n_features=self.n_features_in_)
         base = KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
                              epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
-                             data_radius=self.data_radius)
+                             data_norm=self.data_norm)
         f = np.sort(base.decision_function(P))
         t = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
         cal = dict(self.calibration, prior_proportion=p, prior_threshold=t)
         return KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
-                             epsilon=self.epsilon, delta=self.delta, calibration=cal, data_radius=self.data_radius,
+                             epsilon=self.epsilon, delta=self.delta, calibration=cal, data_norm=self.data_norm,
                              intercept=-t)
 
-    def predict(self, Q) -> np.ndarray:
+    def predict(self, X) -> np.ndarray:
         """Class labels: ``classes_[1]`` where the decision value is > 0."""
-        return self.classes_[(self.decision_function(Q) > 0).astype(np.intp)]
+        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
-    def score(self, Q, y) -> float:
-        """Mean accuracy on ``(Q, y)``."""
-        return float(np.mean(self.predict(Q) == np.asarray(y)))
+    def score(self, X, y) -> float:
+        """Mean accuracy on ``(X, y)``."""
+        return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def norm(self) -> float:
         """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release)."""
@@ -150,7 +150,7 @@ class KernelRelease:
             mechanism=self.mechanism,
             epsilon=self.epsilon,
             delta=self.delta,
-            data_radius=self.data_radius,
+            data_norm=self.data_norm,
             kernel=self.kernel,
             classes=classes,
             shape=list(self.points.shape),
@@ -186,7 +186,7 @@ class KernelRelease:
         return cls(
             _unb64(doc["points"]).reshape(T, d), _unb64(doc["alpha"]), doc["kernel"],
             classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
-            delta=doc["delta"], calibration=doc["calibration"], data_radius=doc["data_radius"],
+            delta=doc["delta"], calibration=doc["calibration"], data_norm=doc["data_norm"],
             intercept=float(doc.get("intercept", 0.0)),
         )
 
@@ -208,20 +208,20 @@ class ReleasingEstimator(ParamsMixin):
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
 
-    def decision_function(self, Q) -> np.ndarray:
+    def decision_function(self, X) -> np.ndarray:
         """Decision values of the released model, ``Σ_t α_t K(q, z_t)``."""
         self._check_fitted()
-        return self.release_.decision_function(Q)
+        return self.release_.decision_function(X)
 
-    def predict(self, Q) -> np.ndarray:
+    def predict(self, X) -> np.ndarray:
         """Class labels of the released model."""
         self._check_fitted()
-        return self.release_.predict(Q)
+        return self.release_.predict(X)
 
-    def score(self, Q, y) -> float:
-        """Mean accuracy of the released model on ``(Q, y)``."""
+    def score(self, X, y) -> float:
+        """Mean accuracy of the released model on ``(X, y)``."""
         self._check_fitted()
-        return self.release_.score(Q, y)
+        return self.release_.score(X, y)
 
     def save(self, path) -> None:
         """Save the release (points, α, kernel, privacy parameters and calibration)."""

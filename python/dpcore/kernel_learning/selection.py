@@ -245,7 +245,7 @@ class PrivateGridSearch(ParamsMixin):
         The guarantee of the whole selection (all runs, the prior and the released model).
     Z : array of shape (T, d)
         Public points of the TDDL-gp release (e.g. unlabelled public data).
-    data_radius : float
+    data_norm : float
         Declared bound on ``||x||`` (training rows and ``Z``).
     base_params : dict, optional
         Fixed ``KernelSVM`` parameters (default ``{"kernel": "rbf", "tol": 1e-8}``).
@@ -285,22 +285,22 @@ class PrivateGridSearch(ParamsMixin):
     >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
     >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
     >>> grid = {"lam": [1e-3, 1e-2, 1e-1]}
-    >>> sel = dpcore.PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_radius=1.0,
+    >>> sel = dpcore.PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_norm=1.0,
     ...                                base_params={"kernel": "rbf", "gamma": 5.0}, random_state=0).fit(X, y)
     >>> sel.best_params_["lam"] in grid["lam"], sel.score(X, y) > 0.8
     (True, True)
     """
 
-    _PARAMS = ("param_grid", "epsilon", "delta", "Z", "data_radius", "base_params", "strategy", "score_share",
+    _PARAMS = ("param_grid", "epsilon", "delta", "Z", "data_norm", "base_params", "strategy", "score_share",
                "prior_epsilon_share", "mean_runs", "random_state", "accountant")
 
-    def __init__(self, param_grid, epsilon, delta, *, Z, data_radius, base_params=None, strategy="exhaustive",
+    def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
                  score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None, accountant=None):
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
         self.Z = Z
-        self.data_radius = data_radius
+        self.data_norm = data_norm
         self.base_params = base_params
         self.strategy = strategy
         self.score_share = score_share
@@ -343,7 +343,7 @@ class PrivateGridSearch(ParamsMixin):
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
         Z = check_array(self.Z, "Z", n_features=X.shape[1])
-        radius = check_positive(self.data_radius, "data_radius")
+        radius = check_positive(self.data_norm, "data_norm")
         base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
         rng = check_random_state(self.random_state)
         positive = KernelSVM(**base).classes[1]  # declared label set (public), never read off y

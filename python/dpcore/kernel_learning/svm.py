@@ -243,31 +243,31 @@ class _KernelERM(ParamsMixin):
                 f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first."
             )
 
-    def decision_function(self, Z) -> np.ndarray:
+    def decision_function(self, X) -> np.ndarray:
         """``f(z) = <w, phi(z)> = sum_i mu_i K(z, x_i)`` (fused kernel engine, no m x n matrix).
 
         Positive values predict ``classes_[1]``.
         """
         self._check_fitted()
-        Z = check_array(Z, "Z", n_features=self.n_features_in_)
+        X = check_array(X, "X", n_features=self.n_features_in_)
         if self._mu_sv.shape[0] == 0:
-            return np.zeros(Z.shape[0])
+            return np.zeros(X.shape[0])
         p = self.kernel_params_
-        check_kernel_domain(Z, "Z", p["kernel"], p["gamma"], p["degree"], p["coef0"], B=self._X_sv,
+        check_kernel_domain(X, "X", p["kernel"], p["gamma"], p["degree"], p["coef0"], B=self._X_sv,
                             n_terms=self._X_sv.shape[0])
         return _core.kernel_predict(
-            _as_f64(Z), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
+            _as_f64(X), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
         )
 
-    def predict(self, Z) -> np.ndarray:
+    def predict(self, X) -> np.ndarray:
         """Predicted class labels (``classes_[1]`` where the decision value is > 0)."""
-        f = self.decision_function(Z)
+        f = self.decision_function(X)
         return self.classes_[(f > 0).astype(np.intp)]
 
-    def score(self, Z, y) -> float:
-        """Mean accuracy on ``(Z, y)``."""
+    def score(self, X, y) -> float:
+        """Mean accuracy on ``(X, y)``."""
         y = np.asarray(y)
-        return float(np.mean(self.predict(Z) == y))
+        return float(np.mean(self.predict(X) == y))
 
 
 class KernelSVM(_KernelERM):
@@ -377,8 +377,8 @@ class KernelLogisticRegression(_KernelERM):
 
     _loss = "logistic"
 
-    def predict_proba(self, Z) -> np.ndarray:
+    def predict_proba(self, X) -> np.ndarray:
         """Class probabilities ``[1 - sigma(f), sigma(f)]`` of shape (m, 2), columns as ``classes_``."""
-        f = self.decision_function(Z)
+        f = self.decision_function(X)
         p1 = 0.5 * (1.0 + np.tanh(0.5 * f))
         return np.column_stack([1.0 - p1, p1])

@@ -360,7 +360,7 @@ class TDDL(ReleasingEstimator):
         ``w_error_bound_``, ``kernel_params_``, ``classes_`` (e.g. :class:`dpcore.KernelSVM`).
     epsilon, delta : float
         Privacy budget of the release (ε > 0, δ ∈ (0, 1)).
-    data_radius : float
+    data_norm : float
         Public bound ``r`` on the norm of every training point and every public point.
     noise : {"gp", "gaussian", "laplace"}, default "gp"
     norm_bound : {"public", "private"} or float, default "private"
@@ -383,7 +383,7 @@ class TDDL(ReleasingEstimator):
     ----------
     release_ : KernelRelease
         The private model (save it with :meth:`save`); ``predict``/``decision_function`` delegate.
-    calibration_ : TDDLCalibration
+    privacy_ : TDDLCalibration
     norm_bound_ : float
         The radius ``C`` used.
     lstsq_info_ : dict
@@ -393,13 +393,13 @@ class TDDL(ReleasingEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, data_radius, *, noise="gp", norm_bound="private",
+    def __init__(self, model, epsilon, delta, data_norm, *, noise="gp", norm_bound="private",
                  norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, random_state=None,
                  accountant=None):
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
-        self.data_radius = data_radius
+        self.data_norm = data_norm
         self.noise = noise
         self.norm_bound = norm_bound
         self.norm_epsilon_share = norm_epsilon_share
@@ -409,7 +409,7 @@ class TDDL(ReleasingEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    _PARAMS = ("model", "epsilon", "delta", "data_radius", "noise", "norm_bound", "norm_epsilon_share",
+    _PARAMS = ("model", "epsilon", "delta", "data_norm", "noise", "norm_bound", "norm_epsilon_share",
                "norm_beta", "ridge", "clip", "random_state", "accountant")
 
     # -- fitting ----------------------------------------------------------------------------------
@@ -429,7 +429,7 @@ class TDDL(ReleasingEstimator):
         """
         info = _model_info(self.model, "TDDL")
         d = info["X"].shape[1]
-        r = check_positive(self.data_radius, "data_radius")
+        r = check_positive(self.data_norm, "data_norm")
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta, allow_zero=False)
         if not isinstance(self.noise, str) or self.noise not in _NOISES:
@@ -539,7 +539,7 @@ class TDDL(ReleasingEstimator):
             C = self._norm_upper(prep, rng)
             y_hat = self._noisy_predictions(prep, rng)
             alpha, lsq = ball_constrained_lstsq(prep["K"], y_hat, C, eig=prep["eig"])
-        self.calibration_ = cal
+        self.privacy_ = cal
         self.norm_bound_ = C
         self.lstsq_info_ = lsq
         record = asdict(cal)
@@ -547,6 +547,6 @@ class TDDL(ReleasingEstimator):
         self.release_ = KernelRelease(
             prep["Z"], alpha, prep["info"]["kernel"], classes=getattr(self.model, "classes_", None),
             mechanism="TDDL", epsilon=cal.epsilon, delta=cal.delta, calibration=record,
-            data_radius=prep["radius"],
+            data_norm=prep["radius"],
         )
         return self

@@ -266,7 +266,7 @@ class TDIL(ReleasingEstimator):
     epsilon, delta : float
     beta : float
         Failure probability in the calibration of σ (utility only).
-    data_radius : float, default 1.0
+    data_norm : float, default 1.0
         Public radius r of the input ball (training points must lie in it; the net covers it).
     calibration : {"paper", "tight"}, default "paper"
     sampler : {"net", "continuous"}, default "net"
@@ -293,7 +293,7 @@ class TDIL(ReleasingEstimator):
     Attributes
     ----------
     release_ : KernelRelease
-    calibration_ : TDILCalibration
+    privacy_ : TDILCalibration
     n_updates_ : int
     net_size_ : int
     trace_ : list of dict
@@ -306,14 +306,14 @@ class TDIL(ReleasingEstimator):
     _sensitivity_factor = 1.0
     _printed_em_scale = False
 
-    def __init__(self, model, epsilon, delta, beta=0.05, *, data_radius=1.0, calibration="paper",
+    def __init__(self, model, epsilon, delta, beta=0.05, *, data_norm=1.0, calibration="paper",
                  sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
                  verbose=False, random_state=None, accountant=None):
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
         self.beta = beta
-        self.data_radius = data_radius
+        self.data_norm = data_norm
         self.calibration = calibration
         self.sampler = sampler
         self.net_radius = net_radius
@@ -324,7 +324,7 @@ class TDIL(ReleasingEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    _PARAMS = ("model", "epsilon", "delta", "beta", "data_radius", "calibration", "sampler", "net_radius", "norm_bound",
+    _PARAMS = ("model", "epsilon", "delta", "beta", "data_norm", "calibration", "sampler", "net_radius", "norm_bound",
                "max_candidates", "max_kernel_evaluations", "verbose", "random_state", "accountant")
 
     # ------------------------------------------------------------------ planning
@@ -338,7 +338,7 @@ class TDIL(ReleasingEstimator):
         info = _model_info(self.model, "TDIL")
         X = info["X"]
         n_pts, d = X.shape
-        r = check_positive(self.data_radius, "data_radius")
+        r = check_positive(self.data_norm, "data_norm")
         check_in_domain(X, r, "model.X_fit_", clip=False)
         k = info["kernel"]
         r_eff = r * (1.0 + RADIUS_TOL)
@@ -463,7 +463,7 @@ class TDIL(ReleasingEstimator):
         finally:
             if bar is not None:
                 bar.close()
-        self.calibration_ = cal
+        self.privacy_ = cal
         self.net_size_ = plan["net_size"]
         self.n_updates_ = len(picks)
         self.trace_ = trace
@@ -474,6 +474,6 @@ class TDIL(ReleasingEstimator):
             P, np.asarray(alphas, dtype=np.float64), k, classes=getattr(self.model, "classes_", None),
             mechanism="TDIL", epsilon=cal.epsilon, delta=cal.delta,
             calibration=dict(asdict(cal), net_size=plan["net_size"], stop_reason=stop, delta_fp_used=fp_used),
-            data_radius=r,
+            data_norm=r,
         )
         return self

@@ -44,7 +44,7 @@ mostly D ≤ 10 or ε ≤ 4) both fits are close to predicting 0, and when the n
 ``alpha`` is used as given.
 
 Privacy [(ε, δ)-LDP]: as Algorithm 3 — two Basic Private Vector releases at ``(ε/2, δ/2)``, sensitivity
-2 (unit sphere) and ``2·y_bound``; basic composition.
+2 (unit sphere) and ``2·label_bound``; basic composition.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     n_components : int — ``D`` (``2D`` features, the paper's ``d_p``).
     kernel : "rbf" | "laplacian"; gamma : kernel width.
     rff_seed : int — seed of the public feature map.
-    y_bound : float — declared bound on ``|y|``.
+    label_bound : float — declared bound on ``|y|``.
     calibration : "analytic" | "classic".
     """
 
@@ -93,7 +93,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     kernel: str = "rbf"
     gamma: float = 1.0
     rff_seed: int = 0
-    y_bound: float = 1.0
+    label_bound: float = 1.0
     calibration: str = "analytic"
     x_channel: GaussianChannel = field(init=False, repr=False)
     y_channel: GaussianChannel = field(init=False, repr=False)
@@ -106,14 +106,14 @@ class KernelRidgeProtocol(ProtocolMixin):
         self._check_common()
         s("n_components", check_int(self.n_components, "n_components"))
         s("gamma", check_positive(self.gamma, "gamma"))
-        s("y_bound", check_positive(self.y_bound, "y_bound"))
+        s("label_bound", check_positive(self.label_bound, "label_bound"))
         check_int(self.rff_seed, "rff_seed", 0)
         fm = RandomFourierFeatures(self.n_components, kernel=self.kernel, gamma=self.gamma,
                                    random_state=self.rff_seed).fit(np.zeros((1, self.dim)))
         s("feature_map", fm)
         e2, d2 = split_budget(self.epsilon, Fraction(1, 2), 1), split_budget(self.delta, Fraction(1, 2), 1)
         s("x_channel", gaussian_channel(2 * self.n_components, e2, d2, radius=1.0, calibration=self.calibration))
-        s("y_channel", gaussian_channel(1, e2, d2, radius=self.y_bound, calibration=self.calibration))
+        s("y_channel", gaussian_channel(1, e2, d2, radius=self.label_bound, calibration=self.calibration))
         self.check_budget()
 
     @property
@@ -133,7 +133,7 @@ class KernelRidgeProtocol(ProtocolMixin):
 def kernel_report(x, y, protocol: KernelRidgeProtocol, *, clip: bool = False, random_state=None):
     """Client side of Algorithm 4: what ONE user sends, ``(z, v)``; ``z`` has shape ``(2D,)``.
 
-    ``x``: shape ``(d,)``, finite; ``|y| ≤ y_bound`` (``ValueError`` otherwise unless ``clip=True``).
+    ``x``: shape ``(d,)``, finite; ``|y| ≤ label_bound`` (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP — (ε/2, δ/2) for ``z`` (``||φ̂(x)|| ≤ 1``, sensitivity 2) plus (ε/2, δ/2) for
     ``v``, basic composition.
     """
@@ -143,7 +143,7 @@ def kernel_report(x, y, protocol: KernelRidgeProtocol, *, clip: bool = False, ra
     if xv.ndim != 1 or xv.shape[0] != protocol.dim:
         raise ValueError(f"x must be a 1-D vector of length {protocol.dim} (one user's record), got shape {xv.shape}")
     phi = protocol.features(xv[None, :])[0]
-    yv = check_label(y, "y", protocol.y_bound, clip)
+    yv = check_label(y, "y", protocol.label_bound, clip)
     rng = noise.check_random_state(random_state)
     z = _release(phi, protocol.x_channel, rng)
     v = _release(yv, protocol.y_channel, rng)

@@ -3,7 +3,7 @@
 Protocol. Public: projection ``Φᵀ ~ N(0, 1/m)^{m×d}`` from ``projection_seed``; the per-part budget
 ``(ε/2, δ/2)``; the ℓ1 radius ``Λ`` of the constraint set ``C = {||w||_1 ≤ Λ}``.
 
-* Client (:func:`regression_report`): with ``||x||_2 ≤ 1`` and ``|y| ≤ y_bound`` the user sends
+* Client (:func:`regression_report`): with ``||x||_2 ≤ 1`` and ``|y| ≤ label_bound`` the user sends
   ``z = clip_R(Φᵀx) + N(0, σ_x² I_m)`` and ``v = y + N(0, σ_y²)``, each through a Basic Private Vector
   channel at ``(ε/2, δ/2)``.
 * Server (:class:`LDPSparseRegression`): ``Q = Proj_PSD(ZᵀZ − n σ_x² I_m)`` (scipy ``eigh``) and
@@ -11,7 +11,7 @@ Protocol. Public: projection ``Φᵀ ~ N(0, 1/m)^{m×d}`` from ``projection_seed
   projection of Duchi et al. 2008, certified by the Frank–Wolfe duality gap).
 
 Privacy [(ε, δ)-LDP]: ``z`` is (ε/2, δ/2)-LDP (Basic Private Vector on the public map ``clip_R(Φᵀx)``,
-sensitivity ``2R``), ``v`` is (ε/2, δ/2)-LDP (sensitivity ``2·y_bound``); basic composition (paper
+sensitivity ``2R``), ``v`` is (ε/2, δ/2)-LDP (sensitivity ``2·label_bound``); basic composition (paper
 Lemma 2) gives (ε, δ). The split is checked exactly by :meth:`SparseRegressionProtocol.check_budget`.
 
 ``σ`` in ``Q`` is the σ actually used by the x-channel (the paper's ``2 sqrt(2 ln(2.5/δ))/(ε/2)`` with
@@ -65,7 +65,7 @@ class SparseRegressionProtocol(ProtocolMixin):
     dim, n_users, epsilon, delta : ``d``, ``n`` and the per-user (ε, δ)-LDP.
     projection_dim : int, optional — ``m``; default ``⌈sqrt(n ε² ln d)⌉`` (Theorem 3), ≥ 1.
     l1_radius : float — radius of the constraint set ``C``.
-    y_bound : float — declared bound on ``|y|`` (paper: 1).
+    label_bound : float — declared bound on ``|y|`` (paper: 1).
     projection_seed : int — seed of the public ``Φ``.
     projection_radius : float — ``Φᵀx`` is clipped to this ball (paper: 1).
     calibration : "analytic" | "classic".
@@ -77,7 +77,7 @@ class SparseRegressionProtocol(ProtocolMixin):
     delta: float
     projection_dim: Optional[int] = None
     l1_radius: float = 1.0
-    y_bound: float = 1.0
+    label_bound: float = 1.0
     projection_seed: int = 0
     projection_radius: float = 1.0
     calibration: str = "analytic"
@@ -90,7 +90,7 @@ class SparseRegressionProtocol(ProtocolMixin):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         self._check_common()
         s("l1_radius", check_positive(self.l1_radius, "l1_radius"))
-        s("y_bound", check_positive(self.y_bound, "y_bound"))
+        s("label_bound", check_positive(self.label_bound, "label_bound"))
         s("projection_radius", check_positive(self.projection_radius, "projection_radius"))
         check_int(self.projection_seed, "projection_seed", 0)
         m = self.projection_dim
@@ -99,7 +99,7 @@ class SparseRegressionProtocol(ProtocolMixin):
         s("m", m)
         e2, d2 = split_budget(self.epsilon, Fraction(1, 2), 1), split_budget(self.delta, Fraction(1, 2), 1)
         s("x_channel", gaussian_channel(m, e2, d2, radius=self.projection_radius, calibration=self.calibration))
-        s("y_channel", gaussian_channel(1, e2, d2, radius=self.y_bound, calibration=self.calibration))
+        s("y_channel", gaussian_channel(1, e2, d2, radius=self.label_bound, calibration=self.calibration))
         s("_A", projection_matrix(self.projection_seed, m, self.dim))
         self.check_budget()
 
@@ -118,13 +118,13 @@ class SparseRegressionProtocol(ProtocolMixin):
 def regression_report(x, y, protocol: SparseRegressionProtocol, *, clip: bool = False, random_state=None):
     """Client side of Algorithm 3: what ONE user sends, ``(z, v)`` with ``z`` shape ``(m,)``, ``v`` a float.
 
-    ``||x||_2 ≤ 1`` and ``|y| ≤ y_bound`` are required (``ValueError`` otherwise unless ``clip=True``).
+    ``||x||_2 ≤ 1`` and ``|y| ≤ label_bound`` are required (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP — (ε/2, δ/2) for ``z`` + (ε/2, δ/2) for ``v``, basic composition (module docstring).
     """
     if not isinstance(protocol, SparseRegressionProtocol):
         raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(protocol).__name__}")
     xv = _check_record(x, "x", protocol.dim, 1.0, clip)
-    yv = check_label(y, "y", protocol.y_bound, clip)
+    yv = check_label(y, "y", protocol.label_bound, clip)
     rng = noise.check_random_state(random_state)
     z = _release(_clip_to(protocol._A @ xv, protocol.projection_radius), protocol.x_channel, rng)
     v = _release(yv, protocol.y_channel, rng)

@@ -56,7 +56,7 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
         otherwise ``ValueError`` unless ``clip=True``. :class:`KernelRidgeProtocol` accepts any finite
         rows (its public feature map lands on the unit sphere).
     y : array_like, shape (n,), or None
-        Responses for the regression/logistic protocols (``|y| ≤ y_bound``, resp. ``y ∈ [−1, 1]``,
+        Responses for the regression/logistic protocols (``|y| ≤ label_bound``, resp. ``y ∈ [−1, 1]``,
         unless ``clip=True``); must be ``None`` for :class:`GaussianChannel` and
         :class:`MeanEstimationProtocol`.
     protocol : GaussianChannel or one of the protocol dataclasses
@@ -118,7 +118,7 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
             V = protocol.features(X)
         if V.shape[0] != protocol.n_users:
             raise ValueError(f"X has {V.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
-        yv = _check_y(y, V.shape[0], protocol.y_bound, clip)
+        yv = _check_y(y, V.shape[0], protocol.label_bound, clip)
         Z = _release_rows(V, protocol.x_channel, rng)
         v = _release_rows(yv[:, None], protocol.y_channel, rng)[:, 0]
         return Z, v
