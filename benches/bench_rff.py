@@ -2,11 +2,10 @@
 and one PrivateSVM fit at the size the accuracy experiments use.
 
 Both transforms compute ``cos``-type features of ``X @ W`` (sklearn: ``sqrt(2/D) cos(X W + b)``
-with D outputs; dpcore: ``D^{-1/2} [cos X W, sin X W]`` with 2D outputs for D frequencies). To compare
-equal work, dpcore is run with ``n_components = D/2`` (same output width D, same GEMM size
-``n × d × D/2`` vs ``n × d × D`` — so dpcore does half the GEMM, but one ``sin_cos`` per pair of
-outputs instead of one ``cos`` per output) and, separately, with ``n_components = D`` (same number
-of frequencies). Thread counts are matched: BLAS via threadpoolctl, dpcore via
+with D outputs; dpcore: ``(D/2)^{-1/2} [cos X W, sin X W]``, D outputs from D/2 frequencies). Both
+are run with ``n_components = D`` (same output width D; dpcore's GEMM is ``n × d × D/2`` vs
+``n × d × D`` — half, but one ``sin_cos`` per pair of outputs instead of one ``cos`` per output) and
+dpcore also with ``n_components = 2D`` (same number of frequencies). Thread counts are matched: BLAS via threadpoolctl, dpcore via
 ``RAYON_NUM_THREADS`` (set before import). Best of ``--repeats``; ratios are from this run only.
 
 This is a benchmark, not a test: nothing here asserts a time. Usage::
@@ -59,9 +58,9 @@ def main() -> None:
     with threadpool_limits(args.threads):
         sk = RBFSampler(gamma=0.5, n_components=args.D, random_state=0).fit(X)
         t_sk = _best(lambda: sk.transform(X), args.repeats)
-        half = RandomFourierFeatures(args.D // 2, gamma=0.5, random_state=0).fit(X)
+        half = RandomFourierFeatures(args.D, gamma=0.5, random_state=0).fit(X)
         t_half = _best(lambda: half.transform(X), args.repeats)
-        full = RandomFourierFeatures(args.D, gamma=0.5, random_state=0).fit(X)
+        full = RandomFourierFeatures(2 * args.D, gamma=0.5, random_state=0).fit(X)
         t_full = _best(lambda: full.transform(X), args.repeats)
         print(f"{'implementation':<44}{'time (s)':>10}{'sklearn/dpcore':>16}")
         print(f"{'sklearn RBFSampler (D cos outputs)':<44}{t_sk:>10.4f}{1.0:>16.2f}")

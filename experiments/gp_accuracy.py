@@ -108,11 +108,11 @@ def run(args):
                 rows["PINP (paper)"].append(metrics(yq, _pinp_answers(svm, eps, args.delta, Q, seed)))
                 gamma = cfg["kernel"]["gamma"] if cfg["kernel"]["kernel"] == "rbf" else 1.0
                 # (a Pipeline needs scikit-learn's estimator tags: issue 15)
-                rff = dpcore.RandomFourierFeatures(args.rff, gamma=gamma, random_state=seed).fit(X)
+                rff = dpcore.RandomFourierFeatures(2 * args.rff, gamma=gamma, random_state=seed).fit(X)
                 lin = dpcore.ObjectivePerturbation(eps, args.delta, lam=1e-3, data_norm=1.0, loss="logistic",
                                                    fit_intercept=True, random_state=seed).fit(rff.transform(X), y)
                 rows["RFF+ObjectivePerturbation"].append(metrics(yq, lin.decision_function(rff.transform(Q))))
-                ps = dpcore.PrivateSVM(C=cfg["C"] * n, epsilon=eps, n_components=args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
+                ps = dpcore.PrivateSVM(C=cfg["C"] * n, epsilon=eps, n_components=2 * args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
                                        calibration="tight", random_state=seed).fit(X, y)
                 rows["PrivateSVM"].append(metrics(yq, ps.decision_function(Q)))
             res["eps"][str(eps)] = {m: {k: (float(np.mean([r[k] for r in v])), float(np.std([r[k] for r in v])))

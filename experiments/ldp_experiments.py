@@ -318,7 +318,7 @@ def stage_reg(state: State, data: Dict[str, Data]) -> None:
         features=[f for k, f in enumerate(data["letter_names"]) if k != 3])
     # non-private RFF ridge on the same public feature map and objective: (1/2n)||Fg − y||² + α/2||g||²
     fm_proto = ldp.KernelRidgeProtocol(dim=dim, n_users=N, epsilon=1.0, delta=cfg.delta,
-                                       n_components=cfg.reg_components, gamma=cfg.reg_gamma,
+                                       n_components=2 * cfg.reg_components, gamma=cfg.reg_gamma,
                                        rff_seed=derive_seed(cfg, "rff") % 2**31)
     F, Ft = fm_proto.features(X), fm_proto.features(Xt)
     state.fits["reg_baselines"]["rff_ridge"] = mse(Ridge(alpha=N * cfg.reg_alpha, fit_intercept=False).fit(F, y).predict(Ft))

@@ -29,7 +29,7 @@ def test_features_approximate_the_kernel_within_hoeffding(kernel, gamma):
     rff = RandomFourierFeatures(n_components=D, kernel=kernel, gamma=gamma, random_state=1).fit(X)
     est = rff.transform(X) @ rff.transform(Z).T
     exact = rff.kernel_value(X, Z)
-    t = _hoeffding_t(D, est.size)
+    t = _hoeffding_t(D // 2, est.size)  # D columns = D/2 frequencies
     assert np.max(np.abs(est - exact)) <= t, (np.max(np.abs(est - exact)), t)
     # and the kernel values span a useful range (the test is not vacuous)
     assert exact.max() > 0.5 and exact.min() < 0.2
@@ -39,18 +39,27 @@ def test_row_norms_are_one():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1000, 7)) * 10.0
     for kernel in ("rbf", "laplacian"):
-        F = RandomFourierFeatures(n_components=333, kernel=kernel, gamma=2.0, random_state=2).fit_transform(X)
+        F = RandomFourierFeatures(n_components=666, kernel=kernel, gamma=2.0, random_state=2).fit_transform(X)
         assert F.shape == (1000, 666)
         np.testing.assert_allclose(np.linalg.norm(F, axis=1), 1.0, rtol=0, atol=1e-12)
+        # odd n_components: k columns, the last sin dropped, norms still <= 1 (κ = 1 bounds them)
+        F = RandomFourierFeatures(n_components=333, kernel=kernel, gamma=2.0, random_state=2).fit_transform(X)
+        assert F.shape == (1000, 333) and F.flags.c_contiguous
+        assert np.linalg.norm(F, axis=1).max() <= 1.0 + 1e-12
 
 
 def test_map_matches_the_formula():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 4))
-    rff = RandomFourierFeatures(n_components=50, gamma=0.3, random_state=3).fit(X)
+    rff = RandomFourierFeatures(n_components=100, gamma=0.3, random_state=3).fit(X)
     P = X @ rff.random_weights_
+    assert rff.random_weights_.shape == (4, 50)
     ref = np.hstack([np.cos(P), np.sin(P)]) / math.sqrt(50)
     np.testing.assert_allclose(rff.transform(X), ref, rtol=0, atol=1e-13)
+    odd = RandomFourierFeatures(n_components=101, gamma=0.3, random_state=3).fit(X)
+    P = X @ odd.random_weights_
+    ref = np.hstack([np.cos(P), np.sin(P)[:, :-1]]) / math.sqrt(51)
+    np.testing.assert_allclose(odd.transform(X), ref, rtol=0, atol=1e-13)
 
 
 def test_determinism_and_layouts():
@@ -91,8 +100,8 @@ def test_sklearn_protocol():
     assert c.get_params() == rff.get_params() and not hasattr(c, "random_weights_")
     rff.set_params(n_components=5)
     X = np.ones((3, 2))
-    assert rff.fit_transform(X).shape == (3, 10)
-    assert rff.n_features_in_ == 2 and rff.random_weights_.shape == (2, 5) and rff.n_output_features_ == 10
+    assert rff.fit_transform(X).shape == (3, 5)  # k columns, as scikit-learn's RBFSampler
+    assert rff.n_features_in_ == 2 and rff.random_weights_.shape == (2, 3) and rff.n_output_features_ == 5
     with pytest.raises(ValueError, match="Invalid parameter"):
         rff.set_params(bogus=1)
     assert "RandomFourierFeatures(" in repr(rff)

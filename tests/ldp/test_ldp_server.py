@@ -125,12 +125,12 @@ def test_auto_alpha_is_the_documented_public_rule():
     est = ldp.LDPKernelRidge(proto)
     assert est.alpha == "auto" and est.get_params()["alpha"] == "auto"
     est.fit(Z, v)
-    expected = proto.x_channel.sigma**2 * math.sqrt((2 * 7 + 1) / 4_000)
+    expected = proto.x_channel.sigma**2 * math.sqrt((7 + 1) / 4_000)
     assert est.alpha_ == pytest.approx(expected, rel=1e-14)
     assert auto_alpha(proto) == est.alpha_
     # the fitted system is the documented one
     n = Z.shape[0]
-    lhs = (est.Q_ / n + est.alpha_ * np.eye(14)) @ est.coef_
+    lhs = (est.Q_ / n + est.alpha_ * np.eye(7)) @ est.coef_
     np.testing.assert_allclose(lhs, Z.T @ v / n, rtol=1e-9, atol=1e-12)
     # an explicit float is used as given (ints too)
     assert ldp.LDPKernelRidge(proto, alpha=0.25).fit(Z, v).alpha_ == 0.25

@@ -40,7 +40,7 @@ def _data(n=200, d=3, seed=0):
 # ------------------------------------------------------------------------------ calibration
 def test_calibration_matches_the_spec():
     X, y = _data(300, 4)
-    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=25, random_state=0).fit(X, y)
+    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=50, random_state=0).fit(X, y)
     cal = rff.privacy_
     assert cal.n_features_out == 50 and cal.kappa == pytest.approx(1.0, abs=1e-11)
     assert cal.noise_scale_spec == pytest.approx(2**2.5 * 7.0 * math.sqrt(25) / (0.5 * 300), rel=3e-9)
@@ -66,7 +66,7 @@ def test_tight_calibration_numbers():
     residual part 2ρ_pub√F is unchanged; everything else of the record is the same."""
     X, y = _data(300, 4)
     cases = [
-        dict(C=7.0, epsilon=0.5, n_components=25, random_state=0),
+        dict(C=7.0, epsilon=0.5, n_components=50, random_state=0),
         dict(C=3.0, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True, intercept_scaling=1.5,
              random_state=0),
         dict(C=30.0, epsilon=1.0, kernel="linear", data_norm=1.0, loss="logistic", random_state=0),
@@ -101,7 +101,7 @@ def test_tight_calibration_numbers():
             math.isnan(c_tight.duality_gap) and math.isnan(c_spec.duality_gap))
     # with tol at the default the residual part is small (0.16% here): the tight release scale is
     # about half the SPEC's
-    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=25, random_state=0, calibration="tight").fit(X, y)
+    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=50, random_state=0, calibration="tight").fit(X, y)
     assert rff.privacy_.release_scale == pytest.approx(rff.privacy_.noise_scale_spec / 2, rel=3e-3)
 
 

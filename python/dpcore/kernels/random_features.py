@@ -10,15 +10,19 @@ used by :class:`dpcore.PrivateSVM` (Rubinstein et al. 2009, SPEC "PrivateSVM"):
 ``"laplacian"``  ``exp(−γ ||x − z||₁)``        i.i.d. Cauchy(0, γ) coordinates
 ===============  ===========================  =====================================
 
-With ``D = n_components`` draws ``ρ_1..ρ_D`` the map is (SPEC form, ``2D`` outputs)
+``n_components = k`` is the number of output columns, as in scikit-learn's ``RBFSampler``. With
+``D = ⌈k/2⌉`` draws ``ρ_1..ρ_D`` the map is (SPEC form, ``2D`` columns, the last ``sin`` dropped
+when ``k`` is odd)
 
     φ̂(x) = D^{-1/2} [cos ρ_1ᵀx, …, cos ρ_Dᵀx, sin ρ_1ᵀx, …, sin ρ_Dᵀx],
 
-so ``φ̂(x)·φ̂(z) = (1/D) Σ_j cos ρ_jᵀ(x − z)`` is an unbiased estimate of ``k(x, z)`` with every
-term in ``[−1, 1]`` (Hoeffding: ``P[|φ̂(x)·φ̂(z) − k(x, z)| > t] ≤ 2 exp(−D t²/2)``), and
-``||φ̂(x)|| = 1`` exactly in exact arithmetic (``κ = 1``; computed norms are within ~1e-15).
+so for even ``k``, ``φ̂(x)·φ̂(z) = (1/D) Σ_j cos ρ_jᵀ(x − z)`` is an unbiased estimate of ``k(x, z)``
+with every term in ``[−1, 1]`` (Hoeffding: ``P[|φ̂(x)·φ̂(z) − k(x, z)| > t] ≤ 2 exp(−D t²/2)``), and
+``||φ̂(x)|| = 1`` exactly in exact arithmetic (``κ = 1``; computed norms are within ~1e-15). For odd
+``k`` the dropped column makes ``||φ̂(x)||² = 1 − sin²(ρ_Dᵀx)/D ≤ 1`` (``κ = 1`` still bounds it) and
+biases the kernel estimate by at most ``1/D``: prefer an even ``n_components``.
 
-The weights ``random_weights_`` (``n_features × n_components``) are **public**: they are drawn in
+The weights ``random_weights_`` (``n_features × ⌈n_components/2⌉``) are **public**: they are drawn in
 :meth:`fit` from dpcore's ChaCha20 generator independently of the data (``fit`` only reads the
 number of features), and are published with any model built on the features. ``random_state=None``
 (default) keys the generator from the OS; an int gives reproducible weights.
@@ -72,7 +76,8 @@ class RandomFourierFeatures(ParamsMixin):
     Parameters
     ----------
     n_components : int, default 100
-        Number D of random frequencies; the output has ``2·D`` columns.
+        Number of output columns ``k`` (``⌈k/2⌉`` random frequencies, a cos and a sin column each;
+        even values give the unbiased estimator).
     kernel : {"rbf", "laplacian"}, default "rbf"
         ``exp(−γ||x − z||²)`` or ``exp(−γ||x − z||₁)``.
     gamma : float, default 1.0
@@ -82,11 +87,11 @@ class RandomFourierFeatures(ParamsMixin):
 
     Attributes
     ----------
-    random_weights_ : ndarray of shape (n_features, n_components)
+    random_weights_ : ndarray of shape (n_features, ceil(n_components / 2))
         The public frequencies ``ρ_j`` (columns).
     n_features_in_ : int
     n_output_features_ : int
-        ``2 · n_components``.
+        ``n_components``.
 
     Examples
     --------
@@ -95,7 +100,7 @@ class RandomFourierFeatures(ParamsMixin):
     >>> X = np.random.default_rng(0).normal(size=(4, 3))
     >>> F = RandomFourierFeatures(n_components=50, random_state=0).fit_transform(X)
     >>> F.shape, bool(np.allclose(np.linalg.norm(F, axis=1), 1.0))
-    ((4, 100), True)
+    ((4, 50), True)
     """
 
     def __init__(self, n_components=100, kernel="rbf", gamma=1.0, random_state=None):
@@ -114,9 +119,9 @@ class RandomFourierFeatures(ParamsMixin):
         X = check_array(X, "X")
         rng = check_random_state(self.random_state)
         d = int(X.shape[1])
-        self.random_weights_ = np.asarray(_core.rff_sample_weights(d, D, kernel, gamma, rng))
+        self.random_weights_ = np.asarray(_core.rff_sample_weights(d, (D + 1) // 2, kernel, gamma, rng))
         self.n_features_in_ = d
-        self.n_output_features_ = 2 * D
+        self.n_output_features_ = D
         return self
 
     def _check_fitted(self):
@@ -126,7 +131,7 @@ class RandomFourierFeatures(ParamsMixin):
             )
 
     def transform(self, X) -> np.ndarray:
-        """``φ̂(X)`` of shape ``(n_samples, 2·n_components)`` (Rust, parallel, zero-copy on float64)."""
+        """``φ̂(X)`` of shape ``(n_samples, n_components)`` (Rust, parallel, zero-copy on float64)."""
         self._check_fitted()
         X = check_array(X, "X")
         if X.shape[1] != self.n_features_in_:
@@ -137,6 +142,8 @@ class RandomFourierFeatures(ParamsMixin):
         if X.dtype != np.float64:
             X = X.astype(np.float64)
         out = _core.rff_transform(X, self.random_weights_)
+        if out.shape[1] != self.n_output_features_:  # odd n_components: drop the last sin column
+            out = np.ascontiguousarray(out[:, : self.n_output_features_])
         if not np.isfinite(out).all():
             raise ValueError(f"X has values too large for the random projection X·W (it overflows a float; "
                              f"max |X| = {float(np.abs(X).max()):.3g}); scale X to the data domain")

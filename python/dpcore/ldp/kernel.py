@@ -78,7 +78,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     dim : int — input dimension ``d``.
     n_users : int — ``n`` (checked against the number of reports).
     epsilon, delta : per-user (ε, δ)-LDP.
-    n_components : int — ``D`` (``2D`` features, the paper's ``d_p``).
+    n_components : int — number of random features (columns of the map, the paper's ``d_p``).
     kernel : "rbf" | "laplacian"; gamma : kernel width.
     rff_seed : int — seed of the public feature map.
     label_bound : float — declared bound on ``|y|``.
@@ -112,13 +112,13 @@ class KernelRidgeProtocol(ProtocolMixin):
                                    random_state=self.rff_seed).fit(np.zeros((1, self.dim)))
         s("feature_map", fm)
         e2, d2 = split_budget(self.epsilon, Fraction(1, 2), 1), split_budget(self.delta, Fraction(1, 2), 1)
-        s("x_channel", gaussian_channel(2 * self.n_components, e2, d2, radius=1.0, calibration=self.calibration))
+        s("x_channel", gaussian_channel(self.n_components, e2, d2, radius=1.0, calibration=self.calibration))
         s("y_channel", gaussian_channel(1, e2, d2, radius=self.label_bound, calibration=self.calibration))
         self.check_budget()
 
     @property
     def n_features(self) -> int:
-        return 2 * self.n_components
+        return self.n_components
 
     def features(self, X) -> np.ndarray:
         """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding)."""

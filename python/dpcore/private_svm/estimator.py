@@ -16,7 +16,7 @@ that is **regularised like every other coordinate** and enters κ), ``k(x, x) = 
   ``ValueError`` unless ``clip=True``, which projects them onto the ball); ``F = d``,
   ``κ = data_norm``.
 * ``kernel="rbf" | "laplacian"``: random Fourier features (:class:`dpcore.kernels.random_features.RandomFourierFeatures`)
-  ``φ̂(x) = d̂^{-1/2}[cos ρ_jᵀx, sin ρ_jᵀx]_{j ≤ d̂}``, ``d̂ = n_components``, ``F = 2d̂``, κ = 1
+  ``φ̂(x) = d̂^{-1/2}[cos ρ_jᵀx, sin ρ_jᵀx]_{j ≤ d̂}``, ``F = n_components = 2d̂`` columns, κ = 1
   for every input (no domain restriction). The ρ's are public (drawn independently of the data
   and published in ``random_features_``); the mechanism is private for the random kernel they
   define, whatever they are.
@@ -25,7 +25,7 @@ that is **regularised like every other coordinate** and enters κ), ``k(x, x) = 
 offered — use the RFF kernels or TDDL/PINP.)
 
 Noise (SPEC, β = ε): ``b = 4 L C κ √F / (ε n)`` per coordinate; for RFF without intercept
-(κ = 1, F = 2d̂) this is ``2^{2.5} L C √d̂ / (ε n)`` as printed. This is ``calibration="spec"``
+(κ = 1, F = 2d̂, d̂ the SPEC's number of frequencies) this is ``2^{2.5} L C √d̂ / (ε n)`` as printed. This is ``calibration="spec"``
 (the default); ``calibration="tight"`` uses half of it, ``2 L C κ √F / (ε n)``, which the proof
 below shows is enough (both plus the solver-residual term, see "Solver residual").
 
@@ -150,7 +150,7 @@ class PrivateSVMPrivacy:
     kernel, loss : as passed.
     n : training-set size.
     n_features_out : F, the dimension of the released vector (intercept coordinate included).
-    n_components : d̂ for the RFF kernels (0 for linear).
+    n_components : F for the RFF kernels (output columns of the feature map; 0 for linear).
     kappa : κ_eff, the public bound on the computed feature-vector norms (intercept included).
     data_norm : declared radius (linear) or ``nan`` (RFF).
     lipschitz : L.
@@ -321,9 +321,10 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     epsilon : float, default 1.0
         ε > 0 (pure ε-DP, replace-one adjacency).
     kernel : {"rbf", "laplacian", "linear"}, default "rbf"
-        RFF kernels (κ = 1, F = 2·n_components) or the linear kernel (κ = data_norm, F = d).
+        RFF kernels (κ = 1, F = n_components) or the linear kernel (κ = data_norm, F = d).
     n_components : int, default 100
-        d̂, the number of random frequencies (RFF kernels).
+        Number of random features F (columns of the map; ⌈F/2⌉ frequencies; RFF kernels), as in
+        :class:`dpcore.kernels.RandomFourierFeatures`.
     gamma : float, default 1.0
         Kernel bandwidth (RFF kernels).
     data_norm : float, optional
@@ -380,7 +381,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     >>> from dpcore.private_svm.estimator import PrivateSVM
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
-    >>> clf = PrivateSVM(C=50.0, epsilon=5.0, n_components=50, gamma=1.0, random_state=0).fit(X, y)
+    >>> clf = PrivateSVM(C=50.0, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y)
     >>> clf.privacy_.n_features_out
     100
     """
