@@ -70,10 +70,10 @@ def main() -> None:
             Xs = rng.normal(size=(args.svm_n, args.d)) / np.sqrt(args.d)
             ys = np.where(Xs[:, 0] + 0.3 * rng.normal(size=args.svm_n) > 0, 1, -1)
             t = time.perf_counter()
-            clf = PrivateSVM(C=1000.0, epsilon=1.0, n_components=args.svm_components, gamma=0.5,
+            clf = PrivateSVM(C=1000.0 / args.svm_n, epsilon=1.0, n_components=args.svm_components, gamma=0.5,
                              random_state=0).fit(Xs, ys)
             t_svm = time.perf_counter() - t
-            print(f"PrivateSVM fit n={args.svm_n} d={args.d} n_components={args.svm_components} C=1000: "
+            print(f"PrivateSVM fit n={args.svm_n} d={args.d} n_components={args.svm_components} C=1000/n: "
                   f"{t_svm:.2f} s")
 
 

@@ -622,8 +622,7 @@ def _step_private_svm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     _section("7. PrivateSVM with random Fourier features (Rubinstein et al.)")
     n = min(args.svm_n, train.X.shape[0])
     X, y, Xt, yt = train.X[:n], train.y[:n], test.X, test.y
-    C = args.svm_C * n
-    kw = dict(C=C, kernel="rbf", n_components=2 * args.svm_components, gamma=args.gamma, calibration="tight")
+    kw = dict(C=args.svm_C, kernel="rbf", n_components=2 * args.svm_components, gamma=args.gamma, calibration="tight")
     rows, fits = [], []
     for eps in tqdm(args.svm_epsilons, desc="PrivateSVM fits", unit="ε", leave=False):
         t0 = time.perf_counter()

@@ -112,7 +112,7 @@ def run(args):
                 lin = dpcore.ObjectivePerturbation(eps, args.delta, lam=1e-3, data_norm=1.0, loss="logistic",
                                                    fit_intercept=True, random_state=seed).fit(rff.transform(X), y)
                 rows["RFF+ObjectivePerturbation"].append(metrics(yq, lin.decision_function(rff.transform(Q))))
-                ps = dpcore.PrivateSVM(C=cfg["C"] * n, epsilon=eps, n_components=2 * args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
+                ps = dpcore.PrivateSVM(C=cfg["C"], epsilon=eps, n_components=2 * args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
                                        calibration="tight", random_state=seed).fit(X, y)
                 rows["PrivateSVM"].append(metrics(yq, ps.decision_function(Q)))
             res["eps"][str(eps)] = {m: {k: (float(np.mean([r[k] for r in v])), float(np.std([r[k] for r in v])))

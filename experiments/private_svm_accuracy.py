@@ -216,7 +216,7 @@ def method_label(m: str) -> str:
 def make_psvm(cfg: Config, kernel: str, D: int, C: float, n: int, eps: float, random_state=None,
               calibration: str = "spec"):
     kw = dict(n_components=2 * D, gamma=cfg.gamma) if kernel == "rbf" else dict(data_norm=1.0)
-    return dpcore.PrivateSVM(C=n * C, epsilon=eps, kernel=kernel, tol=cfg.tol(C), max_iter=cfg.max_iter,
+    return dpcore.PrivateSVM(C=C, epsilon=eps, kernel=kernel, tol=cfg.tol(C), max_iter=cfg.max_iter,
                              random_state=random_state, calibration=calibration, **kw)
 
 

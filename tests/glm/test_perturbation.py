@@ -683,7 +683,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     monkeypatch.setattr(_glm_solver, "_DENSE_LIMIT", dense_limits[0])
     calls.clear()
     Xs, ys = X[:1500], y[:1500]
-    kw = dict(C=300.0, epsilon=1.0, kernel="rbf", n_components=50, random_state=0)
+    kw = dict(C=300.0 / 1500, epsilon=1.0, kernel="rbf", n_components=50, random_state=0)
     slow = PrivateSVM(max_iter=1, **kw)
     theta_slow, cert_slow = slow._solve(slow._prepare(Xs, ys, noise.check_random_state(0)))
     fast = PrivateSVM(**kw)

@@ -194,8 +194,8 @@ def test_auto_lam_balances_the_gp_noise_against_the_margin():
         lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw)
         C = 1.0 / (20_000 * lam)
         assert C == pytest.approx(AUTO_NOISE_TO_MARGIN * mu / (2 * r2), rel=1e-9)
-        # per-answer GP noise σR_φ = 2 L R_φ² C / μ is a quarter of the margin
-        assert 2 * r2 * C / mu == pytest.approx(0.25)
+        # per-answer GP noise σR_φ = 2 L R_φ² C / μ is ρ margins
+        assert 2 * r2 * C / mu == pytest.approx(AUTO_NOISE_TO_MARGIN) and AUTO_NOISE_TO_MARGIN == 0.5
         assert auto_lam(40_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw) == pytest.approx(lam / 2)
     # more privacy budget: less regularisation
     assert auto_lam(1000, 2.0, 1e-6, data_norm=1.0) < auto_lam(1000, 0.5, 1e-6, data_norm=1.0)
@@ -224,4 +224,4 @@ def test_auto_lam_gives_a_useful_release_without_tuning():
     lam = auto_lam(4000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
     svm = dpcore.KernelSVM(lam=lam, kernel="rbf", gamma=5.0, tol=1e-6).fit(X, y)
     rel = TDDL(svm, 1.0, 1e-6, 1.0, random_state=0).fit(Z).release_
-    assert rel.score(Xt, yt) > 0.85 and svm.score(Xt, yt) - rel.score(Xt, yt) < 0.05
+    assert rel.score(Xt, yt) > 0.85 and svm.score(Xt, yt) - rel.score(Xt, yt) < 0.1  # chance: 0.5

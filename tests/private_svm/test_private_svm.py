@@ -40,7 +40,7 @@ def _data(n=200, d=3, seed=0):
 # ------------------------------------------------------------------------------ calibration
 def test_calibration_matches_the_spec():
     X, y = _data(300, 4)
-    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=50, random_state=0).fit(X, y)
+    rff = PrivateSVM(C=7.0 / 300, epsilon=0.5, n_components=50, random_state=0).fit(X, y)
     cal = rff.privacy_
     assert cal.n_features_out == 50 and cal.kappa == pytest.approx(1.0, abs=1e-11)
     assert cal.noise_scale_spec == pytest.approx(2**2.5 * 7.0 * math.sqrt(25) / (0.5 * 300), rel=3e-9)
@@ -49,7 +49,7 @@ def test_calibration_matches_the_spec():
     assert cal.residual_bound == pytest.approx(math.sqrt(2 * 1e-10 * 7.0), rel=1e-8)
     assert cal.release_scale >= cal.sensitivity_l1 / 0.5 and cal.release_scale == pytest.approx(cal.sensitivity_l1 / 0.5, rel=3e-9)
     assert _certificate(rff, X, y).residual <= cal.residual_bound
-    lin = PrivateSVM(C=3.0, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True,
+    lin = PrivateSVM(C=3.0 / 300, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True,
                      intercept_scaling=1.5, random_state=0).fit(X, y)
     cal = lin.privacy_
     kappa = math.sqrt(2.0**2 + 1.5**2)
@@ -66,10 +66,10 @@ def test_tight_calibration_numbers():
     residual part 2ρ_pub√F is unchanged; everything else of the record is the same."""
     X, y = _data(300, 4)
     cases = [
-        dict(C=7.0, epsilon=0.5, n_components=50, random_state=0),
-        dict(C=3.0, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True, intercept_scaling=1.5,
+        dict(C=7.0 / 300, epsilon=0.5, n_components=50, random_state=0),
+        dict(C=3.0 / 300, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True, intercept_scaling=1.5,
              random_state=0),
-        dict(C=30.0, epsilon=1.0, kernel="linear", data_norm=1.0, loss="logistic", random_state=0),
+        dict(C=30.0 / 300, epsilon=1.0, kernel="linear", data_norm=1.0, loss="logistic", random_state=0),
     ]
     for kw in cases:
         spec = PrivateSVM(**kw).fit(X, y)
@@ -87,7 +87,7 @@ def test_tight_calibration_numbers():
         assert cs.sensitivity_l1 - ct.sensitivity_l1 == pytest.approx(cs.sensitivity_l1_spec / 2, rel=1e-6)
         # rounded upwards: never below the tight bound √F (2LCκ/n + 2ρ_pub) of the proof
         assert ct.sensitivity_l1 >= ct.sensitivity_l1_spec / 2 + residual_part
-        assert ct.sensitivity_l1 >= math.sqrt(F) * (2 * ct.C * ct.kappa / ct.n + 2 * rho)
+        assert ct.sensitivity_l1 >= math.sqrt(F) * (2 * ct.C * ct.kappa + 2 * rho)
         assert ct.sensitivity_l1_spec / 2 == pytest.approx(math.sqrt(F) * ct.sensitivity_l2, rel=1e-8)
         assert ct.release_scale >= ct.sensitivity_l1 / eps
         assert ct.release_scale == pytest.approx(ct.sensitivity_l1 / eps, rel=3e-9)
@@ -101,7 +101,7 @@ def test_tight_calibration_numbers():
             math.isnan(c_tight.duality_gap) and math.isnan(c_spec.duality_gap))
     # with tol at the default the residual part is small (0.16% here): the tight release scale is
     # about half the SPEC's
-    rff = PrivateSVM(C=7.0, epsilon=0.5, n_components=50, random_state=0, calibration="tight").fit(X, y)
+    rff = PrivateSVM(C=7.0 / 300, epsilon=0.5, n_components=50, random_state=0, calibration="tight").fit(X, y)
     assert rff.privacy_.release_scale == pytest.approx(rff.privacy_.noise_scale_spec / 2, rel=3e-3)
 
 
@@ -118,13 +118,13 @@ def test_tight_sensitivity_is_attained_and_spec_is_twice_it():
     yA = np.array([1, -1, 1, -1, 1, -1])
     yB = yA.copy()
     yB[0] = -1
-    est = PrivateSVM(C=0.5, kernel="linear", data_norm=1.0)
+    est = PrivateSVM(C=0.5 / n, kernel="linear", data_norm=1.0)
     pa, pb = est._prepare(X, yA), est._prepare(X, yB)
     diff = est._solve(pa)[0] - est._solve(pb)[0]
     assert np.linalg.norm(diff) == pytest.approx(pa.cal.sensitivity_l2, rel=1e-8)
     assert pa.cal.sensitivity_l1_spec == pytest.approx(2 * math.sqrt(d) * pa.cal.sensitivity_l2, rel=1e-8)
     # x₀ has equal-magnitude coordinates: the L1 change is √F·Δ₂, the tight calibration's data part
-    tight = PrivateSVM(C=0.5, kernel="linear", data_norm=1.0, calibration="tight")._prepare(X, yA).cal
+    tight = PrivateSVM(C=0.5 / n, kernel="linear", data_norm=1.0, calibration="tight")._prepare(X, yA).cal
     data_part = tight.sensitivity_l1 - 2 * tight.residual_bound * math.sqrt(d)
     assert np.abs(diff).sum() == pytest.approx(data_part, rel=1e-8)
     assert np.abs(diff).sum() <= tight.sensitivity_l1
@@ -164,7 +164,7 @@ def _pair_rff(draw):
 @given(_pair_linear(), st.booleans())
 def test_sensitivity_fuzz_linear(pair, intercept):
     X, y, X2, y2, C = pair
-    est = PrivateSVM(C=C, kernel="linear", data_norm=1.0, fit_intercept=intercept)
+    est = PrivateSVM(C=C / X.shape[0], kernel="linear", data_norm=1.0, fit_intercept=intercept)
     pa, pb = est._prepare(X, y), est._prepare(X2, y2)
     diff = est._solve(pa)[0] - est._solve(pb)[0]
     bound = pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
@@ -179,7 +179,7 @@ def test_sensitivity_fuzz_linear(pair, intercept):
 def test_sensitivity_fuzz_rff(pair, kernel):
     X, y, X2, y2, C = pair
     rff = RandomFourierFeatures(6, kernel=kernel, gamma=0.7, random_state=0).fit(X)
-    est = PrivateSVM(C=C, kernel=kernel, n_components=6, gamma=0.7)
+    est = PrivateSVM(C=C / X.shape[0], kernel=kernel, n_components=6, gamma=0.7)
     pa, pb = est._prepare(X, y, random_features=rff), est._prepare(X2, y2, random_features=rff)
     diff = est._solve(pa)[0] - est._solve(pb)[0]
     assert np.linalg.norm(diff) <= pa.cal.sensitivity_l2 + 2 * pa.cal.residual_bound
@@ -211,7 +211,7 @@ def _attaining_pair(draw):
 @given(_attaining_pair())
 def test_tight_bound_attained_never_exceeded_fuzz(pair):
     X, y, y2, C, d = pair
-    est = PrivateSVM(C=C, kernel="linear", data_norm=1.0, calibration="tight")
+    est = PrivateSVM(C=C / X.shape[0], kernel="linear", data_norm=1.0, calibration="tight")
     pa, pb = est._prepare(X, y), est._prepare(X, y2)
     (ta, ca), (tb, cb) = est._solve(pa), est._solve(pb)
     diff = ta - tb
@@ -326,7 +326,7 @@ def test_huge_epsilon_reproduces_the_non_private_svm():
     svm = pytest.importorskip("sklearn.svm")
     X, y = _data(150, 3, seed=4)
     C, n = 20.0, 150
-    clf = PrivateSVM(C=C, epsilon=1e9, kernel="linear", data_norm=1.0, fit_intercept=True, random_state=0).fit(X, y)
+    clf = PrivateSVM(C=C / n, epsilon=1e9, kernel="linear", data_norm=1.0, fit_intercept=True, random_state=0).fit(X, y)
     Xa = np.hstack([X, np.ones((n, 1))])
     y_pm = np.where(y == 1, 1.0, -1.0)
     theta, _ = solve_hinge(Xa, y_pm, lam=1.0 / C, tol=1e-13, max_iter=1000, radius=2.0)
@@ -335,7 +335,7 @@ def test_huge_epsilon_reproduces_the_non_private_svm():
     ref = svm.LinearSVC(C=C / n, loss="hinge", fit_intercept=False, dual=True, tol=1e-10, max_iter=1_000_000).fit(Xa, y)
     np.testing.assert_allclose(w, ref.coef_.ravel(), atol=1e-3)
     # RFF: same map, same solution
-    rf = PrivateSVM(C=C, epsilon=1e9, n_components=30, gamma=2.0, random_state=5).fit(X, y)
+    rf = PrivateSVM(C=C / n, epsilon=1e9, n_components=30, gamma=2.0, random_state=5).fit(X, y)
     F = rf.random_features_.transform(X)
     theta, _ = solve_hinge(F, y_pm, lam=1.0 / C, tol=1e-13, max_iter=1000, radius=1.0 + 1e-9)
     np.testing.assert_allclose(rf.coef_, theta, atol=1e-5)
@@ -345,10 +345,10 @@ def test_rff_model_learns_a_nonlinear_concept():
     rng = np.random.default_rng(6)
     X = rng.uniform(-1, 1, size=(2000, 2))
     y = np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
-    clf = PrivateSVM(C=500.0, epsilon=50.0, n_components=100, gamma=2.0, classes=("a", "b"), random_state=1).fit(X, y)
+    clf = PrivateSVM(C=500.0 / 2000, epsilon=50.0, n_components=100, gamma=2.0, classes=("a", "b"), random_state=1).fit(X, y)
     assert set(clf.classes_) == {"a", "b"}
     assert clf.score(X, y) > 0.85
-    assert PrivateSVM(C=500.0, epsilon=50.0, kernel="linear", data_norm=math.sqrt(2), classes=("a", "b"),
+    assert PrivateSVM(C=500.0 / 2000, epsilon=50.0, kernel="linear", data_norm=math.sqrt(2), classes=("a", "b"),
                       random_state=1).fit(X, y).score(X, y) < 0.7
 
 
@@ -378,7 +378,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
                       ("rbf", 0.1), ("rbf", 10.0), ("rbf", 30.0), ("rbf", 3000.0)]:
         steps.clear()
         kw = dict(data_norm=1.0) if kernel == "linear" else dict(n_components=50, gamma=1.0)
-        est = PrivateSVM(C=C, epsilon=1.0, kernel=kernel, random_state=0, **kw).fit(X, y)
+        est = PrivateSVM(C=C / 5000, epsilon=1.0, kernel=kernel, random_state=0, **kw).fit(X, y)
         assert not hasattr(est, "certificate_")
         cert = _certificate(est, X, y)
         assert cert.method == "dcd+active-set", (kernel, C, cert)
@@ -392,7 +392,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
 @pytest.mark.parametrize("loss", ["logistic", "huber_svm"])
 def test_smooth_losses(loss):
     X, y = _data(300, 3, seed=7)
-    clf = PrivateSVM(C=30.0, epsilon=1e6, kernel="linear", data_norm=1.0, loss=loss, random_state=0).fit(X, y)
+    clf = PrivateSVM(C=30.0 / 300, epsilon=1e6, kernel="linear", data_norm=1.0, loss=loss, random_state=0).fit(X, y)
     assert _certificate(clf, X, y).residual <= clf.privacy_.residual_bound
     assert clf.privacy_.fp_bound > 0 and clf.score(X, y) > 0.85
 
@@ -400,17 +400,17 @@ def test_smooth_losses(loss):
 def test_reproducibility_clone_and_params():
     base = pytest.importorskip("sklearn.base")
     X, y = _data(100, 3, seed=8)
-    a = PrivateSVM(C=5.0, n_components=10, random_state=3).fit(X, y)
-    b = PrivateSVM(C=5.0, n_components=10, random_state=3).fit(X, y)
-    c = PrivateSVM(C=5.0, n_components=10, random_state=4).fit(X, y)
+    a = PrivateSVM(C=0.05, n_components=10, random_state=3).fit(X, y)
+    b = PrivateSVM(C=0.05, n_components=10, random_state=3).fit(X, y)
+    c = PrivateSVM(C=0.05, n_components=10, random_state=4).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.random_features_.random_weights_, b.random_features_.random_weights_)
     assert not np.array_equal(a.coef_, c.coef_)
     cl = base.clone(a)
     assert cl.get_params() == a.get_params() and not hasattr(cl, "coef_")
-    assert "C=5.0" in repr(a) and "calibration" not in repr(a)
+    assert "C=0.05" in repr(a) and "calibration" not in repr(a)
     assert a.get_params()["calibration"] == "spec"
-    t = PrivateSVM(C=5.0, n_components=10, random_state=3, calibration="tight")
+    t = PrivateSVM(C=0.05, n_components=10, random_state=3, calibration="tight")
     assert base.clone(t).get_params()["calibration"] == "tight" and "calibration='tight'" in repr(t)
     np.testing.assert_array_equal(cl.fit(X, y).coef_, a.coef_)
     assert a.decision_function(X).shape == (100,) and a.predict(X).shape == (100,)
@@ -432,13 +432,13 @@ def test_unreachable_tol_is_refused_from_public_parameters():
     X, y = _data(80, 3)
     for loss in ("hinge", "logistic"):
         with pytest.raises(ValueError, match="^tol=1e-300 is below what float64 can certify"):
-            PrivateSVM(C=50.0, kernel="linear", data_norm=1.0, loss=loss, tol=1e-300, max_iter=3,
+            PrivateSVM(C=50.0 / 80, kernel="linear", data_norm=1.0, loss=loss, tol=1e-300, max_iter=3,
                        random_state=0).fit(X, y)
     assert issubclass(ConvergenceError, RuntimeError)
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(C=0.0), "C"), (dict(C=-1.0), "C"), (dict(C=float("nan")), "C"),
+    (dict(C=0.0), "C"), (dict(C=-1.0), "C"), (dict(C=float("nan")), "C"), (dict(C="big"), "C"),
     (dict(epsilon=0.0), "epsilon"), (dict(epsilon=float("inf")), "epsilon"),
     (dict(kernel="poly"), "kernel"), (dict(kernel="sigmoid"), "kernel"),
     (dict(n_components=0), "n_components"), (dict(n_components=1.5), "n_components"),

@@ -58,13 +58,10 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
+from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
 
 __all__ = ["GPFactor", "auto_lam", "gp_factor", "gp_residual_bound", "gp_noise", "XI_GRID_EXPONENT", "XI_NORM_SLACK"]
-
-#: Target per-answer noise of :func:`auto_lam`, in units of the hinge margin: a point on the margin
-#: (|f| = 1) keeps its sign with probability Φ(1/ρ) = Φ(4) ≈ 1 − 3·10⁻⁵.
-AUTO_NOISE_TO_MARGIN = 0.25
 
 #: Grid of the exact standard normals ξ: ``|ξ̂ − ξ| ≤ 2^(XI_GRID_EXPONENT − 1)`` per coordinate.
 XI_GRID_EXPONENT = -40
@@ -158,14 +155,14 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
 
     Balances the GP noise against the regularisation: the per-answer noise of the release is
     ``σ R_φ = 2 L R_φ² C/μ`` (``C = 1/(λn)`` in scikit-learn's sense, ``μ = Δ/σ`` the analytic-Gaussian
-    ratio at ``(ε, δ)``), and the hinge loss works at margin 1; ``C`` is chosen so that the noise is a
-    quarter of the margin (:data:`AUTO_NOISE_TO_MARGIN` ``= ρ``), i.e.
+    ratio at ``(ε, δ)``), and the hinge loss works at margin 1; ``C`` is chosen so that the noise is
+    half the margin (ρ = :data:`dpcore._internal.defaults.AUTO_NOISE_TO_MARGIN` ``= 1/2``), i.e.
 
     .. math::  C = \frac{ρ\,μ(ε, δ)}{2 L R_φ^2}, \qquad λ = \frac{1}{n C}.
 
     Less regularisation would drown the decision values in noise, more would shrink them towards 0
     for nothing. Depends only on public quantities (``n``, ``ε``, ``δ``, the declared radius and the
-    kernel); the constant ρ is fixed by the margin argument above, not fitted to any data set. Measured
+    kernel); how the constant ρ was chosen (on public benchmarks only) is in :mod:`dpcore._internal.defaults`. Measured
     against a grid of C in ``experiments/README.md`` ("C = auto"). When the data are private, this is
     the default to use instead of tuning C on them (which is not private: use
     :class:`dpcore.PrivateGridSearch`).
@@ -189,7 +186,7 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     >>> from dpcore.kernel_learning.gp import auto_lam
     >>> lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
     >>> round(1.0 / (20_000 * lam), 4)   # C = ρ μ / 2 with μ(1, 1e-6) = 0.2367
-    0.0296
+    0.0592
     """
     from dpcore._internal.validation import check_delta, check_epsilon, check_positive
     from dpcore.accounting.calibrate import gaussian_sigma_analytic

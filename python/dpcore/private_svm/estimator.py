@@ -111,6 +111,7 @@ from typing import Optional
 import numpy as np
 
 from dpcore import _core
+from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import (
@@ -154,7 +155,8 @@ class PrivateSVMPrivacy:
     kappa : κ_eff, the public bound on the computed feature-vector norms (intercept included).
     data_norm : declared radius (linear) or ``nan`` (RFF).
     lipschitz : L.
-    C : regularisation constant of ``½||w||² + (C/n) Σ ℓ``.
+    C : scikit-learn's C, as used: ``½||w||² + C Σ ℓ`` (resolved value when ``C="auto"``).
+    C_auto : whether C came from the data-independent ``"auto"`` rule.
     calibration : ``"spec"`` or ``"tight"`` (the ``calibration`` parameter): which L1 bound of the
         exact minimiser enters ``sensitivity_l1``.
     sensitivity_l2 : ``2LCκ/n``, the tight L2 sensitivity of the exact minimiser (derivation above).
@@ -183,6 +185,7 @@ class PrivateSVMPrivacy:
     data_norm: float
     lipschitz: float
     C: float
+    C_auto: bool
     calibration: str
     sensitivity_l2: float
     sensitivity_l1_spec: float
@@ -315,9 +318,12 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     Parameters
     ----------
-    C : float, default 1.0
-        C > 0 in ``½||w||² + (C/n) Σ ℓ`` (this is scikit-learn's ``C`` times n: LinearSVC's
-        ``C_sk = C/n``).
+    C : float or "auto", default "auto"
+        scikit-learn's C: the objective is ``½||w||² + C Σ ℓ`` (as LinearSVC's). ``"auto"``: the
+        data-independent rule ``C = ρ ε / (√2 · 4c L κ² √F)`` (``c = 1`` for ``calibration="spec"``,
+        ``½`` for ``"tight"``; ρ = :data:`dpcore._internal.defaults.AUTO_NOISE_TO_MARGIN`): the Laplace
+        noise's standard deviation in a decision value, ``√2·(sensitivity_l1/ε)·κ``, is half
+        the hinge margin. Depends on ε, κ, F only (public).
     epsilon : float, default 1.0
         ε > 0 (pure ε-DP, replace-one adjacency).
     kernel : {"rbf", "laplacian", "linear"}, default "rbf"
@@ -381,7 +387,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     >>> from dpcore.private_svm.estimator import PrivateSVM
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
-    >>> clf = PrivateSVM(C=50.0, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y)
+    >>> clf = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y)
     >>> clf.privacy_.n_features_out
     100
     """
@@ -394,7 +400,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         """``√F``: ``||v||₁ ≤ √F ||v||₂`` (test hook)."""
         return math.sqrt(F)
 
-    def __init__(self, C=1.0, epsilon=1.0, *, kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
+    def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
                  max_iter=None, clip=False, classes=DEFAULT_CLASSES, random_state=None, accountant=None,
                  calibration="spec"):
@@ -418,7 +424,12 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> dict:
-        C = check_scale(self.C, "C")
+        if isinstance(self.C, str):
+            if self.C != "auto":
+                raise ValueError(f"C must be a positive number or 'auto', got {self.C!r}")
+            C = "auto"
+        else:
+            C = check_scale(self.C, "C")
         epsilon = check_epsilon(self.epsilon)
         if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
@@ -494,11 +505,15 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     # -- calibration ---------------------------------------------------------------------------
     def _calibrate(self, n: int, F: int, kappa: float, p: dict) -> PrivateSVMPrivacy:
-        C, eps, loss, tol = p["C"], p["epsilon"], p["loss"], p["tol"]
+        C_sk, eps, loss, tol = p["C"], p["epsilon"], p["loss"], p["tol"]
         L = 1.0
+        root_f = self._l1_from_l2_factor(F)
+        if C_sk == "auto":  # public: ε, κ, F (class docstring)
+            c = 1.0 if p["calibration"] == "spec" else 0.5
+            C_sk = AUTO_NOISE_TO_MARGIN * eps / (math.sqrt(2.0) * 4.0 * c * L * kappa * kappa * root_f)
+        C = C_sk * n  # the proof's constant: ½||w||² + (C/n) Σ ℓ (module docstring)
         lam = 1.0 / C
         sens_l2 = _up(2.0 * L * C * kappa / n, 1e-9)
-        root_f = self._l1_from_l2_factor(F)
         spec_l1 = _up(4.0 * L * C * kappa * root_f / n, 1e-9)
         if loss.name == "hinge":
             check_certifiable(tol, hinge_gap_floor(n=n, d=F, radius=kappa, lam=lam, tol=tol), "certified duality gap")
@@ -525,7 +540,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         return PrivateSVMPrivacy(
             epsilon=eps, epsilon_used=plan.epsilon_used, kernel=p["kernel"], loss=loss.name, n=n, n_features_out=F,
             n_components=p["D"], kappa=kappa, data_norm=p.get("R", math.nan) if p["kernel"] == "linear" else math.nan,
-            lipschitz=L, C=C, calibration=p["calibration"], sensitivity_l2=sens_l2, sensitivity_l1_spec=spec_l1,
+            lipschitz=L, C=C_sk, C_auto=p["C"] == "auto", calibration=p["calibration"], sensitivity_l2=sens_l2, sensitivity_l1_spec=spec_l1,
             noise_scale_spec=spec_l1 / eps, residual_bound=rho, sensitivity_l1=sens_l1, release_scale=plan.scale,
             release_granularity=plan.granularity, tol=tol, fp_bound=fp, intercept_scaling=p["scaling"],
         )
@@ -560,7 +575,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     def _solve(self, prep: _Prepared):
         """Certified ``ŵ`` (noise-free, deterministic) and its certificate, checked against ρ_pub."""
         cal, p = prep.cal, prep.p
-        lam = 1.0 / p["C"]
+        lam = 1.0 / (cal.C * cal.n)  # the objective ½||w||² + (C_obj/n) Σ ℓ with C_obj = n·C (scikit-learn C)
         max_iter = _SOLVER_MAX_ITER if p["max_iter"] is None else p["max_iter"]
         if p["loss"].name == "hinge":
             epochs = _DCD_MAX_EPOCHS if p["max_iter"] is None else p["max_iter"]
