@@ -70,10 +70,8 @@ import numpy as np
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore._internal.params import ParamsMixin
 from dpcore.accounting.calibrate import per_step_epsilon
-from dpcore.glm.simplex import (
-    MIN_PROBABILITY, RANGE_SLACK, SLACK, UNIT_ROUNDOFF, _gamma, _sampler_error_bound,
-    softmax_fp_error,
-)
+from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
+from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
 from dpcore.exceptions import FTRLHorizonExceeded
 
 __all__ = ["PrivateFTRL", "FTRLCalibration", "FTRLHorizonExceeded", "ftrl_calibration", "FTRLRegret"]
@@ -114,7 +112,7 @@ def _round_terms(lam: float, T: int, R: float, p: int):
     """``(e_S, e_b, range, p_min, ζ_fp, ζ_s)`` at ``lam`` (``ζ_s = inf`` if the sampler bound fails)."""
     u = UNIT_ROUNDOFF
     k = max(T - 1, 0)
-    e_S = _gamma(T + 1) * k * R
+    e_S = gamma_k(T + 1) * k * R
     e_b = 1.01 * (e_S / lam + u * k * R / lam)
     rng = 2.0 * k * R / lam * (1.0 + SLACK) + RANGE_SLACK
     log_pmin = -rng - math.log(p)
@@ -122,7 +120,7 @@ def _round_terms(lam: float, T: int, R: float, p: int):
     z_fp = softmax_fp_error(rng)
     if log_pmin < math.log(MIN_PROBABILITY):
         return e_S, e_b, rng, p_min, z_fp, math.inf
-    eta_rel = _sampler_error_bound(p_min, p)
+    eta_rel = sampler_error_bound(p_min, p)
     z_s = -math.log1p(-eta_rel) * (1.0 + SLACK) if eta_rel < 0.5 else math.inf
     return e_S, e_b, rng, p_min, z_fp, z_s
 
