@@ -636,7 +636,7 @@ def _step_private_svm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     print(f"n = {n}, RBF γ = {args.gamma:g}, d̂ = {args.svm_components} random features (F = {2 * args.svm_components}), "
           f"C = {args.svm_C:g}·n, tight calibration (half the SPEC constant, proven in dpcore.private_svm.estimator)")
     print(_table(rows, ["ε", "test accuracy", "Laplace scale", "L1 sensitivity", "seconds"]))
-    return dict(n_train=n, C=C, n_components=2 * args.svm_components, fits=fits)
+    return dict(n_train=n, C=args.svm_C, n_components=2 * args.svm_components, fits=fits)
 
 
 def _step_local_dp(args, train, test, next_seed, tqdm) -> Dict[str, Any]:

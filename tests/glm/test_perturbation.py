@@ -626,7 +626,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     """The generic certified hinge solver (``solve_hinge``: ``OutputPerturbation(loss="hinge")``, and
     the fallback of PrivateSVM's fast path) on real data (Adult, n = 2,000) across Λ, from the Rust
     start and from the pure-Python start (α = 0, then L-BFGS-B rounds): certified (gap ≤ tol), and
-    every step of the shared active-set polish (``_glm_solver._polish``) is bounded — free set ≤
+    every step of the shared active-set polish (``_glm_solver.polish``) is bounded — free set ≤
     max(d, #interior), capped BVLS — and each polish tries its free sets smallest first. The old
     order (τ = 1e-2 first, uncapped BVLS) cost 5–110 s per step on Adult-sized problems and never
     lowered the gap. Structure only: no wall-clock assertion."""
@@ -636,7 +636,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
 
     calls = []  # one list of (tau, free, cap, bvls cap) per polish call; greedy steps go to "greedy"
     greedy = []
-    step, polish = _glm_solver._active_set_step, _glm_solver._polish
+    step, polish = _glm_solver._active_set_step, _glm_solver.polish
 
     def spy_step(X, XT, y, alpha, m, lam, tau, **kw):
         interior = int(np.count_nonzero((alpha > 1e-12) & (alpha < 1.0 - 1e-12)))
@@ -650,8 +650,8 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
         return polish(*args, **kw)
 
     monkeypatch.setattr(_glm_solver, "_active_set_step", spy_step)
-    monkeypatch.setattr(_glm_solver, "_polish", spy_polish)
-    monkeypatch.setattr(private_svm, "_polish", spy_polish)  # the same routine, imported by name
+    monkeypatch.setattr(_glm_solver, "polish", spy_polish)
+    monkeypatch.setattr(private_svm, "polish", spy_polish)  # the same routine, imported by name
     train = load_adult("train")
     X, y = train.X[:2000], train.y[:2000]
     n_polished = 0

@@ -192,17 +192,17 @@ def test_same_seed_is_reproducible_and_details_need_a_seed(model):
 
 
 def test_generator_objects_keep_their_security_level():
-    from dpcore.kernel_learning.pinp import _seed_from
+    from dpcore.kernel_learning.pinp import seed_from
     from dpcore.mechanisms.noise import ChaChaRng
 
     # a secure generator is not funnelled through a 64-bit seed: the session keys itself from the OS
-    assert _seed_from(None) == (None, False)
-    assert _seed_from(ChaChaRng()) == (None, False)
+    assert seed_from(None) == (None, False)
+    assert seed_from(ChaChaRng()) == (None, False)
     # seeded generators stay reproducible
-    assert _seed_from(ChaChaRng(9)) == _seed_from(ChaChaRng(9))
-    assert _seed_from(ChaChaRng(9))[1] is True and _seed_from(7) == (7, True)
+    assert seed_from(ChaChaRng(9)) == seed_from(ChaChaRng(9))
+    assert seed_from(ChaChaRng(9))[1] is True and seed_from(7) == (7, True)
     with pytest.raises(TypeError, match="random_state"):
-        _seed_from(np.random.default_rng(0))
+        seed_from(np.random.default_rng(0))
 
 
 def test_update_budget_exhaustion_refuses_everything_after(model):

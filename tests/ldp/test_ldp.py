@@ -11,6 +11,7 @@ import pytest
 
 from dpcore import ldp
 from dpcore.audit import audit
+from dpcore.ldp import _records as LR
 from dpcore.ldp import vectors as V
 from dpcore.ldp._protocol import ProtocolBudgetError
 
@@ -32,7 +33,7 @@ def _audit_channel(channel, a, b, n_samples, seed, claimed_delta):
     thresholds = mid + honest_sigma * np.linspace(0.0, 6.0, 13)
 
     def sampler(x, k, s):
-        return V._release(x, channel, s, k)
+        return LR.release(x, channel, s, k)
 
     return audit(sampler, a, b, n_samples=n_samples, thresholds=thresholds, direction=u, delta=claimed_delta,
                  random_state=seed)
@@ -55,7 +56,7 @@ def test_privatize_vector_matches_channel_law():
     """The public client function releases through the audited channel (same σ, grid, seeds)."""
     x = np.array([0.6, -0.8]) * 0.5
     a = ldp.privatize_vector(x, EPS, DELTA, random_state=7)
-    b = V._release(x, ldp.gaussian_channel(2, EPS, DELTA), 7)
+    b = LR.release(x, ldp.gaussian_channel(2, EPS, DELTA), 7)
     np.testing.assert_array_equal(a, b)
     s = ldp.sample_privatize_vector(x, EPS, DELTA, 20000, random_state=3)
     sigma = ldp.gaussian_channel(2, EPS, DELTA).sigma
@@ -75,8 +76,8 @@ def test_audit_regression_y_part_and_catch_unscaled_bound():
     rng = 11
     from dpcore.mechanisms import noise
     r = noise.check_random_state(rng)
-    V._release(V._clip_to(proto._A @ x, 1.0), proto.x_channel, r)
-    assert v == V._release(np.array([1.0]), ch, r)[0]
+    LR.release(LR.clip_to(proto._A @ x, 1.0), proto.x_channel, r)
+    assert v == LR.release(np.array([1.0]), ch, r)[0]
     a, b = np.array([1.0]), np.array([-1.0])
     res = _audit_channel(ch, a, b, 1_000_000, 3, ch.delta)
     res.assert_private(ch.epsilon)
@@ -156,15 +157,15 @@ def test_audit_logistic_y_part_and_catch_unreduced_copies():
     assert rep.zy.shape == (1, 1) and rep.zx.shape == (1, 1, 3)
     from dpcore.mechanisms import noise
     rr = noise.check_random_state(5)
-    V._release(np.zeros(3), proto.z0_channel, rr)
-    assert rep.zy[0, 0] == V._release(np.array([1.0]), ch, rr)[0]  # the client uses this channel
+    LR.release(np.zeros(3), proto.z0_channel, rr)
+    assert rep.zy[0, 0] == LR.release(np.array([1.0]), ch, rr)[0]  # the client uses this channel
     a, b = np.array([1.0]), np.array([-1.0])
     res = _audit_channel(ch, a, b, 1_000_000, 21, ch.delta)
     res.assert_private(ch.epsilon)
     thresholds = ch.sigma * np.linspace(0.0, 6.0, 13) / math.sqrt(3)
 
     def broken(x, k, seed):
-        return V._release(x, ch, seed, 3 * k).reshape(k, 3).mean(axis=1)  # 3 copies per user, each at ε/4
+        return LR.release(x, ch, seed, 3 * k).reshape(k, 3).mean(axis=1)  # 3 copies per user, each at ε/4
 
     bad = audit(broken, a, b, n_samples=1_000_000, thresholds=thresholds, delta=ch.delta, random_state=22)
     assert bad.epsilon_lower_bound > ch.epsilon, str(bad)

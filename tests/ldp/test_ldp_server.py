@@ -15,7 +15,7 @@ from scipy import stats
 from dpcore import ldp
 
 from dpcore.mechanisms import noise
-from dpcore.ldp import vectors as V
+from dpcore.ldp import _records as LR
 from dpcore.ldp.kernel import auto_alpha
 
 
@@ -172,7 +172,7 @@ def test_simulate_channel_is_the_client_release(radius, calibration, eps):
     R = ldp.simulate(X, None, ch, random_state=77)
     assert R.shape == X.shape
     # bit-identical to the batched row release the experiments used
-    assert np.array_equal(R, V._release_rows(X, ch, noise.check_random_state(77)))
+    assert np.array_equal(R, LR.release_rows(X, ch, noise.check_random_state(77)))
     # one row: bit-identical to the client function with the same parameters and seed
     one = ldp.simulate(X[:1], None, ch, random_state=9)[0]
     z = ldp.privatize_vector(X[0], eps, 1e-6, radius=radius, calibration=calibration, random_state=9)

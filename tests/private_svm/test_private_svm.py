@@ -370,7 +370,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
         steps.append((free, max(X.shape[1], interior), kw.get("bvls_max_iter")))
         return step(X, XT, y, alpha, m, lam, tau, **kw)
 
-    monkeypatch.setattr(_glm_solver, "_active_set_step", spy)  # the shared polish (_glm_solver._polish)
+    monkeypatch.setattr(_glm_solver, "_active_set_step", spy)  # the shared polish (_glm_solver.polish)
     train = load_adult("train")
     X, y = train.X[:5000], train.y[:5000]
     n_steps = 0

@@ -12,6 +12,8 @@ import numbers
 from typing import Optional
 
 import numpy as np
+from dpcore._internal.fp import PARAM_RANGE
+from dpcore import _core
 
 __all__ = [
     "check_epsilon",
@@ -55,7 +57,6 @@ def check_delta(delta, name: str = "delta", *, allow_zero: bool = True) -> float
 
 def check_scale(value, name: str) -> float:
     """A positive scale hyper-parameter (λ, C, a norm bound) within ``dpcore._internal.fp.PARAM_RANGE``."""
-    from dpcore._internal.fp import PARAM_RANGE
 
     value = check_positive(value, name)
     lo, hi = PARAM_RANGE
@@ -183,7 +184,6 @@ def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) 
     value = int(value)
     if value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    from dpcore import _core
 
     limit = _core.memory_limit_bytes()
     need = value * bytes_per_unit

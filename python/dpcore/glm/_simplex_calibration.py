@@ -16,6 +16,7 @@ from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF
 from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.validation import check_scale, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import compose_advanced
+from dpcore.mechanisms.multinomial import probability_error_bound
 
 
 __all__ = ["loss_constants", "epsilon0", "n_draws", "sampler_error_bound", "softmax_fp_error", "SimplexCalibration",
@@ -106,7 +107,6 @@ def sampler_error_bound(p_min: float, n_coords: int) -> float:
     sampler's bound depends on the smallest positive entry (relative quantisation error) and on
     the number of entries (error of the total), both public here.
     """
-    from dpcore.mechanisms.multinomial import probability_error_bound
 
     if n_coords == 1:
         return float(probability_error_bound(np.array([1.0])))

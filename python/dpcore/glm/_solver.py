@@ -64,6 +64,7 @@ from scipy import optimize, sparse
 from dpcore._internal.fp import SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._losses import GLMLoss
 from dpcore.exceptions import ConvergenceError
+from dpcore.kernel_learning.svm import ConvergenceWarning, KernelSVM
 
 __all__ = [
     "ConvergenceError",
@@ -407,7 +408,6 @@ def _rust_dual_start(X, y, lam, tol):
     """
     import warnings
 
-    from dpcore.kernel_learning.svm import ConvergenceWarning, KernelSVM
 
     n = X.shape[0]
     if sparse.issparse(X):
@@ -427,9 +427,9 @@ def _rust_dual_start(X, y, lam, tol):
     return a, int(svm.n_iter_)
 
 
-#: Thresholds τ of the active-set polish (:func:`_polish`), smallest (cheapest, nested free sets) first.
+#: Thresholds τ of the active-set polish (:func:`polish`), smallest (cheapest, nested free sets) first.
 _POLISH_TAUS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
-#: Cap on the main BVLS loop of one polish step (see :func:`_polish`).
+#: Cap on the main BVLS loop of one polish step (see :func:`polish`).
 _POLISH_BVLS_MAX_ITER = 10
 
 
@@ -444,12 +444,12 @@ class HingePoint(NamedTuple):
     alpha: np.ndarray
 
 
-def _hinge_point(X, XT, y, alpha, lam, radius) -> HingePoint:
+def hinge_point(X, XT, y, alpha, lam, radius) -> HingePoint:
     """:func:`_hinge_gap` of ``alpha`` as a :class:`HingePoint`."""
     return HingePoint(*_hinge_gap(X, XT, y, alpha, lam, radius), alpha)
 
 
-def _polish(X, XT, y, lam: float, tol: float, radius: float, point: HingePoint) -> HingePoint:
+def polish(X, XT, y, lam: float, tol: float, radius: float, point: HingePoint) -> HingePoint:
     """Active-set polish of the certified dual point ``point``; returns the best certified point.
 
     Shared by :func:`solve_hinge` and :func:`dpcore.private_svm.estimator._solve_hinge_fast`. Every candidate
@@ -487,7 +487,7 @@ def _polish(X, XT, y, lam: float, tol: float, radius: float, point: HingePoint) 
             continue
         last = k
         cand = _active_set_step(X, XT, y, a0, m0, lam, tau, bvls_max_iter=_POLISH_BVLS_MAX_ITER)
-        cp = _hinge_point(X, XT, y, cand, lam, radius)
+        cp = hinge_point(X, XT, y, cand, lam, radius)
         if cp.gap < best.gap:
             best = cp
         if best.gap <= tol:
@@ -513,7 +513,7 @@ def _polish_degenerate(X, XT, y, lam: float, tol: float, radius: float, point: H
             trial[i] = 1.0 if m[i] < 1.0 else 0.0
             mt = m.copy()
             mt[i] = 1.0 - 2.0 if m[i] < 1.0 else 1.0 + 2.0  # keep i out of the free set
-            cp = _hinge_point(X, XT, y, _active_set_step(X, XT, y, trial, mt, lam, 0.0), lam, radius)
+            cp = hinge_point(X, XT, y, _active_set_step(X, XT, y, trial, mt, lam, 0.0), lam, radius)
             if trial_best is None or cp.gap < trial_best.gap:
                 trial_best = cp
         if trial_best is None or not trial_best.gap < best.gap:
@@ -529,7 +529,7 @@ def solve_hinge(X, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radi
 
     The dual point comes from dpcore's Rust dual coordinate descent (:class:`dpcore.KernelSVM`
     with the linear kernel, on the non-zero columns) when the dense copy fits; unless its certified
-    gap is already ``≤ tol`` it is polished (:func:`_polish`: cheapest free sets first, bounded in
+    gap is already ``≤ tol`` it is polished (:func:`polish`: cheapest free sets first, bounded in
     size and in BVLS iterations), then refined, while the gap stays above ``tol``, by rounds of
     L-BFGS-B on the box-constrained dual (at most ``max_iter`` iterations in all), each followed by
     the same polish and, for degenerate free sets, a greedy one (:func:`_polish_degenerate`). A
@@ -564,9 +564,9 @@ def solve_hinge(X, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radi
     rust_iter = 0
     if start is not None:
         alpha, rust_iter = start
-    best = _hinge_point(X, XT, y, alpha, lam, radius)
+    best = hinge_point(X, XT, y, alpha, lam, radius)
     if best.gap > tol:
-        best = _polish(X, XT, y, lam, tol, radius, best)
+        best = polish(X, XT, y, lam, tol, radius, best)
     rounds = 0
     while best.gap > tol and n_iter < max_iter and rounds < 50:
         rounds += 1
@@ -574,7 +574,7 @@ def solve_hinge(X, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radi
         res = optimize.minimize(fg, best.alpha, jac=True, method="L-BFGS-B", bounds=bounds,
                                 options=dict(maxiter=int(max_iter), maxcor=30, ftol=0.0, gtol=1e-15))
         n_iter += int(res.nit)
-        cp = _hinge_point(X, XT, y, np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0), lam, radius)
+        cp = hinge_point(X, XT, y, np.clip(np.asarray(res.x, dtype=np.float64), 0.0, 1.0), lam, radius)
         if cp.gap < best.gap:
             best = cp
         if best.gap <= tol:
@@ -582,7 +582,7 @@ def solve_hinge(X, y: np.ndarray, *, lam: float, tol: float, max_iter: int, radi
         # Active-set polish: fix α at the bound its margin asks for, solve the margin equations
         # m_i = 1 on the remaining (free) set, clip, keep if the certified gap improves.
         before = best
-        best = _polish(X, XT, y, lam, tol, radius, best)
+        best = polish(X, XT, y, lam, tol, radius, best)
         if best.gap > tol:
             best = _polish_degenerate(X, XT, y, lam, tol, radius, best)
         improved = best is not before

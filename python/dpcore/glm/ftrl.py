@@ -73,6 +73,9 @@ from dpcore.accounting.calibrate import per_step_epsilon
 from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
 from dpcore.exceptions import FTRLHorizonExceeded
+from dpcore.mechanisms.noise import check_random_state
+from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.mechanisms.multinomial import multinomial_draws
 
 __all__ = ["PrivateFTRL", "FTRLCalibration", "FTRLHorizonExceeded", "ftrl_calibration", "FTRLRegret"]
 
@@ -310,7 +313,6 @@ class PrivateFTRL(ParamsMixin):
         if self.n_features is not None and n_features is not None and int(self.n_features) != n_features:
             raise ValueError(f"X has {n_features} features but n_features={self.n_features!r}")
         cal = self.calibration(n_features)
-        from dpcore.mechanisms.noise import check_random_state
 
         self._rng = check_random_state(self.random_state)
         p = cal.n_features
@@ -329,7 +331,6 @@ class PrivateFTRL(ParamsMixin):
     @property
     def indices_(self) -> np.ndarray:
         if not getattr(self, "_started", False):
-            from dpcore.kernel_learning.svm import NotFittedError
 
             raise NotFittedError("This PrivateFTRL has not played any round yet")
         return np.asarray(self._indices, dtype=np.int64)
@@ -342,7 +343,6 @@ class PrivateFTRL(ParamsMixin):
 
     def _draw(self, p: Optional[np.ndarray] = None) -> int:
         if self._pending is None:
-            from dpcore.mechanisms.multinomial import multinomial_draws
 
             if p is None:
                 p = self._distribution(self._S)
@@ -415,7 +415,6 @@ class PrivateFTRL(ParamsMixin):
     def regret_(self) -> FTRLRegret:
         """Non-private regret diagnostics (see :class:`FTRLRegret`)."""
         if not getattr(self, "_started", False):
-            from dpcore.kernel_learning.svm import NotFittedError
 
             raise NotFittedError("This PrivateFTRL has not played any round yet")
         S = self._S

@@ -132,7 +132,7 @@ from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_X, check_delta, check_epsilon, check_positive, check_scale
 from dpcore.mechanisms.noise import (
-    _grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
+    grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
 )
 
@@ -605,7 +605,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         """Exact grid release of each row of ``values`` (shape (k, dim)) with the calibrated plan."""
         values = np.ascontiguousarray(values, dtype=np.float64)
         k = values.shape[0]
-        out = _grid_release(values.reshape(-1), self._release_plan(prep), rng)
+        out = grid_release(values.reshape(-1), self._release_plan(prep), rng)
         return np.asarray(out, dtype=np.float64).reshape(k, prep.dim)
 
     # -- solving -------------------------------------------------------------------------------
@@ -887,7 +887,7 @@ class OutputPerturbation(_GLMPerturbation):
         rng = check_random_state(random_state)
         theta, _ = self._solve(prep)
         if prep.cal.noise == "gaussian":
-            out = _grid_release(theta, self._release_plan(prep), rng, int(n_samples))
+            out = grid_release(theta, self._release_plan(prep), rng, int(n_samples))
             return np.asarray(out, dtype=np.float64).reshape(int(n_samples), prep.dim)
         B, errs = self._sample_noise_many(prep, int(n_samples), rng)
         self._check_coupling(prep, errs)

@@ -150,6 +150,8 @@ from dpcore.glm._simplex_calibration import (
     LOSSES, MIN_PROBABILITY, TASKS, SimplexCalibration, epsilon0, loss_constants, n_draws, simplex_calibration,
 )
 from dpcore.glm._simplex_solver import EntropicSimplexProblem, SimplexSolution, softmax
+from dpcore.mechanisms.multinomial import multinomial_counts
+from dpcore.mechanisms.noise import check_random_state
 
 __all__ = [
     "SimplexERM",
@@ -446,7 +448,6 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
 
     @staticmethod
     def _draw(p: np.ndarray, m: int, rng):
-        from dpcore.mechanisms.multinomial import multinomial_counts
 
         return multinomial_counts(p, m, random_state=rng)
 
@@ -475,7 +476,6 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         BudgetExceededError
             The accountant cannot afford ``(ε, δ)`` (checked before the solve).
         """
-        from dpcore.mechanisms.noise import check_random_state
 
         self._reset_fitted()
         prep = self._prepare(X, y)

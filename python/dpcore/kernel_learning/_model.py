@@ -26,16 +26,15 @@ import hashlib
 import json
 import math
 import numbers
-import os
-import tempfile
 
 import numpy as np
 
-from dpcore.kernels.evaluation import _check_kernel_params
+from dpcore.kernels.evaluation import check_kernel_params
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.validation import check_array
 
 from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
+from dpcore.kernel_learning.svm import KernelERM
 
 
 # ----------------------------------------------------------------------------------------------
@@ -44,7 +43,7 @@ from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TO
 _REQUIRED = ("mu_", "X_fit_", "n_samples_fit_", "lam", "lipschitz_", "w_error_bound_", "kernel_params_")
 
 
-def _model_info(model, who: str = "PINP") -> dict:
+def model_info(model, who: str = "PINP") -> dict:
     missing = [a for a in _REQUIRED if not hasattr(model, a)]
     if "w_error_bound_" in missing:
         raise ValueError(
@@ -65,7 +64,7 @@ def _model_info(model, who: str = "PINP") -> dict:
     if mu.shape[0] != X.shape[0] or not np.isfinite(mu).all():
         raise ValueError(f"model.mu_ must be finite with length {X.shape[0]} (rows of X_fit_), got {mu.shape}")
     kp = dict(model.kernel_params_)
-    name, gamma, degree, coef0 = _check_kernel_params(
+    name, gamma, degree, coef0 = check_kernel_params(
         kp.get("kernel", "rbf"), kp.get("gamma"), kp.get("degree", 3), kp.get("coef0", 1.0), X.shape[1]
     )
     w_norm = getattr(model, "w_norm_", None)
@@ -76,7 +75,7 @@ def _model_info(model, who: str = "PINP") -> dict:
     )
 
 
-def _fingerprint(info: dict) -> str:
+def fingerprint(info: dict) -> str:
     h = hashlib.sha256(b"dpcore.kernel_learning.pinp.model/1")
     meta = dict(kernel=info["kernel"], n=info["n"], lam=repr(info["lam"]), L=repr(info["L"]),
                 w_err=repr(info["w_err"]), shape=list(info["X"].shape))
@@ -86,19 +85,17 @@ def _fingerprint(info: dict) -> str:
     return h.hexdigest()
 
 
-def _b64(a: np.ndarray) -> str:
+def b64(a: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode("ascii")
 
 
-def _unb64(s: str) -> np.ndarray:
+def unb64(s: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s.encode("ascii")), dtype="<f8").astype(np.float64)
 
 
-from dpcore._internal.state import atomic_write as _atomic_write  # noqa: E402,F401  (one implementation: dpcore._internal.state)
-from dpcore._internal.state import checksum as _checksum  # noqa: E402,F401
 
 
-def _seed_from(random_state):
+def seed_from(random_state):
     """``(seed or None, seeded?)`` for the session's Rust ChaCha20 generator.
 
     Secure generators (``None`` or an OS-seeded :class:`ChaChaRng`) give ``None``: the session then
@@ -146,9 +143,8 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
             "||w - w*|| independently of the data"
         )
     floor = KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) / lam
-    from dpcore.kernel_learning.svm import _KernelERM  # the floor is that of dpcore's own solver (src/erm.rs)
 
-    if isinstance(model, _KernelERM) and not float(tol) >= 2.0 * floor:
+    if isinstance(model, KernelERM) and not float(tol) >= 2.0 * floor:
         raise ValueError(
             f"model.tol = {tol!r} is below what the certified kernel solver can certify for the declared "
             f"domain (float floor {floor:.3g} = KERNEL_SUM_REL_ERROR·R_phi²·L/lam); {who} refuses before "

@@ -59,7 +59,9 @@ from scipy import linalg
 
 from dpcore import _core
 from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
-from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
+from dpcore._internal.fp import RADIUS_TOL, UNIT_ROUNDOFF, gamma_k
+from dpcore._internal.validation import check_delta, check_epsilon, check_positive
+from dpcore.accounting.calibrate import gaussian_sigma_analytic
 
 __all__ = ["GPFactor", "auto_lam", "gp_factor", "gp_residual_bound", "gp_noise", "XI_GRID_EXPONENT", "XI_NORM_SLACK"]
 
@@ -188,8 +190,6 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     >>> round(1.0 / (20_000 * lam), 4)   # C = ρ μ / 2 with μ(1, 1e-6) = 0.2367
     0.0592
     """
-    from dpcore._internal.validation import check_delta, check_epsilon, check_positive
-    from dpcore.accounting.calibrate import gaussian_sigma_analytic
 
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
@@ -215,8 +215,6 @@ def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], deg
     ``gamma=None`` means ``1/n_features`` (as :class:`dpcore.KernelSVM`); it is not needed for the
     kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
     """
-    from dpcore._internal.fp import RADIUS_TOL
-    from dpcore._internal.validation import check_positive
 
     if kernel not in ("rbf", "poly", "linear", "sigmoid", "laplacian"):
         raise ValueError(f"kernel must be 'rbf', 'poly', 'linear', 'sigmoid' or 'laplacian', got {kernel!r}")

@@ -55,7 +55,6 @@ import hashlib
 import math
 import threading
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 import numpy as np
 from scipy import linalg
@@ -63,7 +62,7 @@ from scipy import linalg
 from dpcore import _core
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, _b64, _fingerprint, _model_info, _unb64, check_in_domain, check_mu_l1,
+    RADIUS_TOL, SLACK, b64, fingerprint, model_info, unb64, check_in_domain, check_mu_l1,
     kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
 from dpcore._internal.state import StateRollbackError, open_state_store
@@ -176,7 +175,7 @@ class GPService:
     def _setup(self, model, params: dict, random_state) -> None:
         self._lock = threading.Lock()
         self._seq = None
-        info = _model_info(model, "GPService")
+        info = model_info(model, "GPService")
         epsilon = check_epsilon(params["epsilon"])
         delta = check_delta(params["delta"], allow_zero=False)
         r = check_positive(params["data_norm"], "data_norm")
@@ -217,7 +216,7 @@ class GPService:
         self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2
         self._params = dict(params, epsilon=epsilon, delta=delta, data_norm=r, max_exact_queries=T_max,
                             ridge=params["ridge"])
-        self._fingerprint = _fingerprint(info)
+        self.fingerprint = fingerprint(info)
         sv = info["mu"] != 0.0
         self._X_sv = np.ascontiguousarray(X[sv])
         self._mu_sv = np.ascontiguousarray(info["mu"][sv])
@@ -449,9 +448,9 @@ class GPService:
         return hashlib.sha256(np.ascontiguousarray(self._L).tobytes()).hexdigest()
 
     def _state_doc(self) -> dict:
-        return dict(format=_STATE_FORMAT, fingerprint=self._fingerprint, params=self._params,
+        return dict(format=_STATE_FORMAT, fingerprint=self.fingerprint, params=self._params,
                     calibration=asdict(self.privacy_), dim=int(self._Q.shape[1]), batches=list(self._batches),
-                    points=_b64(self._Q), xi=_b64(self._xi), answers=_b64(self._y), factor_sha256=self._factor_hash())
+                    points=b64(self._Q), xi=b64(self._xi), answers=b64(self._y), factor_sha256=self._factor_hash())
 
     def _commit(self) -> None:
         self._seq = self._store.write(self._state_doc(), self._seq)
@@ -466,13 +465,13 @@ class GPService:
         self = cls.__new__(cls)
         self._store = store
         self._setup(model, doc["params"], random_state)
-        if self._fingerprint != doc["fingerprint"]:
+        if self.fingerprint != doc["fingerprint"]:
             raise ValueError("model does not match the state (fingerprint differs)")
         if asdict(self.privacy_) != doc["calibration"]:
             raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
         d = int(doc["dim"])
-        Q = _unb64(doc["points"]).reshape(-1, d)
-        xi, y = _unb64(doc["xi"]), _unb64(doc["answers"])
+        Q = unb64(doc["points"]).reshape(-1, d)
+        xi, y = unb64(doc["xi"]), unb64(doc["answers"])
         start = 0
         for m in doc["batches"]:
             P = Q[start:start + m]

@@ -5,12 +5,9 @@ See :class:`PINP` for the mechanism, its calibration, proof sketch and honest ut
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
-import os
 import threading
-import warnings
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -21,8 +18,8 @@ from dpcore.kernels.evaluation import kernel_matrix, kernel_predict
 from dpcore.mechanisms.noise import laplace_plan
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names used by tests)
-    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, _b64, _fingerprint,
-    _model_info, _seed_from, _unb64, check_in_domain, public_error_bound,
+    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, b64, fingerprint,
+    model_info, seed_from, unb64, check_in_domain, public_error_bound,
 )
 
 from dpcore._internal.state import StateRollbackError, open_state_store
@@ -320,7 +317,7 @@ class PINP:
         self._state_path = None
         self._store = getattr(self, "_store", None)
         self._seq = None
-        info = _model_info(model)
+        info = model_info(model)
         # Calibrate with the solver's *public* error bound sqrt(2 tol/λ) (as TDDL/TDIL do), never
         # with the model's own certificate w_error_bound_, which depends on the private data.
         r = check_positive(params["data_norm"], "data_norm")
@@ -346,12 +343,12 @@ class PINP:
         # No warning about ``||w|| > norm_bound`` here: it would depend on the private model (a
         # neighbour can cross the threshold). Theorem 3's utility needs ||w*|| <= C; the curator can
         # compare ``model.w_norm_`` with ``privacy_.norm_bound`` privately, outside the service.
-        seed, seeded = _seed_from(random_state)
+        seed, seeded = seed_from(random_state)
         params = dict(epsilon=cal.epsilon, delta=cal.delta, beta=cal.beta, n_queries=cal.n_queries,
                       data_norm=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,
                       clip=bool(params["clip"]))
         self._info, self._params, self._radius, self._r_eff = info, params, r, r_eff
-        self._fingerprint = _fingerprint(info)
+        self.fingerprint = fingerprint(info)
         self.privacy_ = cal
         self._seeded = seeded
         self._session = _core.PinpSession(
@@ -380,14 +377,14 @@ class PINP:
         points, alphas, n_answered = self._session.snapshot()
         doc = dict(
             format=_STATE_FORMAT,
-            fingerprint=self._fingerprint,
+            fingerprint=self.fingerprint,
             params=self._params,
             calibration=asdict(self.privacy_),
             dim=int(self._info["X"].shape[1]),
             n_answered=int(n_answered),
             n_updates=int(alphas.shape[0]),
-            points=_b64(points),
-            alphas=_b64(alphas),
+            points=b64(points),
+            alphas=b64(alphas),
         )
         return doc
 
@@ -419,7 +416,7 @@ class PINP:
         self = cls.__new__(cls)
         self._store = store
         self._setup(model, doc["params"], random_state)
-        if self._fingerprint != doc["fingerprint"]:
+        if self.fingerprint != doc["fingerprint"]:
             raise ValueError(
                 "model does not match the state file (fingerprint of mu_, X_fit_, kernel parameters, "
                 "lam, lipschitz_, n_samples_fit_, w_error_bound_ differs)"
@@ -427,8 +424,8 @@ class PINP:
         if asdict(self.privacy_) != doc["calibration"]:
             raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
         d = int(doc["dim"])
-        points = _unb64(doc["points"]).reshape(-1, d)
-        alphas = _unb64(doc["alphas"])
+        points = unb64(doc["points"]).reshape(-1, d)
+        alphas = unb64(doc["alphas"])
         if points.shape[0] != int(doc["n_updates"]) or alphas.shape[0] != int(doc["n_updates"]):
             raise ValueError(f"{path!r} is inconsistent (update counts)")
         self._session.restore(points, alphas, int(doc["n_answered"]))

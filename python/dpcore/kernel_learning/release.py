@@ -19,9 +19,11 @@ from dpcore._internal.params import ParamsMixin
 
 from dpcore import __version__ as _version
 from dpcore import _core
-from dpcore.kernel_learning._model import _atomic_write, _b64, _checksum, _unb64
+from dpcore._internal.state import atomic_write, checksum
+from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import check_array
-from dpcore.kernels.evaluation import _as_f64
+from dpcore.kernels.evaluation import as_f64
+from dpcore.kernel_learning.svm import NotFittedError
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
 
@@ -98,7 +100,7 @@ class KernelRelease:
             return np.full(X.shape[0], self.intercept)
         k = self.kernel
         return _core.kernel_predict(
-            _as_f64(X), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
+            as_f64(X), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
         ) + self.intercept
 
     def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
@@ -154,17 +156,17 @@ class KernelRelease:
             kernel=self.kernel,
             classes=classes,
             shape=list(self.points.shape),
-            points=_b64(self.points),
-            alpha=_b64(self.alpha),
+            points=b64(self.points),
+            alpha=b64(self.alpha),
             calibration=self.calibration,
             intercept=self.intercept,
         )
-        doc["checksum"] = _checksum(doc)
+        doc["checksum"] = checksum(doc)
         return doc
 
     def save(self, path) -> None:
         """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically."""
-        _atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
+        atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
 
     @classmethod
     def load(cls, path) -> "KernelRelease":
@@ -180,11 +182,11 @@ class KernelRelease:
             raise ValueError(f"{path!r} is not a dpcore kernel release")
         if doc.get("format") != _FORMAT:
             raise ValueError(f"{path!r} is not a dpcore kernel release (format {doc.get('format')!r})")
-        if doc.get("checksum") != _checksum(doc):
+        if doc.get("checksum") != checksum(doc):
             raise ValueError(f"{path!r} is corrupted or was modified (checksum mismatch)")
         T, d = doc["shape"]
         return cls(
-            _unb64(doc["points"]).reshape(T, d), _unb64(doc["alpha"]), doc["kernel"],
+            unb64(doc["points"]).reshape(T, d), unb64(doc["alpha"]), doc["kernel"],
             classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
             delta=doc["delta"], calibration=doc["calibration"], data_norm=doc["data_norm"],
             intercept=float(doc.get("intercept", 0.0)),
@@ -204,7 +206,6 @@ class ReleasingEstimator(ParamsMixin):
 
     def _check_fitted(self):
         if not hasattr(self, "release_"):
-            from dpcore.kernel_learning.svm import NotFittedError
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
 

@@ -69,6 +69,11 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.mechanisms.noise import check_random_state
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+from dpcore.kernel_learning.svm import KernelSVM
+from dpcore.accounting.calibrate import gaussian_delta
+from dpcore.mechanisms.noise import private_proportion
+from dpcore.kernel_learning.tddl import TDDL
 
 __all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu"]
 
@@ -321,9 +326,6 @@ class PrivateGridSearch(ParamsMixin):
 
     def fit(self, X, y):
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
-        from dpcore.kernel_learning.svm import KernelSVM
-        from dpcore.mechanisms.noise import private_proportion
-        from dpcore.kernel_learning.tddl import TDDL
 
         cands = None if self.param_grid is None else self._candidates()
         m = len(AUTO_GRID_FACTORS) if cands is None else len(cands)
@@ -416,9 +418,6 @@ class PrivateGridSearch(ParamsMixin):
 
 def _certifiable(params: dict, radius: float, n_features: int) -> dict:
     """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²/λ`` where needed (public)."""
-    from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
-    from dpcore.kernel_learning.svm import KernelSVM
-    from dpcore.kernel_learning.gp import feature_radius_sq
 
     probe = KernelSVM(**params)
     lam = check_positive(probe.lam, "lam")
@@ -429,7 +428,6 @@ def _certifiable(params: dict, radius: float, n_features: int) -> dict:
 
 def _gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest ε with ``δ_μ(ε) ≤ delta`` for ``μ``-GDP (the analytic Gaussian curve with Δ/σ = μ)."""
-    from dpcore.accounting.calibrate import gaussian_delta
 
     lo, hi = 0.0, max(1.0, mu * mu)
     while gaussian_delta(1.0 / mu, 1.0, hi) > delta:

@@ -55,7 +55,7 @@ from dpcore import _core
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive, check_scale
-from dpcore.kernels.evaluation import _as_f64, _check_kernel_params, check_kernel_domain
+from dpcore.kernels.evaluation import as_f64, check_kernel_params, check_kernel_domain
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "ConvergenceWarning"]
@@ -73,7 +73,7 @@ def _check_int(value, name: str, *, minimum: int = 1) -> int:
     return value
 
 
-class _KernelERM(ParamsMixin):
+class KernelERM(ParamsMixin):
     """Shared implementation of the kernel ERM estimators (scikit-learn conventions)."""
 
     _loss: str = ""
@@ -117,7 +117,7 @@ class _KernelERM(ParamsMixin):
             max_iter = _check_int(self.max_iter, "max_iter")
         if not isinstance(self.shrinking, (bool, np.bool_)):
             raise ValueError(f"shrinking must be a bool, got {self.shrinking!r}")
-        name, gamma, degree, coef0 = _check_kernel_params(
+        name, gamma, degree, coef0 = check_kernel_params(
             self.kernel, self.gamma, self.degree, self.coef0, n_features
         )
         return lam, tol, cache_size, max_iter, name, gamma, degree, coef0
@@ -256,7 +256,7 @@ class _KernelERM(ParamsMixin):
         check_kernel_domain(X, "X", p["kernel"], p["gamma"], p["degree"], p["coef0"], B=self._X_sv,
                             n_terms=self._X_sv.shape[0])
         return _core.kernel_predict(
-            _as_f64(X), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
+            as_f64(X), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
         )
 
     def predict(self, X) -> np.ndarray:
@@ -270,7 +270,7 @@ class _KernelERM(ParamsMixin):
         return float(np.mean(self.predict(X) == y))
 
 
-class KernelSVM(_KernelERM):
+class KernelSVM(KernelERM):
     """Kernel SVM without bias: hinge loss, ``min (1/n) sum max(0, 1 - y_i f(x_i)) + lam/2 ||w||^2``.
 
     Parameters
@@ -365,7 +365,7 @@ class KernelSVM(_KernelERM):
     _loss = "hinge"
 
 
-class KernelLogisticRegression(_KernelERM):
+class KernelLogisticRegression(KernelERM):
     """Kernel logistic regression without bias: ``min (1/n) sum log(1 + exp(-y_i f(x_i))) + lam/2 ||w||^2``.
 
     Same parameters and attributes as :class:`KernelSVM` (here ``0 < dual_coef_ < 1`` and every

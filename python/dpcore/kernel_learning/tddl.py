@@ -19,14 +19,14 @@ from scipy import linalg, optimize
 
 from dpcore import _core
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, UNIT_ROUNDOFF, _model_info, check_in_domain, check_mu_l1, kernel_eval_error,
+    RADIUS_TOL, SLACK, UNIT_ROUNDOFF, model_info, check_in_domain, check_mu_l1, kernel_eval_error,
     prediction_fp_bound, public_error_bound,
 )
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from dpcore.accounting.calibrate import gaussian_sigma_analytic, per_step_epsilon
 from dpcore.kernel_learning.gp import gp_factor as _gp_factor
 from dpcore.kernel_learning.gp import gp_noise, gp_residual_bound
-from dpcore.mechanisms.noise import _grid_release, check_random_state, gaussian_plan, laplace_plan
+from dpcore.mechanisms.noise import grid_release, check_random_state, gaussian_plan, laplace_plan
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
 
 __all__ = ["TDDL", "TDDLCalibration", "tddl_calibration", "ball_constrained_lstsq", "loss_at_zero"]
@@ -427,7 +427,7 @@ class TDDL(ReleasingEstimator):
         Returns the state :meth:`fit` uses (exposed for audits and experiments; nothing private is
         released by this method).
         """
-        info = _model_info(self.model, "TDDL")
+        info = model_info(self.model, "TDDL")
         d = info["X"].shape[1]
         r = check_positive(self.data_norm, "data_norm")
         epsilon = check_epsilon(self.epsilon)
@@ -493,7 +493,7 @@ class TDDL(ReleasingEstimator):
             plan = laplace_plan(cal.sensitivity, cal.epsilon_per_point, dim=1)
         else:
             plan = gaussian_plan(cal.sensitivity, cal.epsilon_predictions, cal.delta, dim=cal.n_points)
-        return _grid_release(v, plan, rng, n_samples)
+        return grid_release(v, plan, rng, n_samples)
 
     def _ridge(self, prep) -> float:
         """Ridge of the GP interpolation (post-processing): ``ridge`` or ``1e-6 · mean diag K_ZZ``."""
@@ -512,7 +512,7 @@ class TDDL(ReleasingEstimator):
         f = _core.kernel_predict(Xs, Xs, mus, k["kernel"], k["gamma"], k["degree"], k["coef0"])
         w_norm = math.sqrt(max(0.0, float(mus @ f)))
         plan = laplace_plan(cal.norm_sensitivity, cal.epsilon_norm, dim=1)
-        noisy = float(_grid_release(np.array([w_norm]), plan, rng)[0])
+        noisy = float(grid_release(np.array([w_norm]), plan, rng)[0])
         upper = noisy + plan.scale * math.log(1.0 / (2.0 * cal.norm_beta)) + plan.granularity
         if upper <= 0.0:
             warnings.warn(

@@ -15,12 +15,12 @@ import numpy as np
 
 from dpcore import _core
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, _model_info, check_in_domain, check_mu_l1, feature_map_lipschitz,
+    RADIUS_TOL, SLACK, model_info, check_in_domain, check_mu_l1, feature_map_lipschitz,
     prediction_fp_bound, public_error_bound,
 )
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive, check_probability
 from dpcore.accounting.calibrate import compose_advanced, per_step_epsilon
-from dpcore.mechanisms.noise import _grid_release, check_random_state, laplace_plan
+from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.mechanisms import exponential as linear_em
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
 from dpcore.kernel_learning.tddl import loss_at_zero
@@ -335,7 +335,7 @@ class TDIL(ReleasingEstimator):
         ``candidates`` (B·|S|), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
         the internal state used by :meth:`fit`.
         """
-        info = _model_info(self.model, "TDIL")
+        info = model_info(self.model, "TDIL")
         X = info["X"]
         n_pts, d = X.shape
         r = check_positive(self.data_norm, "data_norm")
@@ -451,7 +451,7 @@ class TDIL(ReleasingEstimator):
                     if X_sv.shape[0] else 0.0
                 cur = float(_core.kernel_predict(zq, np.asarray(picks), np.asarray(alphas, dtype=np.float64),
                                                  k["kernel"], k["gamma"], k["degree"], k["coef0"])[0]) if picks else 0.0
-                d_hat = float(_grid_release(np.array([f_star - cur]), lap, rng)[0])
+                d_hat = float(grid_release(np.array([f_star - cur]), lap, rng)[0])
                 update = abs(d_hat) > cal.sigma
                 if update:
                     picks.append(z)

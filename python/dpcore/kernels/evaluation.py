@@ -38,7 +38,7 @@ __all__ = ["kernel_matrix", "kernel_predict", "feature_map_radius", "KERNELS"]
 KERNELS = ("linear", "poly", "polynomial", "rbf")
 
 
-def _check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]):
+def check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]):
     """Validate scikit-learn style kernel arguments; return ``(name, gamma, degree, coef0)``.
 
     Every explicitly given parameter is validated, whether or not the kernel uses it.
@@ -126,7 +126,7 @@ def check_kernel_domain(A: np.ndarray, name: str, kernel: str, gamma: float, deg
                          f"rescale {name}")
 
 
-def _as_f64(arr: np.ndarray) -> np.ndarray:
+def as_f64(arr: np.ndarray) -> np.ndarray:
     # float64 input (any memory layout) is passed through without a copy; float32 is converted once.
     return arr if arr.dtype == np.float64 else arr.astype(np.float64)
 
@@ -174,9 +174,9 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     A = check_array(A, "A")
     if B is not None:
         B = check_array(B, "B", n_features=A.shape[1])
-    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
+    name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
     K = _core.kernel_matrix(
-        _as_f64(A), None if B is None else _as_f64(B), name, gamma, degree, coef0
+        as_f64(A), None if B is None else as_f64(B), name, gamma, degree, coef0
     )
     return _check_representable(K, name, "A and B")
 
@@ -231,8 +231,8 @@ def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     Z = check_array(Z, "Z")
     X = check_array(X, "X", n_features=Z.shape[1])
     mu = check_vector(mu, "mu", length=X.shape[0])
-    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
-    f = _core.kernel_predict(_as_f64(Z), _as_f64(X), _as_f64(mu), name, gamma, degree, coef0)
+    name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
+    f = _core.kernel_predict(as_f64(Z), as_f64(X), as_f64(mu), name, gamma, degree, coef0)
     return _check_representable(f, name, "Z, X and mu")
 
 
@@ -284,5 +284,5 @@ def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
         if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
         n_features = int(n_features)
-    name, gamma, degree, coef0 = _check_kernel_params(kernel, gamma, degree, coef0, n_features)
+    name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, n_features)
     return math.sqrt(_core.feature_map_radius_sq(radius, name, gamma, degree, coef0))

@@ -50,7 +50,7 @@ __all__ = ["RandomFourierFeatures", "RFF_KERNELS"]
 RFF_KERNELS = ("rbf", "laplacian")
 
 
-def _check_n_components(value) -> int:
+def check_n_components(value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise ValueError(f"n_components must be a positive integer, got {value!r}")
     return int(value)
@@ -62,7 +62,7 @@ def _check_kernel(value) -> str:
     return value
 
 
-def _check_gamma(value) -> float:
+def check_gamma(value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
         np.isfinite(float(value)) and float(value) > 0.0
     ):
@@ -110,7 +110,7 @@ class RandomFourierFeatures(ParamsMixin):
         self.random_state = random_state
 
     def _validate_params(self):
-        return _check_n_components(self.n_components), _check_kernel(self.kernel), _check_gamma(self.gamma)
+        return check_n_components(self.n_components), _check_kernel(self.kernel), check_gamma(self.gamma)
 
     def fit(self, X, y=None):
         """Draw the public weights; only ``X.shape[1]`` is read (never the values' content beyond

@@ -63,8 +63,10 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp._solvers import debiased_gram
-from dpcore.ldp.regression import _check_zv, check_label
-from dpcore.ldp.vectors import GaussianChannel, _clip_rows, _release, gaussian_channel, split_budget
+from dpcore.ldp.regression import check_zv_reports, check_label
+from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
+from dpcore.ldp._records import clip_rows, release
+from dpcore.kernels.random_features import RandomFourierFeatures
 
 __all__ = ["KernelRidgeProtocol", "kernel_report", "LDPKernelRidge", "auto_alpha"]
 
@@ -100,7 +102,6 @@ class KernelRidgeProtocol(ProtocolMixin):
     feature_map: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        from dpcore.kernels.random_features import RandomFourierFeatures
 
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         self._check_common()
@@ -123,7 +124,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     def features(self, X) -> np.ndarray:
         """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding)."""
         F = self.feature_map.transform(check_array(X, "X", n_features=self.dim))
-        return _clip_rows(F, 1.0)
+        return clip_rows(F, 1.0)
 
     def releases(self):
         return (ReleaseSpec("z (random features)", "phi(x)", self.x_channel, 1),
@@ -145,8 +146,8 @@ def kernel_report(x, y, protocol: KernelRidgeProtocol, *, clip: bool = False, ra
     phi = protocol.features(xv[None, :])[0]
     yv = check_label(y, "y", protocol.label_bound, clip)
     rng = noise.check_random_state(random_state)
-    z = _release(phi, protocol.x_channel, rng)
-    v = _release(yv, protocol.y_channel, rng)
+    z = release(phi, protocol.x_channel, rng)
+    v = release(yv, protocol.y_channel, rng)
     return z, float(v[0])
 
 
@@ -236,7 +237,7 @@ class LDPKernelRidge(ParamsMixin):
             raise TypeError(f"protocol must be a KernelRidgeProtocol, got {type(proto).__name__}")
         alpha = _check_alpha(self.alpha)
         alpha = auto_alpha(proto) if alpha == "auto" else alpha
-        Z, v = _check_zv(Z_reports, v_reports, proto.n_users, proto.n_features)
+        Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.n_features)
         n = Z.shape[0]
         Q = debiased_gram(Z, proto.x_channel.sigma)
         self.coef_ = linalg.solve(Q / n + alpha * np.eye(Q.shape[0]), Z.T @ v / n, assume_a="pos")

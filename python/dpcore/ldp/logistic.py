@@ -67,7 +67,8 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp.regression import check_label
-from dpcore.ldp.vectors import GaussianChannel, _check_record, _release, _release_rows, gaussian_channel, split_budget
+from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
+from dpcore.ldp._records import check_record, release, release_rows
 
 __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisticRegression",
            "chebyshev_coefficients", "TERMS"]
@@ -207,21 +208,21 @@ def logistic_report(x, y, protocol: LogisticProtocol, *, clip: bool = False, ran
     """
     if not isinstance(protocol, LogisticProtocol):
         raise TypeError(f"protocol must be a LogisticProtocol, got {type(protocol).__name__}")
-    xv = _check_record(x, "x", protocol.dim, 1.0, clip)
+    xv = check_record(x, "x", protocol.dim, 1.0, clip)
     yv = check_label(y, "y", 1.0, clip)
     rng = noise.check_random_state(random_state)
-    z0 = _release(xv, protocol.z0_channel, rng)
-    zy = np.array([_release(yv, protocol.y_channel, rng)[0] for _ in range(protocol.n_y_copies)])
-    zx = np.stack([_release(xv, protocol.x_channel, rng) for _ in range(protocol.n_x_copies)])
+    z0 = release(xv, protocol.z0_channel, rng)
+    zy = np.array([release(yv, protocol.y_channel, rng)[0] for _ in range(protocol.n_y_copies)])
+    zx = np.stack([release(xv, protocol.x_channel, rng) for _ in range(protocol.n_x_copies)])
     return LogisticReports(z0[None, :], zy[None, :], zx[None, :, :])
 
 
-def _simulate_logistic(X, y, protocol: LogisticProtocol, rng) -> LogisticReports:
+def simulate_logistic_reports(X, y, protocol: LogisticProtocol, rng) -> LogisticReports:
     n, d = X.shape
-    z0 = _release_rows(X, protocol.z0_channel, rng)
-    zy = _release_rows(np.repeat(y[:, None], protocol.n_y_copies, axis=0).reshape(-1, 1),
+    z0 = release_rows(X, protocol.z0_channel, rng)
+    zy = release_rows(np.repeat(y[:, None], protocol.n_y_copies, axis=0).reshape(-1, 1),
                        protocol.y_channel, rng).reshape(n, protocol.n_y_copies)
-    zx = _release_rows(np.repeat(X, protocol.n_x_copies, axis=0), protocol.x_channel, rng)
+    zx = release_rows(np.repeat(X, protocol.n_x_copies, axis=0), protocol.x_channel, rng)
     return LogisticReports(z0, zy, zx.reshape(n, protocol.n_x_copies, d))
 
 

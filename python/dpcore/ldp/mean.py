@@ -55,7 +55,8 @@ from dpcore.mechanisms import noise
 from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_count, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
-from dpcore.ldp.vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel
+from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
+from dpcore.ldp._records import check_record, clip_to, release
 from dpcore.exceptions import RecoveryRadiusWarning
 
 __all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
@@ -163,9 +164,9 @@ def mean_report(x, protocol: MeanEstimationProtocol, *, clip: bool = False, rand
     """
     if not isinstance(protocol, MeanEstimationProtocol):
         raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(protocol).__name__}")
-    xv = _check_record(x, "x", protocol.dim, 1.0, clip)
-    v = _clip_to(protocol._G @ xv, protocol.projection_radius)
-    return _release(v, protocol.channel, noise.check_random_state(random_state))
+    xv = check_record(x, "x", protocol.dim, 1.0, clip)
+    v = clip_to(protocol._G @ xv, protocol.projection_radius)
+    return release(v, protocol.channel, noise.check_random_state(random_state))
 
 
 def median_of_means_l1(Y: np.ndarray, m: int):

@@ -34,7 +34,9 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
-from dpcore.ldp.vectors import GaussianChannel, _check_record, _clip_to, _release, gaussian_channel, split_budget
+from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
+from dpcore.ldp._records import check_record, clip_to, release
+from dpcore._internal.validation import check_array
 
 __all__ = ["SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "check_label"]
 
@@ -123,15 +125,15 @@ def regression_report(x, y, protocol: SparseRegressionProtocol, *, clip: bool = 
     """
     if not isinstance(protocol, SparseRegressionProtocol):
         raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(protocol).__name__}")
-    xv = _check_record(x, "x", protocol.dim, 1.0, clip)
+    xv = check_record(x, "x", protocol.dim, 1.0, clip)
     yv = check_label(y, "y", protocol.label_bound, clip)
     rng = noise.check_random_state(random_state)
-    z = _release(_clip_to(protocol._A @ xv, protocol.projection_radius), protocol.x_channel, rng)
-    v = _release(yv, protocol.y_channel, rng)
+    z = release(clip_to(protocol._A @ xv, protocol.projection_radius), protocol.x_channel, rng)
+    v = release(yv, protocol.y_channel, rng)
     return z, float(v[0])
 
 
-def _check_zv(Z, v, n_users, m):
+def check_zv_reports(Z, v, n_users, m):
     Z = check_reports(Z, "Z_reports", n_users, m)
     v = np.asarray(v)
     if v.dtype.kind not in "biuf":
@@ -167,7 +169,7 @@ class LDPSparseRegression(ParamsMixin):
             raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(proto).__name__}")
         tol = check_positive(self.tol, "tol")
         max_iter = check_int(self.max_iter, "max_iter")
-        Z, v = _check_zv(Z_reports, v_reports, proto.n_users, proto.m)
+        Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.m)
         n = Z.shape[0]
         Q = debiased_gram(Z, proto.x_channel.sigma)
         A = proto._A
@@ -179,6 +181,5 @@ class LDPSparseRegression(ParamsMixin):
 
     def predict(self, X):
         """``X @ coef_`` (X are query points, not reports)."""
-        from dpcore._internal.validation import check_array
         X = check_array(X, "X", n_features=self.protocol.dim)
         return X @ self.coef_

@@ -14,14 +14,19 @@ import numpy as np
 
 from dpcore.mechanisms import noise
 from dpcore._internal.validation import check_array
-from dpcore.ldp.vectors import GaussianChannel, _clip_rows, _into_ball, _release_rows
+from dpcore.ldp.vectors import GaussianChannel
+from dpcore.ldp._records import clip_rows, into_ball, release_rows
+from dpcore.ldp.kernel import KernelRidgeProtocol
+from dpcore.ldp.logistic import LogisticProtocol, simulate_logistic_reports
+from dpcore.ldp.mean import MeanEstimationProtocol
+from dpcore.ldp.regression import SparseRegressionProtocol
 
 __all__ = ["simulate"]
 
 
 def _check_X(X, dim, clip, radius=1.0):
     X = np.array(check_array(X, "X", n_features=dim), dtype=np.float64)
-    return _into_ball(X, radius, clip, "X")
+    return into_ball(X, radius, clip, "X")
 
 
 def _check_y(y, n, bound, clip):
@@ -93,38 +98,34 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     released in one batch through the exact grid sampler; the release is coordinate-wise
     independent, so the batch has the joint law of ``n`` separate client calls.
     """
-    from dpcore.ldp.kernel import KernelRidgeProtocol
-    from dpcore.ldp.logistic import LogisticProtocol, _simulate_logistic
-    from dpcore.ldp.mean import MeanEstimationProtocol
-    from dpcore.ldp.regression import SparseRegressionProtocol
 
     rng = noise.check_random_state(random_state)
     if isinstance(protocol, GaussianChannel):
         _check_no_y(y, "GaussianChannel")
         X = _check_X(X, protocol.dim, clip, protocol.radius)
-        return _release_rows(X, protocol, rng)
+        return release_rows(X, protocol, rng)
     if isinstance(protocol, MeanEstimationProtocol):
         _check_no_y(y, "MeanEstimationProtocol")
         X = _check_X(X, protocol.dim, clip)
         if X.shape[0] != protocol.n_users:
             raise ValueError(f"X has {X.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
-        V = _clip_rows(X @ protocol._G.T, protocol.projection_radius)
-        return _release_rows(V, protocol.channel, rng)
+        V = clip_rows(X @ protocol._G.T, protocol.projection_radius)
+        return release_rows(V, protocol.channel, rng)
     if isinstance(protocol, (SparseRegressionProtocol, KernelRidgeProtocol)):
         if isinstance(protocol, SparseRegressionProtocol):
             X = _check_X(X, protocol.dim, clip)
-            V = _clip_rows(X @ protocol._A.T, protocol.projection_radius)
+            V = clip_rows(X @ protocol._A.T, protocol.projection_radius)
         else:
             V = protocol.features(X)
         if V.shape[0] != protocol.n_users:
             raise ValueError(f"X has {V.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
         yv = _check_y(y, V.shape[0], protocol.label_bound, clip)
-        Z = _release_rows(V, protocol.x_channel, rng)
-        v = _release_rows(yv[:, None], protocol.y_channel, rng)[:, 0]
+        Z = release_rows(V, protocol.x_channel, rng)
+        v = release_rows(yv[:, None], protocol.y_channel, rng)[:, 0]
         return Z, v
     if isinstance(protocol, LogisticProtocol):
         X = _check_X(X, protocol.dim, clip)
         yv = _check_y(y, X.shape[0], 1.0, clip)
-        return _simulate_logistic(X, yv, protocol, rng)
+        return simulate_logistic_reports(X, yv, protocol, rng)
     raise TypeError("protocol must be a GaussianChannel or one of the dpcore.ldp protocols, "
                     f"got {type(protocol).__name__}")

@@ -4,7 +4,7 @@ One user holds a vector ``x`` with ``||x||_2 ≤ radius`` (default the unit ball
 
     z = x + e,   e ~ N(0, σ² I_dim),
 
-released with dpcore's exact Gaussian sampler (``noise._grid_release`` with a ``gaussian_plan``:
+released with dpcore's exact Gaussian sampler (``noise.grid_release`` with a ``gaussian_plan``:
 ``round_g(x + σZ)`` on a power-of-two grid ``σ·2**-40`` fine, ``Z`` sampled exactly) — never with
 numpy's floating-point normal.
 
@@ -30,19 +30,17 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional
 
 import numpy as np
 
 from dpcore.mechanisms import noise
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_classic
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
+from dpcore.ldp._records import check_record, release
 
 __all__ = ["GaussianChannel", "gaussian_channel", "privatize_vector", "sample_privatize_vector"]
 
 CALIBRATIONS = ("analytic", "classic")
-from dpcore._internal.fp import BALL_SHRINK as _SHRINK  # clipped vectors land this far inside the ball
-from dpcore._internal.fp import RADIUS_TOL
 
 
 @dataclass(frozen=True)
@@ -108,63 +106,6 @@ def gaussian_channel(dim, epsilon, delta, *, radius=1.0, calibration: str = "ana
     return _make_channel(dim, epsilon, delta, radius, 2.0 * radius, calibration)
 
 
-def _check_record(x, name: str, dim: Optional[int], radius: float, clip: bool) -> np.ndarray:
-    if hasattr(x, "tocsr") or hasattr(x, "todense"):
-        raise TypeError(f"{name} is a sparse matrix; one user's record is a dense 1-D vector (use .toarray())")
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
-    arr = np.array(arr, dtype=np.float64, copy=True).reshape(arr.shape)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D vector (one user's record), got shape {arr.shape}")
-    if dim is not None and arr.size != dim:
-        raise ValueError(f"{name} must have length {dim} (the protocol's dimension), got {arr.size}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return _into_ball(arr[None, :], radius, clip, name)[0]
-
-
-def _into_ball(V: np.ndarray, radius: float, clip: bool, name: str) -> np.ndarray:
-    """The one acceptance rule of every ldp client and of :func:`dpcore.ldp.simulate` for rows of ``V``.
-
-    A row of norm ``≤ radius·(1 + RADIUS_TOL)`` is accepted (the tolerance of :mod:`dpcore._internal.fp`
-    for user-side normalisation that rounds up); one beyond it is a ``ValueError`` naming ``name``
-    unless ``clip=True``. Every row that is accepted or clipped and lies outside the ball is then
-    rescaled to ``radius·BALL_SHRINK``, so what the channel releases is always inside its ball (the
-    channel's sensitivity ``2·radius`` needs no inflation). The rule depends on the row alone.
-    """
-    V = np.array(V, dtype=np.float64, copy=True)
-    norms = np.linalg.norm(V, axis=1)
-    if not clip:
-        bad = norms > radius * (1.0 + RADIUS_TOL)
-        if bad.any():
-            i = int(np.argmax(bad))
-            where = f"{name} row {i}" if V.shape[0] > 1 else name
-            raise ValueError(f"{where} has L2 norm {norms[i]:.17g} > radius {radius:g} (tolerance "
-                             f"RADIUS_TOL = 2^-40 relative); pass clip=True to clip it")
-    over = norms > radius
-    V[over] *= (radius * _SHRINK / norms[over])[:, None]
-    return V
-
-
-def _clip_to(v: np.ndarray, radius: float) -> np.ndarray:
-    """Clip ``v`` to the L2 ball of ``radius`` (part of the mechanism: Algorithm 1, lines 2–4)."""
-    norm = float(np.linalg.norm(v))
-    if norm > radius:
-        v = v * (radius * _SHRINK / norm)  # a few ulps inside, robust to how the norm is summed
-    return v
-
-
-def _release(v: np.ndarray, channel: GaussianChannel, rng, n_samples: Optional[int] = None) -> np.ndarray:
-    """Exact Gaussian release of ``v`` (already inside the channel's ball) through ``channel``."""
-    flat = np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
-    if flat.size != channel.dim:
-        raise ValueError(f"internal: value of length {flat.size} for a channel of dim {channel.dim}")
-    if float(np.linalg.norm(flat)) > channel.radius:
-        raise AssertionError("internal: released value outside the channel's ball")
-    return noise._grid_release(flat, channel.plan, rng, n_samples)
-
-
 def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calibration: str = "analytic",
                      random_state=None) -> np.ndarray:
     """Client side: privatise ONE user's vector (Basic Private Vector mechanism, Algorithm 1).
@@ -196,18 +137,18 @@ def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calib
     Gaussian mechanism is calibrated for that sensitivity (proof sketch in the module docstring).
     """
     radius = check_positive(radius, "radius")
-    xv = _check_record(x, "x", None, radius, clip)
+    xv = check_record(x, "x", None, radius, clip)
     channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
-    return _release(xv, channel, noise.check_random_state(random_state))
+    return release(xv, channel, noise.check_random_state(random_state))
 
 
 def sample_privatize_vector(x, epsilon, delta, n_samples: int, *, radius=1.0, calibration: str = "analytic",
                             random_state=None) -> np.ndarray:
     """``n_samples`` independent outputs of :func:`privatize_vector` on the same ``x`` (for audits only)."""
     radius = check_positive(radius, "radius")
-    xv = _check_record(x, "x", None, radius, False)
+    xv = check_record(x, "x", None, radius, False)
     channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
-    return _release(xv, channel, noise.check_random_state(random_state), int(n_samples))
+    return release(xv, channel, noise.check_random_state(random_state), int(n_samples))
 
 
 def split_budget(total: float, share: Fraction, copies: int) -> float:
@@ -219,19 +160,3 @@ def split_budget(total: float, share: Fraction, copies: int) -> float:
     return e
 
 
-def _release_rows(V: np.ndarray, channel: GaussianChannel, rng) -> np.ndarray:
-    """Release every row of ``V`` (n × dim) through ``channel`` — for simulations only.
-
-    The analytic grid release is coordinate-wise independent (``round_g(v_j + σ Z_j)``, i.i.d. ``Z_j``),
-    so releasing the concatenated rows has exactly the joint law of ``n`` separate client calls."""
-    V = np.ascontiguousarray(V, dtype=np.float64)
-    if V.ndim != 2 or V.shape[1] != channel.dim:
-        raise ValueError(f"internal: rows of shape {V.shape} for a channel of dim {channel.dim}")
-    if (np.linalg.norm(V, axis=1) > channel.radius).any():
-        raise AssertionError("internal: a released row lies outside the channel's ball")
-    return noise._grid_release(V.reshape(-1), channel.plan, rng).reshape(V.shape)
-
-
-def _clip_rows(V: np.ndarray, radius: float) -> np.ndarray:
-    """Row-wise :func:`_clip_to` (the same arithmetic, vectorised)."""
-    return _into_ball(V, radius, True, "X")

@@ -88,12 +88,15 @@ import numpy as np
 from dpcore import _core
 from dpcore._internal.exact import float_up
 from dpcore._internal.validation import check_count, check_delta, check_epsilon, check_sensitivity
+from dpcore._internal.fp import MAX_NOISE_SCALE
+from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho
 
 ChaChaRng = _core.ChaChaRng
 
 __all__ = [
     "ChaChaRng",
     "check_random_state",
+    "grid_release",
     "LaplacePlan",
     "GaussianPlan",
     "laplace_plan",
@@ -172,7 +175,6 @@ def _floor_log2(x: float) -> int:
 
 def _check_noise_scale(value, name: str) -> float:
     """A continuous noise scale ``0 < value ≤ MAX_NOISE_SCALE`` (larger draws could overflow a float)."""
-    from dpcore._internal.fp import MAX_NOISE_SCALE
 
     value = check_sensitivity(value, name)
     if value > MAX_NOISE_SCALE:
@@ -364,7 +366,6 @@ def gaussian_plan(
     -------
     GaussianPlan
     """
-    from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho  # pure Python
 
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
@@ -440,9 +441,21 @@ def _as_values(value) -> tuple[np.ndarray, tuple, bool]:
     return flat, shape, scalar
 
 
-def _grid_release(flat: np.ndarray, plan, random_state, n_samples: Optional[int] = None) -> np.ndarray:
-    """Release ``flat`` by the plan's exact sampler (``n_samples`` rows if given): snapped value plus
-    exact discrete noise, or, for an analytic Gaussian plan, the exactly rounded continuous Gaussian."""
+def grid_release(flat: np.ndarray, plan, random_state, n_samples: Optional[int] = None) -> np.ndarray:
+    """Release the float64 vector ``flat`` with a calibrated plan's exact sampler (no charge).
+
+    The building block every mechanism in dpcore releases through (the estimators validate, calibrate and
+    charge first): snapped value plus exact discrete noise on the plan's grid, or, for an analytic
+    Gaussian plan, the exactly rounded continuous Gaussian. ``n_samples`` rows if given (audits).
+    Only the arguments' types and finiteness are checked here; the privacy guarantee is the plan's, for
+    the sensitivity the caller calibrated it with.
+    """
+    if not isinstance(plan, (LaplacePlan, GaussianPlan)):
+        raise TypeError(f"plan must be a LaplacePlan or GaussianPlan (from laplace_plan / "
+                        f"gaussian_plan), got {type(plan).__name__}")
+    if n_samples is not None:
+        n_samples = check_count(n_samples, "n_samples", bytes_per_unit=8 * max(1, np.size(flat)))
+    flat, _, _ = _as_values(flat)
     rng = check_random_state(random_state)
     if isinstance(plan, GaussianPlan) and plan.method == "analytic":
         return _core.analytic_release(flat, plan.sigma, plan.grid_exponent, rng, n_samples)
@@ -456,14 +469,14 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
     rng = check_random_state(random_state)
     if accountant is not None:
         accountant.spend(epsilon, delta, label=label)
-    out = _grid_release(flat, plan, rng)
+    out = grid_release(flat, plan, rng)
     return float(out[0]) if scalar else out.reshape(shape)
 
 
 def _sample_releases(value, plan_for, n_samples, random_state) -> np.ndarray:
     flat, _, scalar = _as_values(value)
     n_samples = _check_n_samples(n_samples, per_sample=flat.size)
-    out = _grid_release(flat, plan_for(flat.size), random_state, n_samples)
+    out = grid_release(flat, plan_for(flat.size), random_state, n_samples)
     return out[:, 0] if scalar else out
 
 

@@ -95,7 +95,7 @@ A LIBLINEAR-style dual coordinate descent in Rust (``dpcore._core.rff_linear_svm
 al. 2008) gives a dual point; :func:`dpcore.glm._solver` recomputes ``ŵ`` and the certified duality
 gap from it (every term non-negative, with its floating-point error bound) and, unless that is
 already ``≤ tol``, polishes it by its active-set step (cheapest free sets first, bounded in size
-and in BVLS iterations: :func:`dpcore.glm._solver._polish`, shared with the generic solver); up to
+and in BVLS iterations: :func:`dpcore.glm._solver.polish`, shared with the generic solver); up to
 six such rounds with a tighter DCD tolerance each, then the generic
 :func:`dpcore.glm._solver.solve_hinge` is used. Only the certificate matters for
 privacy: the search strategy changes the running time, never the guarantee.
@@ -115,15 +115,15 @@ from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import (
-    ConvergenceError, GLMObjective, _hinge_point, _polish, certify_smooth, check_certifiable, gradient_fp_bound,
+    ConvergenceError, GLMObjective, hinge_point, polish, certify_smooth, check_certifiable, gradient_fp_bound,
     hinge_gap_floor, solve_hinge, solve_smooth,
 )
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_epsilon, check_positive, check_scale
-from dpcore.mechanisms.noise import _grid_release, check_random_state, laplace_plan
-from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, _check_gamma, _check_n_components
+from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
+from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
 
 __all__ = ["PrivateSVM", "PrivateSVMPrivacy", "PrivateSVMCertificate", "KERNELS", "SVM_LOSSES", "CALIBRATIONS"]
 
@@ -274,7 +274,7 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
     epochs, stopping tolerance ``1e-3, 1e-5, …`` on the projected gradient, solver stream = round
     index) warm-started from the previous round's point (its DCD output, or the polished candidate
     if that certified a smaller gap), certified by :func:`dpcore.glm._solver._hinge_gap`, then
-    polished (:func:`dpcore.glm._solver._polish`) unless the certificate is already ``≤ tol``.
+    polished (:func:`dpcore.glm._solver.polish`) unless the certificate is already ``≤ tol``.
     Returns ``(θ̃, gap, fp, n_epochs, method)``; raises :class:`ConvergenceError` if the certified
     gap stays above ``tol`` (after the generic :func:`solve_hinge` fallback, with ``max_iter``, for
     moderate sizes). Deterministic.
@@ -290,9 +290,9 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
         beta, epochs = _core.rff_linear_svm_dcd(F, y, upper, beta, eps, int(max_epochs), rnd)
         epochs_total += int(epochs)
         alpha = np.clip(np.asarray(beta) * (lam * n), 0.0, 1.0)
-        point = _hinge_point(F, FT, y, alpha, lam, radius)
+        point = hinge_point(F, FT, y, alpha, lam, radius)
         if point.gap > tol:
-            point = _polish(F, FT, y, lam, tol, radius, point)
+            point = polish(F, FT, y, lam, tol, radius, point)
         if best is None or point.gap < best.gap:
             best = point
         if best.gap <= tol:
@@ -447,8 +447,8 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
             p["R"] = check_positive(self.data_norm, "data_norm")
             p["D"] = 0
         else:
-            p["D"] = _check_n_components(self.n_components)
-            p["gamma"] = _check_gamma(self.gamma)
+            p["D"] = check_n_components(self.n_components)
+            p["gamma"] = check_gamma(self.gamma)
             if self.data_norm is not None:
                 p["R"] = check_positive(self.data_norm, "data_norm")  # accepted, unused (κ = 1)
         p["fit_intercept"] = _check_bool(self.fit_intercept, "fit_intercept")
@@ -604,7 +604,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     def _release(self, prep: _Prepared, theta: np.ndarray, rng, n_samples: Optional[int] = None) -> np.ndarray:
         """Exact grid Laplace release of ``theta`` (``n_samples`` rows if given) with the calibrated plan."""
-        out = _grid_release(np.ascontiguousarray(theta, dtype=np.float64), self._plan(prep.cal), rng, n_samples)
+        out = grid_release(np.ascontiguousarray(theta, dtype=np.float64), self._plan(prep.cal), rng, n_samples)
         return np.asarray(out, dtype=np.float64)
 
     # -- fitting -------------------------------------------------------------------------------
