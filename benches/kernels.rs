@@ -7,7 +7,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use dpcore::kernels::{exp_fast_slice, kernel_matrix, kernel_predict, Kernel};
+use dpcore::kernels::{kernel_matrix, kernel_predict, Kernel};
+use dpcore::numerics::exp_fast_slice;
 use ndarray::{Array1, Array2};
 
 /// Deterministic uniform values in [-1, 1) (xorshift64*).

@@ -68,9 +68,10 @@
 //!
 //! Kernel rows are computed on demand (only rows of coordinates that actually move are ever
 //! needed — about the number of support vectors) and kept in an LRU cache within the memory
-//! budget (all rows when the `4 n²`- or `8 n²`-byte Gram matrix fits). A row `X x_i` is computed from a
-//! transposed copy of `X` over the nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like
-//! LIBSVM), in parallel over fixed column chunks.
+//! budget (all rows when the `4 n²`- or `8 n²`-byte Gram matrix fits): see
+//! [`crate::kernel_cache`]. A row `X x_i` is computed from a transposed copy of `X` over the
+//! nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like LIBSVM), in parallel over fixed
+//! column chunks.
 //!
 //! [`fit_with_hook`] calls a progress / cancellation hook about every 0.1 s of solving and at
 //! every exact check (the Python binding uses it for Ctrl-C and tqdm progress); a cancelled
@@ -83,6 +84,7 @@ use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use crate::error::{DpError, DpResult};
+use crate::kernel_cache::{RowCache, RowElem, RowRef};
 use crate::kernels::{self, Kernel};
 
 /// Loss of the ERM (both 1-Lipschitz).
@@ -230,27 +232,6 @@ fn sigmoid(t: f64) -> f64 {
     } else {
         let e = t.exp();
         e / (1.0 + e)
-    }
-}
-
-/// `v ← v^p` element-wise by binary exponentiation (vectorisable; `powi` is a library call).
-fn ipow_slice(v: &mut [f64], p: u32) {
-    if p == 1 {
-        return;
-    }
-    for x in v.iter_mut() {
-        let (mut base, mut res, mut e) = (*x, 1.0, p);
-        loop {
-            if e & 1 == 1 {
-                res *= base;
-            }
-            e >>= 1;
-            if e == 0 {
-                break;
-            }
-            base *= base;
-        }
-        *x = res;
     }
 }
 
@@ -453,291 +434,6 @@ impl<'h> Ticker<'h> {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Kernel rows
-// ------------------------------------------------------------------------------------------------
-
-/// Kernel rows `K(x_i, ·)` (full length `n`), computed on demand and kept in an LRU cache of
-/// `cache_bytes / (w n)` rows (all `n` rows when the Gram matrix fits: then nothing is evicted),
-/// stored in `f32` (`w = 4`, the hinge solver's default, as LIBSVM) or `f64` (`w = 8`).
-///
-/// A row is `X x_i` followed by the kernel map, always evaluated in `f64` (rounded once when
-/// stored as `f32`). `X x_i` is computed as `Σ_{k: x_ik ≠ 0} x_ik · Xᵀ[k, ·]` from a transposed
-/// copy of `X`: `O(nnz(x_i) · n)`, i.e. sparse-aware for one-hot data such as Adult (as LIBSVM's
-/// sparse dot products), and a contiguous SIMD-friendly axpy otherwise. Long rows are split into
-/// fixed column chunks evaluated in parallel (deterministic). Fresh row memory is never
-/// zero-filled: every entry is written exactly once from a stack accumulator.
-///
-/// The rows only drive the solver's maintained gradient; every exact check ([`Rows::exact_q`])
-/// and the certificate recompute decision values in `f64` with the fused kernel engine.
-struct Rows<'x> {
-    n: usize,
-    x: ArrayView2<'x, f64>,
-    kernel: Kernel,
-    cache_bytes: usize,
-    /// `Xᵀ` (d × n, row-major).
-    xt: Vec<f64>,
-    /// CSR of `X`: nonzero columns and values of each row.
-    indptr: Vec<usize>,
-    indices: Vec<usize>,
-    values: Vec<f64>,
-    /// `γ ‖x_i‖²` (RBF only).
-    gsq: Vec<f64>,
-    slot_of: Vec<u32>,
-    owner: Vec<usize>,
-    stamp: Vec<u64>,
-    /// One allocation per cached row (growing one big buffer would copy it on reallocation);
-    /// exactly one of the two is used, according to `wide`.
-    data32: Vec<Vec<f32>>,
-    data64: Vec<Vec<f64>>,
-    wide: bool,
-    cap: usize,
-    clock: u64,
-}
-
-/// A cached kernel row.
-enum RowRef<'a> {
-    F32(&'a [f32]),
-    F64(&'a [f64]),
-}
-
-/// Storage type of cached rows.
-trait RowElem: Copy + Send + Sync {
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl RowElem for f32 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-impl RowElem for f64 {
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-
-const NO_SLOT: u32 = u32::MAX;
-/// Columns per parallel task when computing one kernel row (also the stack accumulator length).
-const ROW_CHUNK: usize = 2048;
-
-impl<'x> Rows<'x> {
-    fn new(x: ArrayView2<'x, f64>, kernel: &Kernel, cache_bytes: usize, wide: bool) -> Self {
-        let (n, d) = x.dim();
-        let mut xt = vec![0.0; d * n];
-        let mut indptr = Vec::with_capacity(n + 1);
-        let (mut indices, mut values) = (Vec::new(), Vec::new());
-        indptr.push(0);
-        for (i, row) in x.rows().into_iter().enumerate() {
-            for (k, &v) in row.iter().enumerate() {
-                xt[k * n + i] = v;
-                if v != 0.0 {
-                    indices.push(k);
-                    values.push(v);
-                }
-            }
-            indptr.push(indices.len());
-        }
-        let gsq = match *kernel {
-            Kernel::Rbf { gamma } => (0..n)
-                .map(|i| {
-                    gamma
-                        * values[indptr[i]..indptr[i + 1]]
-                            .iter()
-                            .map(|v| v * v)
-                            .sum::<f64>()
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        let mut r = Rows {
-            n,
-            x,
-            kernel: *kernel,
-            cache_bytes,
-            xt,
-            indptr,
-            indices,
-            values,
-            gsq,
-            slot_of: vec![NO_SLOT; n],
-            owner: Vec::new(),
-            stamp: Vec::new(),
-            data32: Vec::new(),
-            data64: Vec::new(),
-            wide,
-            cap: 0,
-            clock: 0,
-        };
-        r.set_wide(wide);
-        r
-    }
-
-    /// Switch the storage precision (drops every cached row).
-    fn set_wide(&mut self, wide: bool) {
-        self.wide = wide;
-        let w = if wide { 8 } else { 4 };
-        self.cap = (self.cache_bytes / (w * self.n.max(1))).clamp(2, self.n.max(2));
-        self.slot_of.iter_mut().for_each(|s| *s = NO_SLOT);
-        self.owner = Vec::new();
-        self.stamp = Vec::new();
-        self.data32 = Vec::new();
-        self.data64 = Vec::new();
-    }
-
-    /// Whether every row fits in the cache.
-    fn holds_all(&self) -> bool {
-        self.cap >= self.n
-    }
-
-    /// Compute row `i` into `out` (length n; every entry is written).
-    fn compute<T: RowElem>(&self, i: usize, out: &mut [std::mem::MaybeUninit<T>]) {
-        let n = self.n;
-        let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
-        let idx = &self.indices[lo..hi];
-        let val = &self.values[lo..hi];
-        let kernel = self.kernel;
-        let gsq = &self.gsq;
-        let xt = &self.xt;
-        let fill = |c0: usize, chunk: &mut [std::mem::MaybeUninit<T>]| {
-            let len = chunk.len();
-            let mut acc = [0.0f64; ROW_CHUNK];
-            let acc = &mut acc[..len];
-            for (&k, &v) in idx.iter().zip(val) {
-                let col = &xt[k * n + c0..k * n + c0 + len];
-                for (o, &c) in acc.iter_mut().zip(col) {
-                    *o += v * c;
-                }
-            }
-            match kernel {
-                Kernel::Linear => {}
-                Kernel::Poly {
-                    gamma,
-                    degree,
-                    coef0,
-                } => {
-                    for o in acc.iter_mut() {
-                        *o = gamma * *o + coef0;
-                    }
-                    ipow_slice(acc, degree);
-                }
-                Kernel::Rbf { gamma } => {
-                    let gi = gsq[i];
-                    for (o, &gj) in acc.iter_mut().zip(&gsq[c0..c0 + len]) {
-                        *o = -(gi + gj - 2.0 * gamma * *o).max(0.0);
-                    }
-                    kernels::exp_fast_slice(acc);
-                    if (c0..c0 + len).contains(&i) {
-                        acc[i - c0] = 1.0;
-                    }
-                }
-            }
-            for (o, &v) in chunk.iter_mut().zip(acc.iter()) {
-                o.write(T::from_f64(v));
-            }
-        };
-        if n * (idx.len() + 4) >= 1 << 16 {
-            out.par_chunks_mut(ROW_CHUNK)
-                .enumerate()
-                .for_each(|(c, chunk)| fill(c * ROW_CHUNK, chunk));
-        } else {
-            for (c, chunk) in out.chunks_mut(ROW_CHUNK).enumerate() {
-                fill(c * ROW_CHUNK, chunk);
-            }
-        }
-    }
-
-    /// A freshly computed row (uninitialised allocation, every entry written once).
-    fn fresh<T: RowElem>(&self, i: usize) -> Vec<T> {
-        let mut v: Vec<T> = Vec::with_capacity(self.n);
-        self.compute(i, &mut v.spare_capacity_mut()[..self.n]);
-        // SAFETY: `compute` wrote all `n` entries of the spare capacity.
-        unsafe { v.set_len(self.n) };
-        v
-    }
-
-    /// Row `i` (from the cache, or computed and cached, evicting the least recently used row).
-    fn row(&mut self, i: usize) -> RowRef<'_> {
-        self.clock += 1;
-        let s = self.slot_of[i];
-        let slot = if s != NO_SLOT {
-            let s = s as usize;
-            self.stamp[s] = self.clock;
-            s
-        } else {
-            let slot = if self.owner.len() < self.cap {
-                self.owner.push(i);
-                self.stamp.push(0);
-                if self.wide {
-                    let v = self.fresh::<f64>(i);
-                    self.data64.push(v);
-                } else {
-                    let v = self.fresh::<f32>(i);
-                    self.data32.push(v);
-                }
-                self.owner.len() - 1
-            } else {
-                let (lru, _) = self
-                    .stamp
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|&(_, t)| *t)
-                    .expect("cache has slots");
-                self.slot_of[self.owner[lru]] = NO_SLOT;
-                self.owner[lru] = i;
-                if self.wide {
-                    let mut buf = std::mem::take(&mut self.data64[lru]);
-                    self.compute(i, as_uninit(&mut buf));
-                    self.data64[lru] = buf;
-                } else {
-                    let mut buf = std::mem::take(&mut self.data32[lru]);
-                    self.compute(i, as_uninit(&mut buf));
-                    self.data32[lru] = buf;
-                }
-                lru
-            };
-            self.slot_of[i] = slot as u32;
-            self.stamp[slot] = self.clock;
-            slot
-        };
-        if self.wide {
-            RowRef::F64(&self.data64[slot])
-        } else {
-            RowRef::F32(&self.data32[slot])
-        }
-    }
-
-    /// `q = Q α` recomputed from scratch from `α` in `f64` with the fused kernel engine over the
-    /// support (`α_i ≠ 0`), independently of the cached rows and of any maintained gradient.
-    fn exact_q(&mut self, y: &[f64], alpha: &[f64]) -> Vec<f64> {
-        let n = y.len();
-        let sv: Vec<usize> = (0..n).filter(|&i| alpha[i] != 0.0).collect();
-        if sv.is_empty() {
-            return vec![0.0; n];
-        }
-        let xs = self.x.select(Axis(0), &sv);
-        let coef: Array1<f64> = sv.iter().map(|&i| alpha[i] * y[i]).collect();
-        let f = kernels::kernel_predict(self.x, xs.view(), coef.view(), &self.kernel);
-        f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect()
-    }
-}
-
-/// View an initialised slice as possibly-uninitialised (for overwriting in place).
-fn as_uninit<T>(v: &mut [T]) -> &mut [std::mem::MaybeUninit<T>] {
-    // SAFETY: `MaybeUninit<T>` has the layout of `T`; the callers only write `T` values.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len()) }
-}
-
-// ------------------------------------------------------------------------------------------------
 // Solvers
 // ------------------------------------------------------------------------------------------------
 
@@ -781,7 +477,7 @@ pub fn fit_with_hook(
     let yv: Vec<f64> = y.to_vec();
     // hinge: f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
     // switches to f64 rows if f32 rounding limits the gap); logistic: f64 rows
-    let mut rows = Rows::new(xv, kernel, opts.cache_bytes, loss == Loss::Logistic);
+    let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, loss == Loss::Logistic);
     let full_gram = rows.holds_all();
     let diag = kernels::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
@@ -928,7 +624,7 @@ type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
 fn solve_hinge(
     y: &[f64],
     diag: &[f64],
-    rows: &mut Rows<'_>,
+    rows: &mut RowCache<'_>,
     opts: &ErmOptions,
     ticker: &mut Ticker<'_>,
 ) -> SolverOut {
@@ -1002,7 +698,7 @@ fn solve_hinge(
             if !go_on || gap <= target(&alpha) || iter >= opts.max_iter {
                 break;
             }
-            if !rows.wide {
+            if !rows.is_wide() {
                 // Rounding of the f32 rows perturbs the maintained gradient (the gap is
                 // (1/n)-Lipschitz in each q_j): once that drift is a noticeable part of the
                 // budget, or a second exact check fails, continue with exact f64 rows.
@@ -1138,7 +834,7 @@ fn logistic_subproblem(q: f64, k: f64, a_old: f64) -> f64 {
 fn solve_logistic(
     y: &[f64],
     diag: &[f64],
-    rows: &mut Rows<'_>,
+    rows: &mut RowCache<'_>,
     opts: &ErmOptions,
     ticker: &mut Ticker<'_>,
 ) -> SolverOut {
@@ -1381,10 +1077,10 @@ mod tests {
                 tol,
                 ..opts(0.05, 1 << 30, true)
             };
-            let mut rows = Rows::new(x.view(), &k, o.cache_bytes, false);
+            let mut rows = RowCache::new(x.view(), &k, o.cache_bytes, false);
             let mut ticker = Ticker::new(&mut always);
             let (a, _, _, hist) = solve_hinge(&yv, &diag, &mut rows, &o, &mut ticker);
-            assert_eq!(rows.wide, expect_wide, "tol {tol}: {hist:?}");
+            assert_eq!(rows.is_wide(), expect_wide, "tol {tol}: {hist:?}");
             let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
             assert!(cert.gap <= tol, "tol {tol}: gap {}", cert.gap);
         }

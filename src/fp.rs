@@ -7,7 +7,7 @@
 //! | [`UNIT_ROUNDOFF`] | 2⁻⁵³ | `u` of IEEE-754 binary64, round to nearest (Higham 2002, §2.2) |
 //! | [`gamma_k`] | `k·u/(1−k·u)` | `k` chained roundings (Higham 2002, Lemma 3.1); `+inf` when `k·u ≥ ½` |
 //! | [`LIBM_LN_ULPS`] | 2 | `f64::ln`/`ln_1p` (the platform libm) accurate to 2 ulp on `(0, ∞)`; glibc, musl and Apple document < 1 ulp |
-//! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `kernels` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `kernels`) |
+//! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `numerics` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `numerics`) |
 //! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
 //! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
@@ -27,7 +27,7 @@ pub const UNIT_ROUNDOFF: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53
 /// many ulps. glibc, musl and Apple's libm document < 1 ulp for `log`; we assume 2 to be safe.
 pub const LIBM_LN_ULPS: f64 = 2.0;
 
-/// Accuracy of the SIMD `exp` in [`crate::kernels`] against a correctly rounded `exp` (tested).
+/// Accuracy of the SIMD `exp` in [`crate::numerics`] against a correctly rounded `exp` (tested).
 pub const EXP_FAST_ULPS: f64 = 2.0;
 
 /// Relative accuracy assumed of a recomputed kernel decision value: `|δf_i| ≤ KERNEL_SUM_REL_ERROR ·

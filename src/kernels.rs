@@ -28,8 +28,9 @@
 //! * each buffer row is then mapped through the kernel's scalar function and multiplied by the
 //!   matching chunk of `μ` in one fused pass, 16 lanes at a time with branch-free code that
 //!   LLVM vectorises (for RBF: `−γ‖z−x‖² = 2γ<z,x> − (γ‖z‖² + γ‖x‖²)` with the row squared
-//!   norms precomputed once, clamped at 0 like scikit-learn, then the polynomial [`exp_fast`];
-//!   for poly: `(γ<z,x> + c)^p` by binary exponentiation), and accumulated into `f`.
+//!   norms precomputed once, clamped at 0 like scikit-learn, then the polynomial
+//!   [`exp_fast`](crate::numerics::exp_fast); for poly: `(γ<z,x> + c)^p` by binary
+//!   exponentiation), and accumulated into `f`.
 //!
 //! Rayon parallelises over query tiles (or, when there are few query rows — e.g. one PINP query
 //! against a large support set — over waves of support chunks). Each task allocates its scratch
@@ -62,8 +63,9 @@
 //! Relative to an exact evaluation, each kernel value carries the rounding error of the inner
 //! product (plus, for RBF, the usual cancellation error `≈ γ ε (‖z‖² + ‖x‖²)` of the
 //! expanded squared distance — the same formula scikit-learn uses, clamped at 0 like it) and
-//! [`exp_fast`] is within 2 ulp of a correctly rounded `exp` (tested against `f64::exp` from the
-//! overflow threshold down to underflow to 0). Results agree with scikit-learn to ~1e-16..1e-13
+//! [`exp_fast`](crate::numerics::exp_fast) is within 2 ulp ([`crate::fp::EXP_FAST_ULPS`]) of a
+//! correctly rounded `exp` (tested in [`crate::numerics`] against `f64::exp` from the overflow
+//! threshold down to underflow to 0). Results agree with scikit-learn to ~1e-16..1e-13
 //! relative to `|K| |μ|` on well-scaled data.
 
 // The lane loops (`for l in 0..LANES`) index several arrays in lockstep on purpose: it is the
@@ -76,6 +78,9 @@ use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::error::{DpError, DpResult};
+use crate::numerics::{
+    exp_lanes, exp_map_in_place, ipow, simd_dispatch, simd_dispatch_fma, MulAdd, EXP_LANES,
+};
 
 /// Query rows per tile (rows of one GEMM block).
 pub const TILE_ROWS: usize = 64;
@@ -235,24 +240,8 @@ impl Kernel {
     }
 }
 
-/// `b^p` by binary exponentiation (the same multiplication sequence as [`poly_row`]).
-#[inline(always)]
-fn ipow(b: f64, p: u32) -> f64 {
-    let (mut base, mut res, mut e) = (b, 1.0, p);
-    loop {
-        if e & 1 == 1 {
-            res *= base;
-        }
-        e >>= 1;
-        if e == 0 {
-            return res;
-        }
-        base *= base;
-    }
-}
-
-/// `R_φ² = max_{‖z‖ ≤ radius} K(z, z)` for inputs in the Euclidean ball of radius `radius`
-/// (SPEC, "Kernels"): `radius²` (linear), `(gamma radius² + coef0)^degree` (poly), `1` (RBF).
+/// `R_φ² = max_{‖z‖ ≤ data_norm} K(z, z)` for inputs in the Euclidean ball of radius `data_norm`
+/// (SPEC, "Kernels"): `data_norm²` (linear), `(gamma data_norm² + coef0)^degree` (poly), `1` (RBF).
 ///
 /// For the polynomial kernel, `K(z, z) = (γ‖z‖² + c)^p` is increasing in `‖z‖` when `c ≥ 0`, so
 /// its maximum over the ball is attained on the sphere. With `c < 0` that is false (e.g. `p`
@@ -261,18 +250,18 @@ fn ipow(b: f64, p: u32) -> f64 {
 /// would under-estimate the sensitivity.
 ///
 /// # Errors
-/// `radius` not finite or `≤ 0`; invalid kernel parameters; `coef0 < 0` for `poly`; a result
+/// `data_norm` not finite or `≤ 0`; invalid kernel parameters; `coef0 < 0` for `poly`; a result
 /// that overflows `f64`.
-pub fn feature_map_radius_sq(kernel: &Kernel, radius: f64) -> DpResult<f64> {
-    if !radius.is_finite() || radius <= 0.0 {
+pub fn feature_map_radius_sq(kernel: &Kernel, data_norm: f64) -> DpResult<f64> {
+    if !data_norm.is_finite() || data_norm <= 0.0 {
         return Err(DpError::invalid(
-            "radius",
-            format!("must be finite and > 0, got {radius:?}"),
+            "data_norm",
+            format!("must be finite and > 0, got {data_norm:?}"),
         ));
     }
     kernel.validate()?;
     let r2 = match *kernel {
-        Kernel::Linear => radius * radius,
+        Kernel::Linear => data_norm * data_norm,
         Kernel::Poly {
             gamma,
             degree,
@@ -284,19 +273,19 @@ pub fn feature_map_radius_sq(kernel: &Kernel, radius: f64) -> DpResult<f64> {
                     format!(
                         "must be >= 0 to bound the feature map of the polynomial kernel, got \
                          {coef0}: with coef0 < 0, K(z, z) = (gamma ||z||^2 + coef0)^degree is not \
-                         maximised on the sphere ||z|| = radius and the kernel is not positive \
-                         semi-definite, so (gamma radius^2 + coef0)^degree is not a valid R_phi^2"
+                         maximised on the sphere ||z|| = data_norm and the kernel is not positive \
+                         semi-definite, so (gamma data_norm^2 + coef0)^degree is not a valid R_phi^2"
                     ),
                 ));
             }
-            ipow(gamma * radius * radius + coef0, degree)
+            ipow(gamma * data_norm * data_norm + coef0, degree)
         }
         Kernel::Rbf { .. } => 1.0,
     };
     if !r2.is_finite() {
         return Err(DpError::invalid(
-            "radius",
-            format!("the feature-map radius overflows for radius = {radius} and {kernel:?}"),
+            "data_norm",
+            format!("the feature-map radius R_phi overflows for data_norm = {data_norm} and {kernel:?}"),
         ));
     }
     Ok(r2)
@@ -352,214 +341,6 @@ pub fn check_inputs(
 // ------------------------------------------------------------------------------------------------
 // Vectorisable scalar maps
 // ------------------------------------------------------------------------------------------------
-
-/// Defines `fn $name(..)` that runs `$body` compiled for AVX2 when the CPU has it, and the
-/// portable (SSE2) build otherwise. Both builds execute the same IEEE operations in the same
-/// order (Rust never contracts `a * b + c` into an FMA), so results are bit-identical.
-macro_rules! simd_dispatch {
-    ($(#[$m:meta])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
-        $(#[$m])*
-        fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            fn generic($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? { generic($($arg),*) }
-                if std::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            generic($($arg),*)
-        }
-    };
-}
-
-/// Like [`simd_dispatch!`] for bodies generic over the multiply-add flavour `$A: MulAdd`: the
-/// AVX2+FMA build uses fused multiply-adds ([`Fused`]), the AVX2 and portable builds do not
-/// ([`Unfused`]; these two are bit-identical). The flavour is fixed by the CPU, so results are
-/// identical across runs and thread counts on one machine.
-macro_rules! simd_dispatch_fma {
-    ($(#[$m:meta])* fn $name:ident<$A:ident>($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
-        $(#[$m])*
-        fn $name($($arg: $ty),*) $(-> $ret)? {
-            #[inline(always)]
-            fn generic<$A: MulAdd>($($arg: $ty),*) $(-> $ret)? $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2_fma($($arg: $ty),*) $(-> $ret)? { generic::<Fused>($($arg),*) }
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? { generic::<Unfused>($($arg),*) }
-                if std::is_x86_feature_detected!("avx2") {
-                    if std::is_x86_feature_detected!("fma") {
-                        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-                        return unsafe { avx2_fma($($arg),*) };
-                    }
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            generic::<Unfused>($($arg),*)
-        }
-    };
-}
-
-/// `a·b + c`, either rounded twice ([`Unfused`]) or once ([`Fused`], only used where the CPU has
-/// FMA instructions: elsewhere `f64::mul_add` is a slow library call).
-trait MulAdd {
-    fn madd(a: f64, b: f64, c: f64) -> f64;
-}
-
-/// `a·b + c` with two roundings.
-struct Unfused;
-/// `a·b + c` with one rounding (FMA).
-struct Fused;
-
-impl MulAdd for Unfused {
-    #[inline(always)]
-    fn madd(a: f64, b: f64, c: f64) -> f64 {
-        a * b + c
-    }
-}
-
-impl MulAdd for Fused {
-    #[inline(always)]
-    fn madd(a: f64, b: f64, c: f64) -> f64 {
-        a.mul_add(b, c)
-    }
-}
-
-/// `ln 2 = LN2_HI + LN2_LO` (fdlibm's split): `LN2_HI` has 21 trailing zero bits, so `n·LN2_HI`
-/// is exact for `|n| < 2²¹`.
-const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000); // 6.93147180369123816490e-01
-const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76); // 1.90821492927058770002e-10
-/// 1.5·2⁵²: adding it rounds to an integer (round-to-nearest-even) and parks it in the low bits.
-const ROUND_SHIFT: f64 = 6_755_399_441_055_744.0;
-/// `ROUND_SHIFT + 1023`: the low 12 bits of `n + EXP_SHIFT` are the biased exponent of 2ⁿ.
-const EXP_SHIFT: f64 = 6_755_399_441_056_767.0;
-/// Below this every result underflows to +0 (exp(−745.2) < 2⁻¹⁰⁷⁵), above it overflows to +inf.
-const EXP_LO: f64 = -746.0;
-const EXP_HI: f64 = 710.0;
-
-/// `2ⁿ` for an integer-valued `n` in `[-1022, 1023]` (branch-free, vectorisable).
-#[inline(always)]
-fn pow2i(n: f64) -> f64 {
-    f64::from_bits((n + EXP_SHIFT).to_bits() << 52)
-}
-
-/// Taylor coefficients `1/k!`, k = 13 down to 2 (correctly rounded).
-const EXP_POLY: [f64; 12] = [
-    1.605_904_383_682_161_3e-10,
-    2.087_675_698_786_81e-9,
-    2.505_210_838_544_172e-8,
-    2.755_731_922_398_589e-7,
-    2.755_731_922_398_589_3e-6,
-    2.480_158_730_158_73e-5,
-    1.984_126_984_126_984e-4,
-    1.388_888_888_888_889e-3,
-    8.333_333_333_333_333e-3,
-    4.166_666_666_666_666_4e-2,
-    1.666_666_666_666_666_6e-1,
-    0.5,
-];
-
-/// Branch-free `exp(x)`, written so that LLVM vectorises loops calling it.
-///
-/// Cody–Waite range reduction `x = n ln2 + r`, `|r| ≤ ln2/2 (+ε)` with a two-part `ln 2`
-/// (`n·LN2_HI` is exact for `|n| < 2²¹`); `exp(r) = 1 + (r + r² q(r))` with the degree-13 Taylor
-/// polynomial (truncation error < 6e-18 relative, far below half an ulp); scaling by
-/// `2ⁿ = 2^{n1} 2^{n2}` with `n1 ≈ n/2` so that the exponent is built exactly over the whole range
-/// — results that are subnormal are rounded once, results below `2⁻¹⁰⁷⁵` are `+0`, above
-/// `f64::MAX` are `+inf`. Within 2 ulp of a correctly rounded exp for every finite input
-/// (checked against `f64::exp` in the unit tests); `exp_fast(0) = 1` exactly; NaN propagates.
-///
-/// [`exp_fast_slice`] and the RBF kernel loops evaluate the same operations on 16 lanes at a time
-/// (independent dependency chains for the out-of-order core), with fused multiply-adds on CPUs
-/// that have them (equally accurate; bit-identical to `exp_fast` on CPUs without FMA).
-#[inline(always)]
-pub fn exp_fast(x: f64) -> f64 {
-    exp_fast_with::<Unfused>(x)
-}
-
-/// [`exp_fast`] with the given multiply-add flavour.
-#[inline(always)]
-fn exp_fast_with<A: MulAdd>(x: f64) -> f64 {
-    // Clamping keeps n in [-1076, 1024]; comparisons (not min/max) let NaN through.
-    let x = if x < EXP_LO { EXP_LO } else { x };
-    let x = if x > EXP_HI { EXP_HI } else { x };
-    let n = (x * std::f64::consts::LOG2_E + ROUND_SHIFT) - ROUND_SHIFT;
-    let r = A::madd(-n, LN2_LO, A::madd(-n, LN2_HI, x));
-    let mut q = EXP_POLY[0];
-    for &c in &EXP_POLY[1..] {
-        q = A::madd(q, r, c);
-    }
-    let p = 1.0 + A::madd(r * r, q, r);
-    let n1 = (n * 0.5 + ROUND_SHIFT) - ROUND_SHIFT; // in [-538, 512]
-    let n2 = n - n1; // in [-538, 512]
-    (p * pow2i(n1)) * pow2i(n2)
-}
-
-/// Lanes of [`exp_lanes`]: 16 f64 = 4 AVX2 registers of independent work per step.
-const EXP_LANES: usize = 16;
-
-/// `exp_fast` on 16 values at once, step by step across the lanes so that each step is one
-/// vector instruction per register and the polynomial's dependency chains interleave.
-/// Bit-identical to `exp_fast_with::<A>` lane by lane (same operations, same order).
-#[inline(always)]
-fn exp_lanes<A: MulAdd>(x: &mut [f64; EXP_LANES]) {
-    let mut n = [0.0f64; EXP_LANES];
-    let mut r = [0.0f64; EXP_LANES];
-    let mut q = [EXP_POLY[0]; EXP_LANES];
-    for l in 0..EXP_LANES {
-        let v = if x[l] < EXP_LO { EXP_LO } else { x[l] };
-        x[l] = if v > EXP_HI { EXP_HI } else { v };
-    }
-    for l in 0..EXP_LANES {
-        n[l] = (x[l] * std::f64::consts::LOG2_E + ROUND_SHIFT) - ROUND_SHIFT;
-    }
-    for l in 0..EXP_LANES {
-        r[l] = A::madd(-n[l], LN2_LO, A::madd(-n[l], LN2_HI, x[l]));
-    }
-    for &c in &EXP_POLY[1..] {
-        for l in 0..EXP_LANES {
-            q[l] = A::madd(q[l], r[l], c);
-        }
-    }
-    for l in 0..EXP_LANES {
-        let p = 1.0 + A::madd(r[l] * r[l], q[l], r[l]);
-        let n1 = (n[l] * 0.5 + ROUND_SHIFT) - ROUND_SHIFT;
-        let n2 = n[l] - n1;
-        x[l] = (p * pow2i(n1)) * pow2i(n2);
-    }
-}
-
-/// `row[j] ← exp(f(row[j], aux[j]))` in place: 16 lanes at a time, scalar tail
-/// (`aux` is at least as long as `row`).
-#[inline(always)]
-fn exp_map_in_place<A: MulAdd>(row: &mut [f64], aux: &[f64], f: impl Fn(f64, f64) -> f64) {
-    let aux = &aux[..row.len()];
-    let split = row.len() - row.len() % EXP_LANES;
-    let (body, tail) = row.split_at_mut(split);
-    let (aux_body, aux_tail) = aux.split_at(split);
-    for (chunk, a) in body
-        .chunks_exact_mut(EXP_LANES)
-        .zip(aux_body.chunks_exact(EXP_LANES))
-    {
-        let chunk: &mut [f64; EXP_LANES] = chunk.try_into().expect("exact chunk");
-        let a: &[f64; EXP_LANES] = a.try_into().expect("exact chunk");
-        let mut lanes = [0.0f64; EXP_LANES];
-        for l in 0..EXP_LANES {
-            lanes[l] = f(chunk[l], a[l]);
-        }
-        exp_lanes::<A>(&mut lanes);
-        *chunk = lanes;
-    }
-    for (v, &a) in tail.iter_mut().zip(aux_tail) {
-        *v = exp_fast_with::<A>(f(*v, a));
-    }
-}
 
 simd_dispatch_fma! {
     /// In place: `row[j] ← exp(min(row[j] − (gz + gx[j]), 0))`; `row` holds `2γ<z, x_j>`.
@@ -731,20 +512,6 @@ simd_dispatch_fma! {
     fn poly_row_dot<A>(row: &[f64], coef0: f64, degree: u32, mu: &[f64]) -> f64 {
         fused_dot::<A, _>(row, row, mu, &PolyMap { coef0, degree })
     }
-}
-
-/// `exp` of every element in place, vectorised (16 lanes, AVX2 and FMA when available); within
-/// 2 ulp of a correctly rounded exp like [`exp_fast`] (bit-identical to it on CPUs without FMA).
-pub fn exp_fast_slice(values: &mut [f64]) {
-    simd_dispatch_fma! {
-        fn exp_in_place<A>(values: &mut [f64]) {
-            const ZEROS: [f64; 256] = [0.0; 256];
-            for block in values.chunks_mut(ZEROS.len()) {
-                exp_map_in_place::<A>(block, &ZEROS, |v, _| v);
-            }
-        }
-    }
-    exp_in_place(values)
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1186,127 +953,6 @@ mod tests {
         }
     }
 
-    fn ulp_diff(a: f64, b: f64) -> u64 {
-        assert!(a >= 0.0 && b >= 0.0);
-        (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs()
-    }
-
-    /// Test points: the whole finite range incl. the subnormal tail, the RBF range densely, tiny
-    /// arguments, and the boundaries of the reduction intervals.
-    fn exp_test_points() -> Vec<f64> {
-        let mut xs = uniform(400_000, -746.0, 710.0, 1);
-        xs.extend(uniform(400_000, -50.0, 0.0, 2));
-        xs.extend(uniform(100_000, -1e-3, 1e-3, 3));
-        for k in -1075i32..=1023 {
-            let x = k as f64 * std::f64::consts::LN_2;
-            for dx in [
-                -1e-12,
-                0.0,
-                1e-12,
-                0.5 * std::f64::consts::LN_2,
-                -0.5 * std::f64::consts::LN_2,
-            ] {
-                xs.push(x + dx);
-            }
-        }
-        xs.extend([
-            -745.0, -744.44, -708.4, -708.39, 709.0, 709.78, 1e-300, -1e-300, 5e-324,
-        ]);
-        xs
-    }
-
-    fn assert_exp_accurate(xs: &[f64], got: &[f64], what: &str) {
-        for (&x, &a) in xs.iter().zip(got) {
-            let b = x.exp();
-            if b.is_infinite() {
-                assert!(a.is_infinite(), "{what}({x}) = {a}, want inf");
-                continue;
-            }
-            let u = ulp_diff(a, b);
-            assert!(u as f64 <= crate::fp::EXP_FAST_ULPS, "{what}({x}) = {a:e}, std = {b:e}: {u} ulp");
-        }
-    }
-
-    #[test]
-    fn exp_fast_matches_std_over_wide_range() {
-        let xs = exp_test_points();
-        let scalar: Vec<f64> = xs.iter().map(|&x| exp_fast(x)).collect();
-        assert_exp_accurate(&xs, &scalar, "exp_fast");
-        // the FMA flavour (evaluated here through f64::mul_add, same operations)
-        let fused: Vec<f64> = xs.iter().map(|&x| exp_fast_with::<Fused>(x)).collect();
-        assert_exp_accurate(&xs, &fused, "exp_fast_with::<Fused>");
-        // whatever flavour this CPU dispatches to
-        let mut sliced = xs.clone();
-        exp_fast_slice(&mut sliced);
-        assert_exp_accurate(&xs, &sliced, "exp_fast_slice");
-    }
-
-    #[test]
-    fn exp_lanes_are_bit_identical_to_scalar() {
-        let mut xs = uniform(100_003, -760.0, 720.0, 21);
-        xs.extend([
-            0.0,
-            -0.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            -745.2,
-            709.78,
-            1e-300,
-        ]);
-        let check = |got: &[f64], want: &dyn Fn(f64) -> f64| {
-            for (&x, &g) in xs.iter().zip(got) {
-                let w = want(x);
-                assert!(
-                    g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
-                    "x = {x}: {g} vs {w}"
-                );
-            }
-        };
-        for block in [256usize, 37] {
-            let mut un = xs.clone();
-            let mut fu = xs.clone();
-            let zeros = vec![0.0; block];
-            for (cu, cf) in un.chunks_mut(block).zip(fu.chunks_mut(block)) {
-                exp_map_in_place::<Unfused>(cu, &zeros, |v, _| v);
-                exp_map_in_place::<Fused>(cf, &zeros, |v, _| v);
-            }
-            check(&un, &exp_fast);
-            check(&fu, &exp_fast_with::<Fused>);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if !std::is_x86_feature_detected!("fma") {
-            let mut got = xs.clone();
-            exp_fast_slice(&mut got);
-            check(&got, &exp_fast);
-        }
-    }
-
-    #[test]
-    fn exp_fast_special_values() {
-        assert_eq!(exp_fast(0.0), 1.0);
-        assert_eq!(exp_fast(-0.0), 1.0);
-        assert_eq!(exp_fast(-745.2), 0.0);
-        assert_eq!(exp_fast(-1000.0), 0.0);
-        assert_eq!(exp_fast(f64::NEG_INFINITY), 0.0);
-        assert_eq!(exp_fast(-746.0), 0.0);
-        assert_eq!(exp_fast(710.0), f64::INFINITY);
-        assert_eq!(exp_fast(f64::INFINITY), f64::INFINITY);
-        assert!(exp_fast(f64::NAN).is_nan());
-        assert!(exp_fast(709.78).is_finite());
-        // smallest subnormal region
-        assert_eq!(exp_fast(-744.44), (-744.44f64).exp());
-        for x in [0.0, -1000.0, f64::NEG_INFINITY, 710.0, f64::INFINITY] {
-            assert_eq!(exp_fast_with::<Fused>(x), exp_fast(x));
-        }
-        assert!(exp_fast_with::<Fused>(f64::NAN).is_nan());
-        let mut v = vec![-1.0, 0.0, 1.0, -800.0];
-        exp_fast_slice(&mut v);
-        assert_eq!(v[1], 1.0);
-        assert_eq!(v[3], 0.0);
-        assert!(ulp_diff(v[0], (-1.0f64).exp()) <= 2 && ulp_diff(v[2], 1.0f64.exp()) <= 2);
-    }
-
     #[test]
     fn constructors_validate() {
         assert!(Kernel::rbf(0.5).is_ok());
@@ -1609,7 +1255,7 @@ mod tests {
             assert!(feature_map_radius_sq(&Kernel::Linear, r)
                 .unwrap_err()
                 .to_string()
-                .starts_with("radius"));
+                .starts_with("data_norm"));
         }
         assert!(feature_map_radius_sq(&Kernel::Rbf { gamma: -1.0 }, 1.0).is_err());
         assert!(feature_map_radius_sq(&Kernel::poly(1.0, 400, 1.0).unwrap(), 10.0).is_err());

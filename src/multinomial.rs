@@ -94,6 +94,7 @@ use rayon::prelude::*;
 
 use crate::error::{DpError, DpResult};
 use crate::noise::rng::{derive_streams, next_u128, DpRng};
+use crate::numerics::simd_dispatch;
 
 /// `q_j = ⌊p_j · 2^QUANT_BITS⌋`.
 pub const QUANT_BITS: u32 = 100;
@@ -164,28 +165,8 @@ fn split_quantize(x: f64) -> (u64, u64, bool) {
     (a, b, ok)
 }
 
-/// Runs `$body` compiled for AVX2 when the CPU has it, the portable build otherwise (integer
-/// results are identical; same pattern as `kernels::simd_dispatch`).
-macro_rules! simd_dispatch {
-    ($(#[$m:meta])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
-        $(#[$m])*
-        fn $name($($arg: $ty),*) -> $ret {
-            #[inline(always)]
-            fn generic($($arg: $ty),*) -> $ret $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                unsafe fn avx2($($arg: $ty),*) -> $ret { generic($($arg),*) }
-                if std::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2($($arg),*) };
-                }
-            }
-            generic($($arg),*)
-        }
-    };
-}
-
+// The two passes below run compiled for AVX2 when the CPU has it, the portable build otherwise
+// (`crate::numerics::simd_dispatch!`); their integer results are identical.
 simd_dispatch! {
     /// `(Σ a, Σ b, all x ∈ [0, 2))` over `xs` in split form (`len ≤ 2^13`, so neither sum wraps
     /// when every entry is valid).

@@ -4,8 +4,9 @@ use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::interrupt::run_interruptible;
+use super::kernels::kernel_arg;
 use crate::erm::{self, Certificate, ErmOptions, Loss};
-use crate::kernels::Kernel;
 
 fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) -> PyResult<()> {
     d.set_item("primal", c.primal)?;
@@ -41,7 +42,7 @@ fn erm_fit<'py>(
     shrinking: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let loss = Loss::from_name(loss)?;
     let opts = ErmOptions {
         lam,
@@ -51,31 +52,12 @@ fn erm_fit<'py>(
         shrinking,
     };
     let (xv, yv) = (x.as_array(), y.as_array());
-    let mut pending: Option<PyErr> = None;
-    let sol = py.detach(|| {
-        let mut hook = |p: &erm::Progress| -> bool {
-            let r = Python::attach(|py| -> PyResult<()> {
-                py.check_signals()?;
-                if let Some(cb) = &progress {
-                    cb.call1(py, (p.iter, p.gap, p.exact, p.active))?;
-                }
-                Ok(())
-            });
-            match r {
-                Ok(()) => true,
-                Err(e) => {
-                    pending = Some(e);
-                    false
-                }
-            }
-        };
-        erm::fit_with_hook(xv, yv, &k, loss, &opts, &mut hook)
-    })?;
-    let sol = match (sol, pending) {
-        (_, Some(e)) => return Err(e),
-        (Some(sol), None) => sol,
-        (None, None) => unreachable!("the solve is only abandoned when the hook raised"),
-    };
+    let sol = run_interruptible(
+        py,
+        progress,
+        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        |hook| erm::fit_with_hook(xv, yv, &k, loss, &opts, hook),
+    )?;
     let d = PyDict::new(py);
     d.set_item("a", sol.a.into_pyarray(py))?;
     d.set_item("n_iter", sol.n_iter)?;
@@ -103,7 +85,7 @@ fn erm_certificate<'py>(
     coef0: f64,
     lam: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let loss = Loss::from_name(loss)?;
     let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
     let cert = py.detach(|| erm::certify(xv, yv, av, None, &k, loss, lam))?;

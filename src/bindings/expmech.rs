@@ -12,9 +12,10 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::interrupt::run_interruptible;
+use super::kernels::kernel_arg;
 use super::noise::{child_rng, PyChaChaRng};
 use crate::expmech::{self, BallNet, EmResult, Progress, ScanOptions, Scorer};
-use crate::kernels::Kernel;
 
 type SampleTuple<'py> = (
     Bound<'py, PyArray1<i64>>,
@@ -38,43 +39,16 @@ fn run_sample<'py>(
     skip_trick: bool,
 ) -> PyResult<SampleTuple<'py>> {
     let mut local = child_rng(rng)?;
-    let mut pending: Option<PyErr> = None;
     let opts = ScanOptions {
         skip: skip_trick,
         wave_chunks: None,
     };
-    let res = py.detach(|| {
-        let mut hook = |p: &Progress| -> bool {
-            let r = Python::attach(|py| -> PyResult<()> {
-                py.check_signals()?;
-                if let Some(cb) = &progress {
-                    cb.call1(py, (p.n_scored, p.n_chunks))?;
-                }
-                Ok(())
-            });
-            match r {
-                Ok(()) => true,
-                Err(e) => {
-                    pending = Some(e);
-                    false
-                }
-            }
-        };
-        expmech::sample_opts(
-            net,
-            scorer,
-            kappa,
-            exponent_bound,
-            &mut local,
-            &mut hook,
-            opts,
-        )
-    })?;
-    let r: EmResult = match (res, pending) {
-        (_, Some(e)) => return Err(e),
-        (Some(r), None) => r,
-        (None, None) => unreachable!("the scan is only abandoned when the hook raised"),
-    };
+    let r: EmResult = run_interruptible(
+        py,
+        progress,
+        |p: &Progress| (p.n_scored, p.n_chunks),
+        |hook| expmech::sample_opts(net, scorer, kappa, exponent_bound, &mut local, hook, opts),
+    )?;
     Ok((
         r.coords.into_pyarray(py),
         r.point.into_pyarray(py),
@@ -185,7 +159,7 @@ fn em_sample_kernel<'py>(
     _skip_trick: bool,
 ) -> PyResult<SampleTuple<'py>> {
     let net = BallNet::new(d, nu, radius)?;
-    let kernel = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let kernel = kernel_arg(kernel, gamma, degree, coef0)?;
     let scorer = Scorer::KernelSum {
         kernel,
         points: points.as_array(),
@@ -282,7 +256,7 @@ fn em_sample_many_kernel<'py>(
     _skip_trick: bool,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let net = BallNet::new(d, nu, radius)?;
-    let kernel = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let kernel = kernel_arg(kernel, gamma, degree, coef0)?;
     let scorer = Scorer::KernelSum {
         kernel,
         points: points.as_array(),

@@ -9,6 +9,14 @@ use pyo3::prelude::*;
 
 use crate::kernels::{self, Kernel};
 
+/// The core kernel from the `(kernel, gamma, degree, coef0)` arguments of every `_core` function
+/// and class that takes a kernel (scikit-learn's names, passed as separate arguments). The one
+/// conversion of the binding layer: validation and the `ValueError` messages (naming the
+/// argument) are [`Kernel::from_params`]'s.
+pub(super) fn kernel_arg(kernel: &str, gamma: f64, degree: i64, coef0: f64) -> PyResult<Kernel> {
+    Ok(Kernel::from_params(kernel, gamma, degree, coef0)?)
+}
+
 /// `K(A, B)` (`b=None`: the Gram matrix `K(A, A)` with an exact RBF diagonal).
 #[pyfunction]
 #[pyo3(signature = (a, b, kernel, gamma, degree, coef0))]
@@ -21,7 +29,7 @@ fn kernel_matrix<'py>(
     degree: i64,
     coef0: f64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let av = a.as_array();
     let out = match &b {
         None => py.detach(|| {
@@ -53,7 +61,7 @@ fn kernel_predict<'py>(
     degree: i64,
     coef0: f64,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
     let out = py.detach(|| {
         kernels::check_inputs(zv, xv, Some(muv))?;
@@ -73,7 +81,7 @@ fn kernel_diag<'py>(
     degree: i64,
     coef0: f64,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let zv = z.as_array();
     let out = py.detach(|| {
         kernels::check_inputs(zv, zv, None)?;
@@ -84,16 +92,16 @@ fn kernel_diag<'py>(
 
 /// `R_φ²` for inputs in the ball of radius `radius`.
 #[pyfunction]
-#[pyo3(signature = (radius, kernel, gamma, degree, coef0))]
+#[pyo3(signature = (data_norm, kernel, gamma, degree, coef0))]
 fn feature_map_radius_sq(
-    radius: f64,
+    data_norm: f64,
     kernel: &str,
     gamma: f64,
     degree: i64,
     coef0: f64,
 ) -> PyResult<f64> {
-    let k = Kernel::from_params(kernel, gamma, degree, coef0)?;
-    Ok(kernels::feature_map_radius_sq(&k, radius)?)
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    Ok(kernels::feature_map_radius_sq(&k, data_norm)?)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

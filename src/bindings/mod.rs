@@ -1,6 +1,10 @@
 //! PyO3 binding layer (feature `python`). Conversion and GIL release only: every function here
 //! validates/converts its arguments, calls the pure-Rust core inside `py.detach`, and converts the
 //! result back with `into_pyarray`. No mathematics lives here.
+//!
+//! Shared helpers: [`kernels::kernel_arg`] (the `(kernel, gamma, degree, coef0)` arguments → the
+//! core's `Kernel`) and [`interrupt::run_interruptible`] (long solves that Ctrl-C can interrupt).
+//! Core errors become Python exceptions in one place, the `From<DpError> for PyErr` below.
 
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
@@ -10,7 +14,9 @@ use crate::error::DpError;
 mod erm;
 mod expmech;
 mod gp;
+mod interrupt;
 mod kernels;
+mod linear_svm;
 mod multinomial;
 mod noise;
 mod pinp;
@@ -62,6 +68,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     expmech::register(m)?;
     gp::register(m)?;
     kernels::register(m)?;
+    linear_svm::register(m)?;
     multinomial::register(m)?;
     noise::register(m)?;
     pinp::register(m)?;

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use crate::kernels::Kernel;
+use super::kernels::kernel_arg;
 use crate::noise::grid::DiscreteNoise;
 use crate::noise::{rng_from_seed, DpRng};
 use crate::pinp::{self, PinpConfig, PinpState};
@@ -25,7 +25,7 @@ fn make_config(
     max_queries: u64,
 ) -> PyResult<PinpConfig> {
     let cfg = PinpConfig {
-        kernel: Kernel::from_params(kernel, gamma, degree, coef0)?,
+        kernel: kernel_arg(kernel, gamma, degree, coef0)?,
         grid_exponent,
         noise: DiscreteNoise::Laplace { num, den },
         sigma,
