@@ -49,7 +49,7 @@ def main() -> None:
     linalg.cholesky(K, lower=True, check_finite=False)
     t_chol = time.perf_counter() - t
     del K
-    service = dpcore.GPService(svm, 1.0, 1e-6, 1.0, max_exact_queries=args.m + args.singles, random_state=0)
+    service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, max_exact_queries=args.m + args.singles, random_state=0)
     t = time.perf_counter()
     service.predict(Q)
     t_service = time.perf_counter() - t

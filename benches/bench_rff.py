@@ -58,9 +58,9 @@ def main() -> None:
     with threadpool_limits(args.threads):
         sk = RBFSampler(gamma=0.5, n_components=args.D, random_state=0).fit(X)
         t_sk = _best(lambda: sk.transform(X), args.repeats)
-        half = RandomFourierFeatures(args.D, gamma=0.5, random_state=0).fit(X)
+        half = RandomFourierFeatures(n_components=args.D, gamma=0.5, random_state=0).fit(X)
         t_half = _best(lambda: half.transform(X), args.repeats)
-        full = RandomFourierFeatures(2 * args.D, gamma=0.5, random_state=0).fit(X)
+        full = RandomFourierFeatures(n_components=2 * args.D, gamma=0.5, random_state=0).fit(X)
         t_full = _best(lambda: full.transform(X), args.repeats)
         print(f"{'implementation':<44}{'time (s)':>10}{'sklearn/dpcore':>16}")
         print(f"{'sklearn RBFSampler (D cos outputs)':<44}{t_sk:>10.4f}{1.0:>16.2f}")

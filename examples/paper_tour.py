@@ -441,7 +441,7 @@ def _step_pinp(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     for eps in tqdm(args.pinp_epsilons, desc="PINP sessions", unit="ε", leave=False):
         rec: Dict[str, Any] = dict(epsilon=eps, delta=args.pinp_delta, beta=args.pinp_beta)
         try:
-            session = dpcore.PINP(model, eps, args.pinp_delta, args.pinp_beta, len(yz), 1.0,
+            session = dpcore.PINP(model, eps, args.pinp_delta, beta=args.pinp_beta, n_queries=len(yz), data_norm=1.0,
                                   random_state=next_seed())
         except ValueError as exc:  # e.g. B < 1: the paper's scale cannot support one update
             rec.update(status=f"refused: {exc}")
@@ -532,7 +532,7 @@ def _step_tddl(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     for eps in tqdm(args.tddl_epsilons, desc="TDDL releases", unit="ε", leave=False):
         for noise in ("gaussian", "laplace"):
             t1 = time.perf_counter()
-            rel = dpcore.TDDL(model, eps, args.delta, 1.0, noise=noise, norm_bound="private",
+            rel = dpcore.TDDL(model, eps, args.delta, data_norm=1.0, noise=noise, norm_bound="private",
                               random_state=next_seed()).fit(Z)
             acc = rel.score(Q, yq)
             cal = rel.privacy_
@@ -588,7 +588,7 @@ def _step_glm(args, train, test, next_seed, tqdm) -> Dict[str, Any]:
     for eps in tqdm(args.glm_epsilons, desc="private GLM fits", unit="ε", leave=False):
         for label, cls, noise in variants:
             t0 = time.perf_counter()
-            est = cls(epsilon=eps, delta=args.delta, lam=lam, data_norm=train.radius, loss="logistic", noise=noise,
+            est = cls(epsilon=eps, delta=args.delta, lam=lam, data_norm=train.data_norm, loss="logistic", noise=noise,
                       random_state=next_seed()).fit(X, y)
             acc = est.score(Xt, yt)
             pr = est.privacy_
@@ -800,7 +800,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     train, test = load_adult("train"), load_adult("test")
     for name, d in (("train", train), ("test", test)):
         norms = np.linalg.norm(d.X, axis=1)
-        print(f"{name}: X {d.X.shape}, max ||x|| = {norms.max():.4f} (declared radius {d.radius}), "
+        print(f"{name}: X {d.X.shape}, max ||x|| = {norms.max():.4f} (declared data_norm {d.data_norm}), "
               f"positive rate {np.mean(d.y > 0):.4f}")
 
     results: Dict[str, Any] = dict(dpcore_version=dpcore.__version__, seed=args.seed, quick=bool(args.quick))

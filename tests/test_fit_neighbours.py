@@ -107,12 +107,12 @@ def _kernel_svm(X, y):
 
 
 def _tddl(X, y, seed):
-    rel = dpcore.TDDL(_kernel_svm(X, y), 2.0, 1e-5, R, random_state=seed).fit(Z_PUBLIC)
+    rel = dpcore.TDDL(_kernel_svm(X, y), 2.0, 1e-5, data_norm=R, random_state=seed).fit(Z_PUBLIC)
     return rel.decision_function(Z_PUBLIC)
 
 
 def _pinp(X, y, seed):
-    svc = dpcore.PINP(_kernel_svm(X, y), 10.0, 1e-5, 0.05, 12, R, random_state=seed)
+    svc = dpcore.PINP(_kernel_svm(X, y), 10.0, 1e-5, beta=0.05, n_queries=12, data_norm=R, random_state=seed)
     return svc.predict(Z_PUBLIC)
 
 
@@ -272,7 +272,7 @@ def test_audit_fit_path_on_the_one_class_pair_and_catch_an_inferred_label_set(na
         def make(cls):
             def rel(X, y, s):
                 model = cls(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
-                return dpcore.TDDL(model, 1.0, 1e-5, R, norm_bound="public", random_state=s).fit(
+                return dpcore.TDDL(model, 1.0, 1e-5, data_norm=R, norm_bound="public", random_state=s).fit(
                     Z_PUBLIC).decision_function(Z_PUBLIC[:1])[0]
             return rel
         honest, broken = make(KernelSVM), make(_infer_classes_like_before(KernelSVM))

@@ -181,7 +181,7 @@ def test_predict_refuses_nan_rows_everywhere():
         est = make().fit(_GOOD_X, _GOOD_Y)
         with pytest.raises(ValueError, match="^(X|Z) contains NaN"):
             est.predict(Q)
-    rel = dpcore.TDDL(KernelSVM(lam=0.1, gamma=1.0).fit(_GOOD_X, _GOOD_Y), 5.0, 1e-5, 1.0,
+    rel = dpcore.TDDL(KernelSVM(lam=0.1, gamma=1.0).fit(_GOOD_X, _GOOD_Y), 5.0, 1e-5, data_norm=1.0,
                       random_state=0).fit(_GOOD_X)
     with pytest.raises(ValueError, match="contains NaN"):
         rel.predict(Q)
@@ -329,8 +329,8 @@ def _more_entry_points():
     from dpcore import ldp
 
     svm = KernelSVM(lam=0.1, gamma=1.0, tol=1e-8).fit(_GOOD_X, _GOOD_Y)
-    tddl = dpcore.TDDL(svm, 5.0, 1e-5, 1.0, random_state=0).fit(_GOOD_X)
-    pinp = dpcore.PINP(svm, 1e4, 1e-5, 0.1, 10**6, 1.0, random_state=0)
+    tddl = dpcore.TDDL(svm, 5.0, 1e-5, data_norm=1.0, random_state=0).fit(_GOOD_X)
+    pinp = dpcore.PINP(svm, 1e4, 1e-5, beta=0.1, n_queries=10**6, data_norm=1.0, random_state=0)
     mp = ldp.MeanEstimationProtocol(dim=3, epsilon=2.0, delta=1e-6, n_users=12)
     lp = ldp.LogisticProtocol(dim=3, epsilon=2.0, delta=1e-6, n_users=12)
 
@@ -340,11 +340,11 @@ def _more_entry_points():
         return A[0] if np.ndim(A) == 2 and len(A) else A
 
     return {
-        "TDDL.fit": (lambda A, p: dpcore.TDDL(svm, 5.0, 1e-5, 1.0, random_state=0).fit(A), ("Z", "X")),
-        "TDDL(epsilon)": (lambda A, p: dpcore.TDDL(svm, p, 1e-5, 1.0, random_state=0).fit(_GOOD_X), ("epsilon",)),
+        "TDDL.fit": (lambda A, p: dpcore.TDDL(svm, 5.0, 1e-5, data_norm=1.0, random_state=0).fit(A), ("Z", "X")),
+        "TDDL(epsilon)": (lambda A, p: dpcore.TDDL(svm, p, 1e-5, data_norm=1.0, random_state=0).fit(_GOOD_X), ("epsilon",)),
         "KernelRelease.predict": (lambda A, p: tddl.predict(A), ("X",)),
         "PINP.predict": (lambda A, p: pinp.predict(A), ("X",)),
-        "PINP(delta)": (lambda A, p: dpcore.PINP(svm, 1e4, p, 0.1, 100, 1.0, random_state=0), ("delta",)),
+        "PINP(delta)": (lambda A, p: dpcore.PINP(svm, 1e4, p, beta=0.1, n_queries=100, data_norm=1.0, random_state=0), ("delta",)),
         "KernelLogisticRegression.fit": (lambda A, p: dpcore.KernelLogisticRegression(lam=0.1).fit(A, _GOOD_Y), ("X",)),
         "KernelLogisticRegression(lam)": (lambda A, p: dpcore.KernelLogisticRegression(lam=p).fit(_GOOD_X, _GOOD_Y),
                                           ("lam",)),

@@ -43,8 +43,8 @@ def kernel_diag(
 ) -> npt.NDArray[np.float64]:
     """``K(z_i, z_i)`` for every row of ``z``."""
 
-def feature_map_radius_sq(radius: float, kernel: str, gamma: float, degree: int, coef0: float) -> float:
-    """``R_phi**2 = max K(z, z)`` over the ball ``||z|| <= radius`` (poly requires coef0 >= 0)."""
+def feature_map_radius_sq(data_norm: float, kernel: str, gamma: float, degree: int, coef0: float) -> float:
+    """``R_phi**2 = max K(z, z)`` over the ball ``||z|| <= data_norm`` (poly requires coef0 >= 0)."""
 
 # ---- end kernels ----
 

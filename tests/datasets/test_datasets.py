@@ -59,7 +59,7 @@ def test_every_row_in_unit_ball(adult_all):
     assert np.all(np.isfinite(X))
     norms = np.linalg.norm(X, axis=1)
     assert norms.max() <= 1.0
-    assert adult_all.radius == 1.0
+    assert adult_all.data_norm == 1.0
     # the public bound is sqrt(#numeric + #categorical) = sqrt(14), not a data-derived maximum
     assert adult_all.norm_bound == pytest.approx(math.sqrt(14))
     assert norms.max() < 0.95  # real rows do not reach the worst case: the bound is not data-fitted
@@ -293,7 +293,7 @@ def test_shuttle_shapes_and_split(shuttle_all):
 
 def test_shuttle_rows_in_unit_ball_and_centred_scaling(shuttle_all):
     X = shuttle_all.X
-    assert np.all(np.isfinite(X)) and shuttle_all.radius == 1.0
+    assert np.all(np.isfinite(X)) and shuttle_all.data_norm == 1.0
     assert np.linalg.norm(X, axis=1).max() <= 1.0
     assert SHUTTLE_NORM_BOUND == 3.0 and shuttle_all.norm_bound == 3.0
     assert np.abs(X).max() <= 1.0 / 3.0

@@ -58,7 +58,7 @@ def test_shapes_and_split(letter_all):
 
 def test_ranges_norms_and_scaling(letter_all):
     X = letter_all.X
-    assert np.all(np.isfinite(X)) and letter_all.radius == 1.0
+    assert np.all(np.isfinite(X)) and letter_all.data_norm == 1.0
     assert LETTER_NORM_BOUND == 4.0 and letter_all.norm_bound == 4.0
     assert np.linalg.norm(X, axis=1).max() <= 1.0
     assert np.abs(X).max() <= 0.25

@@ -404,7 +404,8 @@ def test_validation_matrix():
     cases = [
         (dict(epsilon=0.0), "epsilon"), (dict(epsilon=float("nan")), "epsilon"), (dict(delta=1.0), "delta"),
         (dict(delta=-0.1), "delta"), (dict(lam=0.0), "lam"), (dict(lam=float("inf")), "lam"),
-        (dict(data_norm_inf=-1.0), "data_norm_inf"), (dict(label_bound=None), "label_bound"),
+        (dict(data_norm_inf=-1.0), "data_norm_inf"), (dict(label_bound=None, task="regression"), "label_bound"),
+        (dict(label_bound=None), "classes"),  # task="auto" without label_bound is classification
         (dict(label_bound=0.0), "label_bound"), (dict(loss="hinge"), "loss"), (dict(task="ranking"), "task"),
         (dict(loss="logistic", task="regression"), "task='regression'"), (dict(scale=0.0), "scale"),
         (dict(signed="yes"), "signed"), (dict(tol=-1.0), "tol"), (dict(max_iter=0), "max_iter"),

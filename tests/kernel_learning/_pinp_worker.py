@@ -100,7 +100,7 @@ def main_gp(path: str, mode: str, seed: int, backend: str) -> None:
 
     model = build_model()
     if mode == "gp-create":
-        svc = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=5000, state_path=path, state_backend=backend,
+        svc = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5000, state_path=path, state_backend=backend,
                         random_state=seed)
     else:
         svc = GPService.load(path, model, state_backend=backend, random_state=seed)

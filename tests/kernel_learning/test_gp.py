@@ -50,7 +50,7 @@ def test_jitter_lemma_holds_and_the_factor_dominates_the_kernel_matrix():
 def test_calibration_numbers():
     mA, _ = _worst_pair()
     Z = W.unit_ball(np.random.default_rng(1), 12, 1) * 0.9
-    t = TDDL(mA, 1.0, 1e-6, 1.0)  # noise="gp" is the default
+    t = TDDL(mA, 1.0, 1e-6, data_norm=1.0)  # noise="gp" is the default
     prep = t.prepare(Z)
     cal = prep["cal"]
     assert cal.noise == "gp" and cal.norm_bound_mode == "none" and cal.epsilon_norm == 0.0
@@ -65,7 +65,7 @@ def test_calibration_numbers():
     assert cal.gp_residual_bound == rho and 0 < rho < 1e-10
     assert cal.gp_residual_sigma < 1e-7 * cal.noise_scale  # the float stage costs nothing visible
     # no √λ_max(K_ZZ), no √T: the noise does not grow with the number of public points
-    big = TDDL(mA, 1.0, 1e-6, 1.0).prepare(W.unit_ball(np.random.default_rng(2), 300, 1) * 0.9)["cal"]
+    big = TDDL(mA, 1.0, 1e-6, data_norm=1.0).prepare(W.unit_ball(np.random.default_rng(2), 300, 1) * 0.9)["cal"]
     assert big.noise_scale == cal.noise_scale
 
 
@@ -74,7 +74,7 @@ def test_released_noise_has_covariance_sigma2_LLt():
     the whole vector, α = 1e-6 each (fixed seed)."""
     mA, _ = _worst_pair()
     Z = np.array([[0.5], [0.45], [-0.2], [0.5], [0.9]])  # includes a repeated point
-    t = TDDL(mA, 1.0, 1e-6, 1.0, random_state=0)
+    t = TDDL(mA, 1.0, 1e-6, data_norm=1.0, random_state=0)
     prep = t.prepare(Z)
     Y = t._noisy_predictions(prep, dpcore.mechanisms.noise.check_random_state(5), 100_000)
     v = mA.decision_function(Z)
@@ -142,15 +142,15 @@ def test_gp_release_is_reproducible_saved_and_interpolates():
     y = np.where(X[:, 0] + 0.2 * rng.normal(size=200) > 0, 1, -1)
     m = dpcore.KernelSVM(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
     Z = W.unit_ball(np.random.default_rng(4), 50, 3)
-    a = TDDL(m, 1e6, 1e-6, 1.0, random_state=1).fit(Z)
-    b = TDDL(m, 1e6, 1e-6, 1.0, random_state=1).fit(Z)
-    np.testing.assert_array_equal(a.release_.alpha, b.release_.alpha)
+    a = TDDL(m, 1e6, 1e-6, data_norm=1.0, random_state=1).fit(Z)
+    b = TDDL(m, 1e6, 1e-6, data_norm=1.0, random_state=1).fit(Z)
+    np.testing.assert_array_equal(a.release_.mu, b.release_.mu)
     # at huge ε the released model reproduces the non-private predictions (interpolation from Z)
     Q = W.unit_ball(np.random.default_rng(5), 300, 3)
     assert np.mean(a.predict(Q) == m.predict(Q)) > 0.95
     assert math.isnan(a.norm_bound_) and a.lstsq_info_["ridge"] > 0
     with pytest.raises(ValueError, match="ridge"):
-        TDDL(m, 1.0, 1e-6, 1.0, ridge=-1.0).fit(Z)
+        TDDL(m, 1.0, 1e-6, data_norm=1.0, ridge=-1.0).fit(Z)
 
 
 def test_prior_calibration_is_post_processing_of_a_private_proportion():
@@ -168,7 +168,7 @@ def test_prior_calibration_is_post_processing_of_a_private_proportion():
     X = W.unit_ball(rng, 200, 3)
     yy = np.where(X[:, 0] > 0.6, 1, -1)
     m = dpcore.KernelSVM(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, yy)
-    rel = TDDL(m, 2.0, 1e-6, 1.0, random_state=0).fit(W.unit_ball(np.random.default_rng(4), 100, 3)).release_
+    rel = TDDL(m, 2.0, 1e-6, data_norm=1.0, random_state=0).fit(W.unit_ball(np.random.default_rng(4), 100, 3)).release_
     cal = rel.calibrate_prior(0.2)
     f = cal.decision_function(rel.points)
     assert abs(np.mean(f > 0) - 0.2) <= 0.02 and cal.intercept != 0.0
@@ -223,5 +223,5 @@ def test_auto_lam_gives_a_useful_release_without_tuning():
     Xt, yt = draw(2000)
     lam = auto_lam(4000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
     svm = dpcore.KernelSVM(lam=lam, kernel="rbf", gamma=5.0, tol=1e-6).fit(X, y)
-    rel = TDDL(svm, 1.0, 1e-6, 1.0, random_state=0).fit(Z).release_
+    rel = TDDL(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).fit(Z).release_
     assert rel.score(Xt, yt) > 0.85 and svm.score(Xt, yt) - rel.score(Xt, yt) < 0.1  # chance: 0.5

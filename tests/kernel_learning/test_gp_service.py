@@ -40,7 +40,7 @@ def model():
 
 
 def test_calibration_is_the_gdp_split_of_the_analytic_sigma(model):
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=50, random_state=0)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, random_state=0)
     c = s.privacy_
     sigma_total = gaussian_sigma_analytic(c.weight_sensitivity, 1.0, 1e-6)
     assert c.mu == pytest.approx(c.weight_sensitivity / sigma_total, rel=1e-12)
@@ -51,7 +51,7 @@ def test_calibration_is_the_gdp_split_of_the_analytic_sigma(model):
 
 
 def test_repeated_queries_are_identical_and_batches_extend_one_path(model):
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=100, random_state=1)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=100, random_state=1)
     Q = W.unit_ball(np.random.default_rng(0), 10, 3)
     a = s.predict(Q)
     assert np.array_equal(s.predict(Q[::-1]), a[::-1])  # cached, in the caller's order
@@ -68,7 +68,7 @@ def test_incremental_answers_have_covariance_sigma2_LLt(model):
     v = model.decision_function(Q)
     rows = []
     for seed in range(3000):
-        s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=4, random_state=seed)
+        s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=4, random_state=seed)
         rows.append([s.predict(Q[i:i + 1])[0] for i in range(4)])
     Y = np.asarray(rows)
     Wh = linalg.solve_triangular(s._L, (Y - v).T, lower=True).T / s.privacy_.noise_scale
@@ -79,7 +79,7 @@ def test_incremental_answers_have_covariance_sigma2_LLt(model):
 
 
 def test_posterior_mean_phase_adds_no_noise(model):
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=20, random_state=2)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=20, random_state=2)
     Q = W.unit_ball(np.random.default_rng(3), 20, 3)
     s.predict(Q)
     new = W.unit_ball(np.random.default_rng(4), 7, 3)
@@ -92,25 +92,25 @@ def test_posterior_mean_phase_adds_no_noise(model):
 
 def test_validation_memory_and_budget(model):
     with pytest.raises(MemoryError, match="^max_exact_queries"):
-        GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=10**9)
+        GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10**9)
     with pytest.raises(ValueError, match="epsilon"):
-        GPService(model, 0.0, 1e-6, 1.0)
+        GPService(model, 0.0, 1e-6, data_norm=1.0)
     with pytest.raises(ValueError, match="delta"):
-        GPService(model, 1.0, 0.0, 1.0)
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=10, random_state=0)
+        GPService(model, 1.0, 0.0, data_norm=1.0)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, random_state=0)
     with pytest.raises(ValueError, match="outside the declared domain"):
         s.predict(np.array([[2.0, 0.0, 0.0]]))
     with pytest.raises(ValueError, match="X contains NaN"):
         s.predict(np.array([[np.nan, 0.0, 0.0]]))
     assert s.n_distinct == 0  # refused queries consume nothing
     acc = BudgetAccountant(1.5, 1e-5)
-    GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=10, accountant=acc)
+    GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, accountant=acc)
     assert acc.spent == pytest.approx((1.0, 1e-6))
 
 
 def test_state_survives_reload_and_continues_the_same_path(model, tmp_path):
     path = tmp_path / "gp.json"
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=50, state_path=path, random_state=5)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, state_path=path, random_state=5)
     Q1 = W.unit_ball(np.random.default_rng(6), 8, 3)
     a1 = s.predict(Q1)
     seq = s.state_seq
@@ -124,11 +124,11 @@ def test_state_survives_reload_and_continues_the_same_path(model, tmp_path):
     with pytest.raises(dpcore.StateRollbackError, match="min_seq"):
         GPService.load(path, model, min_seq=seq + 5)
     with pytest.raises(FileExistsError):
-        GPService(model, 1.0, 1e-6, 1.0, state_path=path)
+        GPService(model, 1.0, 1e-6, data_norm=1.0, state_path=path)
 
 
 def test_concurrent_callers_are_serialised(model):
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=200, random_state=9)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=200, random_state=9)
     Q = W.unit_ball(np.random.default_rng(10), 40, 3)
     out, errors = {}, []
 
@@ -163,7 +163,7 @@ class _FreshNoise(GPService):
 
 def _sampler(cls, T):
     def sampler(model, n, seed):
-        s = cls(model, 1.0, 1e-5, 1.0, max_exact_queries=T, random_state=0)
+        s = cls(model, 1.0, 1e-5, data_norm=1.0, max_exact_queries=T, random_state=0)
         return s._sample_sessions(np.full((T, 1), 0.5), n, seed)  # the same query asked T times
     return sampler
 
@@ -171,7 +171,7 @@ def _sampler(cls, T):
 def test_audit_service_on_the_worst_case_pair_and_catch_broken_copies():
     mA, mB = _worst_pair()
     T = 4
-    c = GPService(mA, 1.0, 1e-5, 1.0, max_exact_queries=T).privacy_
+    c = GPService(mA, 1.0, 1e-5, data_norm=1.0, max_exact_queries=T).privacy_
     fa, fb = float(mA.decision_function(np.full((1, 1), 0.5))[0]), float(mB.decision_function(np.full((1, 1), 0.5))[0])
     u = np.ones(T) / math.sqrt(T)
     mid = math.sqrt(T) * (fa + fb) / 2
@@ -191,16 +191,16 @@ def test_session_sampler_matches_real_sessions(model):
     """The audit's vectorised sampler has the law of real sessions (two-sample KS, α = 1e-6)."""
     q = W.unit_ball(np.random.default_rng(12), 2, 3)
     X = np.vstack([q, q[:1]])
-    real = np.array([GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=5, random_state=s).predict(X)
+    real = np.array([GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=s).predict(X)
                      for s in range(2000)])
-    fake = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=5)._sample_sessions(X, 20_000, 3)
+    fake = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5)._sample_sessions(X, 20_000, 3)
     assert np.array_equal(fake[:, 0], fake[:, 2]) and np.array_equal(real[:, 0], real[:, 2])
     for j in range(2):
         assert stats.ks_2samp(real[:, j], fake[:, j]).pvalue > 1e-6
 
 
 def test_calibrate_prior_sets_a_post_processing_threshold(model):
-    s = GPService(model, 1.0, 1e-6, 1.0, max_exact_queries=200, random_state=4)
+    s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=200, random_state=4)
     P = W.unit_ball(np.random.default_rng(5), 100, 3)
     assert getattr(s, "threshold_", 0.0) == 0.0
     f = s.predict(P)

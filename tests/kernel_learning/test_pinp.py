@@ -379,7 +379,7 @@ def _audit_session(cls, m):
     C = math.sqrt(1.5 / scale)  # B_raw = 1.5 -> B = 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return cls(m, eps, 1e-6, 0.5, 3, 1.0, norm_bound=C, random_state=0)
+        return cls(m, eps, 1e-6, beta=0.5, n_queries=3, data_norm=1.0, norm_bound=C, random_state=0)
 
 
 def test_audit_first_answer_and_catch_broken_copy():

@@ -112,8 +112,8 @@ def test_sensitivity_bounds_hold_for_real_neighbouring_fits(seed, lam):
     Z = W.unit_ball(rng, T, 2)
     if seed % 2:
         Z[: T // 2] = X[j]  # points where the change is largest
-    tg = TDDL(mA, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound="private")
-    tl = TDDL(mA, 1.0, 1e-6, 1.0, noise="laplace")
+    tg = TDDL(mA, 1.0, 1e-6, data_norm=1.0, noise="gaussian", norm_bound="private")
+    tl = TDDL(mA, 1.0, 1e-6, data_norm=1.0, noise="laplace")
     cg, cl = tg.prepare(Z)["cal"], tl.prepare(Z)["cal"]
     diff = mA.decision_function(Z) - mB.decision_function(Z)
     assert np.max(np.abs(diff)) <= cl.sensitivity
@@ -125,7 +125,7 @@ def test_sensitivity_bounds_hold_for_real_neighbouring_fits(seed, lam):
 def test_calibration_numbers():
     m = ExactModel(np.full((40, 1), 0.5), np.ones(40), 2.0, 1.0)
     Z = np.full((8, 1), 0.5)
-    lap = TDDL(m, 1.0, 1e-6, 1.0, noise="laplace", norm_bound="public").prepare(Z)["cal"]
+    lap = TDDL(m, 1.0, 1e-6, data_norm=1.0, noise="laplace", norm_bound="public").prepare(Z)["cal"]
     S = 2 * 1 * 1 / (2.0 * 40)
     assert lap.sensitivity == pytest.approx(S, rel=1e-9) and lap.sensitivity >= S
     e0 = lap.epsilon_per_point
@@ -133,7 +133,7 @@ def test_calibration_numbers():
     adv = math.sqrt(2 * 8 * math.log(1e6)) * e0 + 8 * e0 * math.expm1(e0)
     assert min(adv, 8 * e0) <= 1.0
     assert lap.noise_scale == pytest.approx(S / e0, rel=1e-6)
-    gau = TDDL(m, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound="private", norm_epsilon_share=0.25).prepare(Z)["cal"]
+    gau = TDDL(m, 1.0, 1e-6, data_norm=1.0, noise="gaussian", norm_bound="private", norm_epsilon_share=0.25).prepare(Z)["cal"]
     # Z = 8 copies of one point: K_ZZ = all-ones, λ_max = 8, so Δ₂ = sqrt(8)·S (tight)
     assert gau.lambda_max_upper == pytest.approx(8.0, rel=1e-9) and gau.lambda_max_upper >= 8.0
     assert gau.sensitivity == pytest.approx(math.sqrt(8) * S, rel=1e-9)
@@ -211,7 +211,7 @@ def svm():
 def test_huge_epsilon_reproduces_the_model_on_Z(svm):
     m, X, _ = svm
     Z = W.unit_ball(np.random.default_rng(2), 40, 3)
-    t = TDDL(m, 1e9, 1e-6, 1.0, noise="gaussian", norm_bound="public", random_state=0).fit(Z)
+    t = TDDL(m, 1e9, 1e-6, data_norm=1.0, noise="gaussian", norm_bound="public", random_state=0).fit(Z)
     np.testing.assert_allclose(t.decision_function(Z), m.decision_function(Z), atol=2e-3)  # σ ∝ 1/sqrt(ε) for huge ε
     assert np.array_equal(t.release_.points, Z)  # expansion over the public points only
     assert not np.isin(t.release_.points, X).all(axis=1).any()
@@ -220,23 +220,23 @@ def test_huge_epsilon_reproduces_the_model_on_Z(svm):
 def test_norm_bounds(svm):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(3), 30, 3)
-    pub = TDDL(m, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound="public", random_state=0).fit(Z)
+    pub = TDDL(m, 1.0, 1e-6, data_norm=1.0, noise="gaussian", norm_bound="public", random_state=0).fit(Z)
     assert pub.norm_bound_ == pytest.approx(min(2 / m.lam, math.sqrt(2 / m.lam)), rel=1e-3)
     assert pub.release_.norm() <= pub.norm_bound_ * (1 + 1e-9)
-    dec = TDDL(m, 1.0, 1e-6, 1.0, noise="gaussian", norm_bound=0.5, random_state=0).fit(Z)
+    dec = TDDL(m, 1.0, 1e-6, data_norm=1.0, noise="gaussian", norm_bound=0.5, random_state=0).fit(Z)
     assert dec.norm_bound_ == 0.5 and dec.release_.norm() <= 0.5 * (1 + 1e-9)
     # private: at large ε the bound is just above ||w|| (w.p. ≥ 1 − norm_beta)
-    prv = TDDL(m, 1e4, 1e-6, 1.0, noise="gaussian", norm_bound="private", random_state=0).fit(Z)
+    prv = TDDL(m, 1e4, 1e-6, data_norm=1.0, noise="gaussian", norm_bound="private", random_state=0).fit(Z)
     assert m.w_norm_ <= prv.norm_bound_ <= m.w_norm_ + 0.05
 
 
 def test_same_seed_reproducible_default_secure(svm):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(4), 20, 3)
-    a = TDDL(m, 1.0, 1e-6, 1.0, random_state=7).fit(Z).release_.alpha
-    b = TDDL(m, 1.0, 1e-6, 1.0, random_state=7).fit(Z).release_.alpha
-    c = TDDL(m, 1.0, 1e-6, 1.0).fit(Z).release_.alpha
-    d = TDDL(m, 1.0, 1e-6, 1.0).fit(Z).release_.alpha
+    a = TDDL(m, 1.0, 1e-6, data_norm=1.0, random_state=7).fit(Z).release_.mu
+    b = TDDL(m, 1.0, 1e-6, data_norm=1.0, random_state=7).fit(Z).release_.mu
+    c = TDDL(m, 1.0, 1e-6, data_norm=1.0).fit(Z).release_.mu
+    d = TDDL(m, 1.0, 1e-6, data_norm=1.0).fit(Z).release_.mu
     assert np.array_equal(a, b) and not np.array_equal(c, d)
 
 
@@ -244,9 +244,9 @@ def test_accountant_charged_before_noise(svm):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(5), 10, 3)
     acc = BudgetAccountant(1.5, 1e-5)
-    TDDL(m, 1.0, 1e-6, 1.0, accountant=acc, random_state=0).fit(Z)
+    TDDL(m, 1.0, 1e-6, data_norm=1.0, accountant=acc, random_state=0).fit(Z)
     assert acc.spent == pytest.approx((1.0, 1e-6))
-    t = TDDL(m, 1.0, 1e-6, 1.0, accountant=acc, random_state=0)
+    t = TDDL(m, 1.0, 1e-6, data_norm=1.0, accountant=acc, random_state=0)
     with pytest.raises(BudgetExceededError):
         t.fit(Z)
     assert not hasattr(t, "release_")
@@ -255,7 +255,7 @@ def test_accountant_charged_before_noise(svm):
 def test_save_load_round_trip_and_tamper(svm, tmp_path):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(6), 15, 3)
-    t = TDDL(m, 2.0, 1e-6, 1.0, random_state=0).fit(Z)
+    t = TDDL(m, 2.0, 1e-6, data_norm=1.0, random_state=0).fit(Z)
     p = tmp_path / "rel.json"
     t.save(p)
     r = TDDL.load(p)

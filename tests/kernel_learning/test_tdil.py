@@ -175,7 +175,7 @@ def test_fit_release_reproducible_and_persisted(svm2d, tmp_path):
     # the trace holds only functions of the release (no EM score <z, w_t - w*>)
     assert all(set(t) == {"round", "update"} for t in a.trace_)
     assert sum(t["update"] for t in a.trace_) == a.n_updates_
-    np.testing.assert_array_equal(a.release_.alpha, b.release_.alpha)
+    np.testing.assert_array_equal(a.release_.mu, b.release_.mu)
     assert a.release_.points.shape[0] == a.n_updates_
     assert np.all(np.linalg.norm(a.release_.points, axis=1) <= 1 + 1e-12)
     p = tmp_path / "tdil.json"

@@ -372,17 +372,17 @@ def test_feature_map_radius_is_the_max_of_k_zz_over_the_ball(kw):
 @pytest.mark.parametrize(
     "args,kw,name,exc",
     [
-        ((0.0,), dict(kernel="linear"), "radius", ValueError),
-        ((-1.0,), dict(kernel="rbf"), "radius", ValueError),
-        ((np.inf,), dict(kernel="rbf"), "radius", ValueError),
-        ((np.nan,), dict(kernel="rbf"), "radius", ValueError),
+        ((0.0,), dict(kernel="linear"), "data_norm", ValueError),
+        ((-1.0,), dict(kernel="rbf"), "data_norm", ValueError),
+        ((np.inf,), dict(kernel="rbf"), "data_norm", ValueError),
+        ((np.nan,), dict(kernel="rbf"), "data_norm", ValueError),
         ((1.0,), dict(kernel="poly", gamma=1.0, coef0=-0.5), "coef0", ValueError),
         ((1.0,), dict(kernel="poly"), "gamma", ValueError),  # gamma=None without n_features
         ((1.0,), dict(kernel="poly", n_features=0), "n_features", ValueError),
         ((1.0,), dict(kernel="poly", gamma=1.0, degree=0), "degree", ValueError),
-        ((1.0,), dict(kernel="poly", gamma=1.0, degree=4000), "radius", ValueError),  # overflow
+        ((1.0,), dict(kernel="poly", gamma=1.0, degree=4000), "data_norm", ValueError),  # overflow
         ((1.0,), dict(kernel="tanh"), "kernel", ValueError),
-        (("1",), dict(kernel="rbf"), "radius", TypeError),
+        (("1",), dict(kernel="rbf"), "data_norm", TypeError),
     ],
 )
 def test_feature_map_radius_errors(args, kw, name, exc):

@@ -65,9 +65,9 @@ def test_map_matches_the_formula():
 def test_determinism_and_layouts():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(517, 6))
-    a = RandomFourierFeatures(40, random_state=7).fit(X)
-    b = RandomFourierFeatures(40, random_state=7).fit(X)
-    c = RandomFourierFeatures(40, random_state=8).fit(X)
+    a = RandomFourierFeatures(n_components=40, random_state=7).fit(X)
+    b = RandomFourierFeatures(n_components=40, random_state=7).fit(X)
+    c = RandomFourierFeatures(n_components=40, random_state=8).fit(X)
     np.testing.assert_array_equal(a.random_weights_, b.random_weights_)
     assert not np.array_equal(a.random_weights_, c.random_weights_)
     Fa = a.transform(X)
@@ -77,18 +77,18 @@ def test_determinism_and_layouts():
     np.testing.assert_array_equal(Fa[5:6], a.transform(X[5:6]))
     np.testing.assert_allclose(a.transform(X.astype(np.float32)), a.transform(X.astype(np.float32).astype(np.float64)))
     # OS-seeded weights differ between fits
-    assert not np.array_equal(RandomFourierFeatures(40).fit(X).random_weights_,
-                              RandomFourierFeatures(40).fit(X).random_weights_)
+    assert not np.array_equal(RandomFourierFeatures(n_components=40).fit(X).random_weights_,
+                              RandomFourierFeatures(n_components=40).fit(X).random_weights_)
 
 
 def test_weights_follow_the_fourier_measures():
     X = np.zeros((1, 1))
-    w = RandomFourierFeatures(100_000, "rbf", gamma=1.5, random_state=4).fit(X).random_weights_.ravel()
+    w = RandomFourierFeatures(n_components=100_000, kernel="rbf", gamma=1.5, random_state=4).fit(X).random_weights_.ravel()
     # normality (KS) and variance 2γ (chi-square interval at 1e-7)
     assert stats.kstest(w / math.sqrt(3.0), "norm").pvalue > 1e-7
     lo, hi = stats.chi2.ppf([5e-8, 1 - 5e-8], w.size) / w.size
     assert lo <= np.mean(w**2) / 3.0 <= hi
-    w = RandomFourierFeatures(100_000, "laplacian", gamma=0.8, random_state=5).fit(X).random_weights_.ravel()
+    w = RandomFourierFeatures(n_components=100_000, kernel="laplacian", gamma=0.8, random_state=5).fit(X).random_weights_.ravel()
     assert stats.kstest(w, stats.cauchy(scale=0.8).cdf).pvalue > 1e-7
 
 
@@ -125,7 +125,7 @@ def test_parameter_validation(kwargs, match):
 
 
 def test_data_validation():
-    rff = RandomFourierFeatures(4, random_state=0)
+    rff = RandomFourierFeatures(n_components=4, random_state=0)
     with pytest.raises(NotFittedError):
         rff.transform(np.ones((2, 2)))
     X = np.ones((3, 2))

@@ -340,7 +340,7 @@ def test_logistic_nonzero_terms_beat_paper_copies_at_equal_budget():
     (dict(epsilon=0.0), "epsilon"), (dict(epsilon=-1.0), "epsilon"), (dict(epsilon=float("nan")), "epsilon"),
     (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"), (dict(delta=-0.1), "delta"),
     (dict(x=[np.nan, 0.0]), "x"), (dict(x=[[0.1, 0.2]]), "x"), (dict(x=[0.9, 0.9]), "norm"),
-    (dict(radius=0.0), "radius"), (dict(calibration="bogus"), "calibration"),
+    (dict(data_norm=0.0), "data_norm"), (dict(calibration="bogus"), "calibration"),
 ])
 def test_privatize_vector_validation(kw, match):
     args = dict(x=[0.1, 0.2], epsilon=1.0, delta=1e-5)

@@ -167,7 +167,7 @@ def _ball_rows(n, d, radius, seed):
                                                       (1.0, "classic", 0.5)])
 def test_simulate_channel_is_the_client_release(radius, calibration, eps):
     d = 6
-    ch = ldp.gaussian_channel(d, eps, 1e-6, radius=radius, calibration=calibration)
+    ch = ldp.gaussian_channel(d, eps, 1e-6, data_norm=radius, calibration=calibration)
     X = _ball_rows(300, d, radius, 1)
     R = ldp.simulate(X, None, ch, random_state=77)
     assert R.shape == X.shape
@@ -175,7 +175,7 @@ def test_simulate_channel_is_the_client_release(radius, calibration, eps):
     assert np.array_equal(R, LR.release_rows(X, ch, noise.check_random_state(77)))
     # one row: bit-identical to the client function with the same parameters and seed
     one = ldp.simulate(X[:1], None, ch, random_state=9)[0]
-    z = ldp.privatize_vector(X[0], eps, 1e-6, radius=radius, calibration=calibration, random_state=9)
+    z = ldp.privatize_vector(X[0], eps, 1e-6, data_norm=radius, calibration=calibration, random_state=9)
     assert np.array_equal(one, z)
 
 
@@ -198,7 +198,7 @@ def test_simulate_channel_law():
 
 
 def test_simulate_channel_validation():
-    ch = ldp.gaussian_channel(5, 1.0, 1e-5, radius=2.0)
+    ch = ldp.gaussian_channel(5, 1.0, 1e-5, data_norm=2.0)
     X = _ball_rows(30, 5, 2.0, 3)
     big = X.copy()
     big[7] *= 1.6 / np.linalg.norm(big[7]) * 2.0  # norm 3.2 > radius 2
@@ -206,7 +206,7 @@ def test_simulate_channel_validation():
         ldp.simulate(big, None, ch, random_state=0)
     clipped = ldp.simulate(big, None, ch, random_state=0, clip=True)
     assert clipped.shape == big.shape
-    zc = ldp.privatize_vector(big[7], 1.0, 1e-5, radius=2.0, clip=True, random_state=4)
+    zc = ldp.privatize_vector(big[7], 1.0, 1e-5, data_norm=2.0, clip=True, random_state=4)
     one = ldp.simulate(big[7:8], None, ch, random_state=4, clip=True)[0]
     np.testing.assert_allclose(one, zc, rtol=0, atol=1e-9)  # same clipping (norm summation may differ by an ulp)
     with pytest.raises(ValueError, match="y must be None"):

@@ -178,7 +178,7 @@ def test_sensitivity_fuzz_linear(pair, intercept):
 @given(_pair_rff(), st.sampled_from(["rbf", "laplacian"]))
 def test_sensitivity_fuzz_rff(pair, kernel):
     X, y, X2, y2, C = pair
-    rff = RandomFourierFeatures(6, kernel=kernel, gamma=0.7, random_state=0).fit(X)
+    rff = RandomFourierFeatures(n_components=6, kernel=kernel, gamma=0.7, random_state=0).fit(X)
     est = PrivateSVM(C=C / X.shape[0], kernel=kernel, n_components=6, gamma=0.7)
     pa, pb = est._prepare(X, y, random_features=rff), est._prepare(X2, y2, random_features=rff)
     diff = est._solve(pa)[0] - est._solve(pb)[0]

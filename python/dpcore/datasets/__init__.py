@@ -16,7 +16,7 @@ relies on them):
   categoricals are one-hot encoded. Every encoded row is divided by the public constant
   :data:`ADULT_NORM_BOUND` ``= sqrt(#numeric + #categorical columns) = sqrt(14)``, an upper bound
   on the norm of *any* encoded row, so ``||x||_2 <= 1`` holds by construction (never by dividing
-  by a data-derived maximum). The declared domain radius is therefore ``radius = 1.0``.
+  by a data-derived maximum). The declared bound on ||x||_2 is therefore ``data_norm = 1.0``.
 * **Row independence.** The encoding of a row depends only on that row: encoding one record
   alone gives exactly the same vector as encoding it inside the full data set.
 
@@ -107,7 +107,7 @@ dpcore encoding (public, data-independent): numeric columns clipped to declared 
 capital-loss 0-99999 on a log1p scale, hours-per-week 1-99) and mapped to [0, 1]; categorical
 columns one-hot over the category lists of adult.names ('?' -> its own indicator column, or
 an all-zero block with missing="zero"); each row divided by the public bound sqrt(14) so that
-||x||_2 <= 1 (radius = 1.0). Labels: >50K -> +1, <=50K -> -1.
+||x||_2 <= 1 (data_norm = 1.0). Labels: >50K -> +1, <=50K -> -1.
 
 Source: Becker, B. & Kohavi, R. (1996). Adult [Dataset].
 UCI Machine Learning Repository. https://doi.org/10.24432/C5XW20
@@ -356,7 +356,7 @@ def load_adult(
     -------
     Bunch
         ``X`` (n, d) float64 with ``||x||_2 <= 1`` per row; ``y`` (n,) in ``{-1.0, +1.0}``
-        (``>50K`` = +1); ``feature_names``; ``radius`` = 1.0 (the declared domain radius);
+        (``>50K`` = +1); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
         ``norm_bound`` = sqrt(14) (the public bound the rows were divided by); ``subset``;
         ``description`` (with licence and attribution).
 
@@ -364,7 +364,7 @@ def load_adult(
     --------
     >>> from dpcore.datasets import load_adult
     >>> data = load_adult("train")
-    >>> data.X.shape, data.radius
+    >>> data.X.shape, data.data_norm
     ((32561, 113), 1.0)
     """
     _check_subset(subset)
@@ -373,5 +373,5 @@ def load_adult(
     X = encode_adult(rows, clip=clip, missing=missing)
     y = encode_adult_labels(labels)
     names = _schema.feature_names(missing)
-    return encoded_bunch(X, y, names, label_name="income", as_frame=as_frame, radius=1.0,
+    return encoded_bunch(X, y, names, label_name="income", as_frame=as_frame, data_norm=1.0,
                          norm_bound=ADULT_NORM_BOUND, subset=subset, description=ADULT_DESCRIPTION)

@@ -90,7 +90,7 @@ are "test"; "all" is train followed by test.
 
 dpcore encoding (public, data-independent): every attribute clipped to the declared range 0..15
 (UCI documentation; every value of the bundled file lies inside), centred at 7.5 and scaled to
-[-1, 1], and each row divided by sqrt(16) = 4 so that ||x||_2 <= 1 (radius = 1.0).
+[-1, 1], and each row divided by sqrt(16) = 4 so that ||x||_2 <= 1 (data_norm = 1.0).
 
 Source: Slate, D. (1991). Letter Recognition [Dataset]. UCI Machine Learning Repository.
 https://doi.org/10.24432/C5ZP40 (P. W. Frey & D. J. Slate, "Letter Recognition Using Holland-style
@@ -239,7 +239,7 @@ def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = T
     -------
     Bunch
         ``X`` (n, 16) float64 with ``||x||_2 <= 1`` per row; ``y`` (n,) in ``{-1.0, +1.0}``
-        (N–Z = +1); ``feature_names``; ``radius`` = 1.0 (the declared domain radius);
+        (N–Z = +1); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
         ``norm_bound`` = 4 (the public bound the rows were divided by); ``subset``;
         ``description`` (with licence and attribution).
 
@@ -247,7 +247,7 @@ def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = T
     --------
     >>> from dpcore.datasets import load_letter
     >>> data = load_letter("train")
-    >>> data.X.shape, data.radius
+    >>> data.X.shape, data.data_norm
     ((16000, 16), 1.0)
     """
     _check_subset(subset)
@@ -255,5 +255,5 @@ def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = T
     X = encode_letter(values, clip=clip)
     y = encode_letter_labels(letters)
     names = list(LETTER_FEATURES)
-    return encoded_bunch(X, y, names, label_name="letter_N_to_Z", as_frame=as_frame, radius=1.0,
+    return encoded_bunch(X, y, names, label_name="letter_N_to_Z", as_frame=as_frame, data_norm=1.0,
                          norm_bound=LETTER_NORM_BOUND, subset=subset, description=LETTER_DESCRIPTION)

@@ -95,7 +95,7 @@ dpcore encoding (public, data-independent): every attribute clipped to its decla
 (SHUTTLE_RANGES: f1 20..130, f2 -5000..5100, f3 20..150, f4 -4000..4000, f5 -200..450,
 f6 -27000..16000, f7 -50..110, f8 -360..280, f9 -360..270; every value of the bundled file lies
 inside), centred at the midpoint and scaled to [-1, 1], and each row divided by sqrt(9) = 3 so that
-||x||_2 <= 1 (radius = 1.0). Labels: anomaly -> +1, normal -> -1.
+||x||_2 <= 1 (data_norm = 1.0). Labels: anomaly -> +1, normal -> -1.
 
 Source: Statlog (Shuttle) [Dataset]. UCI Machine Learning Repository.
 https://doi.org/10.24432/C5WS31 (original data: NASA, donated by Jason Catlett).
@@ -243,7 +243,7 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
     -------
     Bunch
         ``X`` (n, 9) float64 with ``||x||_2 <= 1`` per row; ``y`` (n,) in ``{-1.0, +1.0}``
-        (anomaly = +1); ``feature_names``; ``radius`` = 1.0 (the declared domain radius);
+        (anomaly = +1); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
         ``norm_bound`` = 3 (the public bound the rows were divided by); ``subset``;
         ``description`` (with licence and attribution).
 
@@ -251,7 +251,7 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
     --------
     >>> from dpcore.datasets import load_shuttle
     >>> data = load_shuttle("train")
-    >>> data.X.shape, data.radius
+    >>> data.X.shape, data.data_norm
     ((39278, 9), 1.0)
     """
     _check_subset(subset)
@@ -259,5 +259,5 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
     X = encode_shuttle(values, clip=clip)
     y = encode_shuttle_labels(labels)
     names = list(SHUTTLE_FEATURES)
-    return encoded_bunch(X, y, names, label_name="anomaly", as_frame=as_frame, radius=1.0,
+    return encoded_bunch(X, y, names, label_name="anomaly", as_frame=as_frame, data_norm=1.0,
                          norm_bound=SHUTTLE_NORM_BOUND, subset=subset, description=SHUTTLE_DESCRIPTION)

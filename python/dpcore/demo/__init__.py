@@ -155,16 +155,16 @@ def run(args) -> Dict[str, Any]:
         # tol 2e-8: at ε = 5 (λ small) 1e-8 is below 2× the solver's public float floor and the GP
         # releases would refuse; the extra certified error it adds is part of the calibration
         svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=2e-8, **kern).fit(X, y)
-        svc = dpcore.GPService(svm_auto, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed())
+        svc = dpcore.GPService(svm_auto, eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0], random_state=seed())
         r["GPService"] = _acc(yq, svc.predict(Q))
-        rel = dpcore.TDDL(svm_auto, 0.95 * eps, args.delta, 1.0, random_state=seed()).fit(Zpub).release_
+        rel = dpcore.TDDL(svm_auto, 0.95 * eps, args.delta, data_norm=1.0, random_state=seed()).fit(Zpub).release_
         p_hat = private_proportion(y, 1.0, 0.05 * eps, random_state=seed())
         r["TDDL-gp+prior"] = _acc(yq, rel.calibrate_prior(p_hat).decision_function(Q))
         r["TDDL-gaussian (paper, improved)"] = _acc(
-            yq, dpcore.TDDL(svm, eps, args.delta, 1.0, noise="gaussian", random_state=seed()).fit(Zpub)
+            yq, dpcore.TDDL(svm, eps, args.delta, data_norm=1.0, noise="gaussian", random_state=seed()).fit(Zpub)
             .decision_function(Q))
         try:
-            pinp = dpcore.PINP(svm, eps, args.delta, 0.05, Q.shape[0], 1.0, random_state=seed())
+            pinp = dpcore.PINP(svm, eps, args.delta, beta=0.05, n_queries=Q.shape[0], data_norm=1.0, random_state=seed())
             try:
                 ans = pinp.predict(Q)
             except PINPBudgetExhausted as exc:
@@ -238,11 +238,11 @@ def _audit_gp(args, audit, seed) -> Dict[str, Any]:
 
     def sampler(cls):
         def s(model, k, sd):
-            t = cls(model, 1.0, 1e-5, 1.0, random_state=sd)
+            t = cls(model, 1.0, 1e-5, data_norm=1.0, random_state=sd)
             return t._noisy_predictions(t.prepare(Z), dpcore.mechanisms.noise.check_random_state(sd), k)
         return s
 
-    cal = dpcore.TDDL(mA, 1.0, 1e-5, 1.0).prepare(Z)["cal"]
+    cal = dpcore.TDDL(mA, 1.0, 1e-5, data_norm=1.0).prepare(Z)["cal"]
     u = np.ones(T) / math.sqrt(T)
     mid = float(u @ (mA.decision_function(Z) + mB.decision_function(Z)) / 2)
     thresholds = mid + cal.noise_scale * math.sqrt(T) * np.linspace(0.0, 4.0, 9)

@@ -133,15 +133,20 @@ class EntropicSimplexProblem:
         du = np.where(t >= 2.0 * h, -1.0, np.where(mid, -t / (2.0 * h), 0.0))
         return float(val.sum()), y * du
 
-    def _eval(self, theta: np.ndarray):
-        """``(f(θ), g_P(θ))`` with ``g_P`` the gradient w.r.t. the ``P`` simplex coordinates."""
+    def _evaluate(self, theta: np.ndarray):
+        """``(w, Xw, f(θ), g_P(θ))`` with ``g_P`` the gradient w.r.t. the ``P`` simplex coordinates."""
         w = self.weights(theta)
         z = np.asarray(self.X @ w).ravel()
         fsum, d = self._loss_and_derivative(z)
         g = np.asarray(self.XT @ (d / self.n)).ravel()
         gs = self.scale * g
         G = np.concatenate([gs, -gs]) if self.signed else gs
-        return fsum / self.n, G
+        return w, z, fsum / self.n, G
+
+    def _eval(self, theta: np.ndarray):
+        """``(f(θ), g_P(θ))``."""
+        _, _, f, G = self._evaluate(theta)
+        return f, G
 
     def loss_value(self, theta) -> float:
         """``f(θ) = (1/n) Σ ℓ(<x_i, w(θ)>; y_i)``."""
@@ -263,15 +268,10 @@ class EntropicSimplexProblem:
     def _state(self, u_log: np.ndarray) -> dict:
         """Everything at the (normalised) log iterate ``u_log``: gradient, certificate, residual."""
         theta = np.exp(u_log)
-        w = self.weights(theta)
-        z = np.asarray(self.X @ w).ravel()
-        fsum, d = self._loss_and_derivative(z)
-        g = np.asarray(self.XT @ (d / self.n)).ravel()
-        gs = self.scale * g
-        G = np.concatenate([gs, -gs]) if self.signed else gs
+        w, z, f, G = self._evaluate(theta)
         kl, osc, l1, tau, e_g, b = self._certificate(u_log, theta, G)
         resid = (b - logsumexp(b)) - u_log  # log T(θ) − log θ
-        return dict(u=u_log, theta=theta, w=w, z=z, f=fsum / self.n, G=G, b=b, r=resid, kl=kl, osc=osc, l1=l1,
+        return dict(u=u_log, theta=theta, w=w, z=z, f=f, G=G, b=b, r=resid, kl=kl, osc=osc, l1=l1,
                     tau=tau, e_g=e_g)
 
     def solve(self, *, tau_tol: float, max_iter: int = 100_000, anderson: int = 5, verbose: bool = False,

@@ -195,8 +195,9 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         ``ValueError`` unless ``clip=True``. Never inferred from the data.
     loss : {"squared", "logistic", "huber_svm"}, default "squared"
     task : {"auto", "regression", "classification"}, default "auto"
-        ``"auto"`` is ``"regression"`` for the squared loss and ``"classification"`` otherwise
-        (decided by ``loss`` alone, never by the data). ``loss="squared", task="classification"``
+        ``"auto"`` is ``"regression"`` for the squared loss with a declared ``label_bound`` and
+        ``"classification"`` otherwise (decided by the public parameters alone, never by the data),
+        so the defaults fit two-class labels. ``loss="squared", task="classification"``
         is the paper's experimental setting: the two labels are mapped to ``±1``, the squared loss
         is fitted on them (``B = 1``) and :meth:`predict` thresholds ``<x, w>`` at 0.
     label_bound : float, optional
@@ -304,7 +305,8 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if self.task == "auto":
-            return "regression" if self.loss == "squared" else "classification"
+            # public parameters only: a declared label bound asks for regression
+            return "regression" if self.loss == "squared" and self.label_bound is not None else "classification"
         if self.task == "regression" and self.loss != "squared":
             raise ValueError(f"task='regression' needs loss='squared', got loss={self.loss!r}")
         return self.task

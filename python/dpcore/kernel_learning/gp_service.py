@@ -139,7 +139,7 @@ class GPService:
     >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
     >>> y = np.where(X[:, 0] > 0, 1, -1)
     >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
-    >>> service = dpcore.GPService(svm, 1.0, 1e-6, 1.0, random_state=0)
+    >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
     >>> a = service.predict(X[:5]); b = service.predict(X[:5])
     >>> bool(np.array_equal(a, b)), service.n_distinct
     (True, 5)
@@ -148,7 +148,7 @@ class GPService:
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, data_norm, *, max_exact_queries=10_000, ridge=None, clip=False,
+    def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
                  state_path=None, state_backend="auto", random_state=None, accountant=None):
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
                       ridge=ridge, clip=bool(clip))

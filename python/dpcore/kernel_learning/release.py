@@ -44,14 +44,14 @@ def _jsonable(value):
 
 
 class KernelRelease:
-    """A differentially private kernel model ``f(q) = Σ_t α_t K(q, z_t)``.
+    """A differentially private kernel model ``f(q) = Σ_t μ_t K(q, z_t)``.
 
     Parameters
     ----------
     points : array of shape (T, d)
         Public expansion points ``z_t`` (never training points).
-    alpha : array of shape (T,)
-        Coefficients ``α_t``.
+    mu : array of shape (T,)
+        Expansion coefficients ``μ_t`` (the same name as :attr:`dpcore.KernelSVM.mu_`).
     kernel : dict
         ``kernel``, ``gamma``, ``degree``, ``coef0`` as in :func:`dpcore.kernel_matrix`.
     classes : array of shape (2,), optional
@@ -68,16 +68,16 @@ class KernelRelease:
         Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
     """
 
-    def __init__(self, points, alpha, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
+    def __init__(self, points, mu, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
                  delta: float, calibration: Optional[dict] = None, data_norm: float, intercept: float = 0.0):
         self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
-        self.alpha = np.ascontiguousarray(np.asarray(alpha, dtype=np.float64).ravel())
-        if self.points.ndim != 2 or self.points.shape[0] != self.alpha.shape[0]:
+        self.mu = np.ascontiguousarray(np.asarray(mu, dtype=np.float64).ravel())
+        if self.points.ndim != 2 or self.points.shape[0] != self.mu.shape[0]:
             raise ValueError(
-                f"points must be (T, d) and alpha (T,); got {self.points.shape} and {self.alpha.shape}"
+                f"points must be (T, d) and mu (T,); got {self.points.shape} and {self.mu.shape}"
             )
-        if not (np.isfinite(self.points).all() and np.isfinite(self.alpha).all()):
-            raise ValueError("points and alpha must be finite")
+        if not (np.isfinite(self.points).all() and np.isfinite(self.mu).all()):
+            raise ValueError("points and mu must be finite")
         self.kernel = dict(kernel)
         self.classes_ = np.asarray([-1, 1] if classes is None else classes)
         self.mechanism = str(mechanism)
@@ -100,7 +100,7 @@ class KernelRelease:
             return np.full(X.shape[0], self.intercept)
         k = self.kernel
         return _core.kernel_predict(
-            as_f64(X), self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"]
+            as_f64(X), self.points, self.mu, k["kernel"], k["gamma"], k["degree"], k["coef0"]
         ) + self.intercept
 
     def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
@@ -117,13 +117,13 @@ class KernelRelease:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
         P = self.points if points is None else check_array(points, "points", n_features=self.n_features_in_)
-        base = KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+        base = KernelRelease(self.points, self.mu, self.kernel, classes=self.classes_, mechanism=self.mechanism,
                              epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
                              data_norm=self.data_norm)
         f = np.sort(base.decision_function(P))
         t = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
         cal = dict(self.calibration, prior_proportion=p, prior_threshold=t)
-        return KernelRelease(self.points, self.alpha, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+        return KernelRelease(self.points, self.mu, self.kernel, classes=self.classes_, mechanism=self.mechanism,
                              epsilon=self.epsilon, delta=self.delta, calibration=cal, data_norm=self.data_norm,
                              intercept=-t)
 
@@ -140,8 +140,8 @@ class KernelRelease:
         if self.points.shape[0] == 0:
             return 0.0
         k = self.kernel
-        f = _core.kernel_predict(self.points, self.points, self.alpha, k["kernel"], k["gamma"], k["degree"], k["coef0"])
-        return float(np.sqrt(max(0.0, float(self.alpha @ f))))
+        f = _core.kernel_predict(self.points, self.points, self.mu, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        return float(np.sqrt(max(0.0, float(self.mu @ f))))
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
@@ -157,7 +157,7 @@ class KernelRelease:
             classes=classes,
             shape=list(self.points.shape),
             points=b64(self.points),
-            alpha=b64(self.alpha),
+            mu=b64(self.mu),
             calibration=self.calibration,
             intercept=self.intercept,
         )
@@ -186,7 +186,7 @@ class KernelRelease:
             raise ValueError(f"{path!r} is corrupted or was modified (checksum mismatch)")
         T, d = doc["shape"]
         return cls(
-            unb64(doc["points"]).reshape(T, d), unb64(doc["alpha"]), doc["kernel"],
+            unb64(doc["points"]).reshape(T, d), unb64(doc["mu"]), doc["kernel"],
             classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
             delta=doc["delta"], calibration=doc["calibration"], data_norm=doc["data_norm"],
             intercept=float(doc.get("intercept", 0.0)),

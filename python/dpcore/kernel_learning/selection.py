@@ -377,7 +377,7 @@ class PrivateGridSearch(ParamsMixin):
 
         def run(i):
             model = KernelSVM(**cands[i]).fit(X, y)
-            tddl = TDDL(model, cand_eps, cand_delta, radius, noise="gp", random_state=rng)
+            tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
             cal = tddl.prepare(Z)["cal"]
             mu_c = math.hypot(cal.weight_sensitivity / cal.noise_scale,
                               2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)

@@ -393,7 +393,7 @@ class TDDL(ReleasingEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, data_norm, *, noise="gp", norm_bound="private",
+    def __init__(self, model, epsilon, delta, *, data_norm, noise="gp", norm_bound="private",
                  norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, random_state=None,
                  accountant=None):
         self.model = model

@@ -306,7 +306,7 @@ class TDIL(ReleasingEstimator):
     _sensitivity_factor = 1.0
     _printed_em_scale = False
 
-    def __init__(self, model, epsilon, delta, beta=0.05, *, data_norm=1.0, calibration="paper",
+    def __init__(self, model, epsilon, delta, *, beta=0.05, data_norm=1.0, calibration="paper",
                  sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
                  verbose=False, random_state=None, accountant=None):
         self.model = model

@@ -236,18 +236,18 @@ def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     return _check_representable(f, name, "Z, X and mu")
 
 
-def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None):
-    """Feature-map radius ``R_phi = max_{||z|| <= radius} ||phi(z)||`` of a kernel.
+def feature_map_radius(data_norm, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None):
+    """Feature-map radius ``R_phi = max_{||z|| <= data_norm} ||phi(z)||`` of a kernel.
 
-    ``R_phi**2 = max K(z, z)`` over the ball is ``radius**2`` (linear),
-    ``(gamma radius**2 + coef0)**degree`` (poly) and ``1`` (rbf). ``R_phi`` enters the
-    sensitivity of every kernel mechanism, ``S = 2 L R_phi**2 / (lambda n)``; ``radius`` is a
+    ``R_phi**2 = max K(z, z)`` over the ball is ``data_norm**2`` (linear),
+    ``(gamma data_norm**2 + coef0)**degree`` (poly) and ``1`` (rbf). ``R_phi`` enters the
+    sensitivity of every kernel mechanism, ``S = 2 L R_phi**2 / (lambda n)``; ``data_norm`` is a
     public bound the user declares on the norm of every training and query point, never derived
     from the data.
 
     Parameters
     ----------
-    radius : float
+    data_norm : float
         Radius ``r > 0`` of the input domain ``{z : ||z|| <= r}``.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
@@ -270,7 +270,7 @@ def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     Raises
     ------
     ValueError
-        ``radius`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma=None`` without
+        ``data_norm`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma=None`` without
         ``n_features`` for ``"poly"``, invalid kernel parameters, or an overflowing bound.
 
     Examples
@@ -279,10 +279,10 @@ def feature_map_radius(radius, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     >>> feature_map_radius(2.0, kernel="poly", gamma=0.5, degree=2, coef0=0.0)
     2.0
     """
-    radius = check_positive(radius, "radius")
+    data_norm = check_positive(data_norm, "data_norm")
     if n_features is not None:
         if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
             raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
         n_features = int(n_features)
     name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, n_features)
-    return math.sqrt(_core.feature_map_radius_sq(radius, name, gamma, degree, coef0))
+    return math.sqrt(_core.feature_map_radius_sq(data_norm, name, gamma, degree, coef0))

@@ -103,7 +103,7 @@ class RandomFourierFeatures(ParamsMixin):
     ((4, 50), True)
     """
 
-    def __init__(self, n_components=100, kernel="rbf", gamma=1.0, random_state=None):
+    def __init__(self, *, n_components=100, kernel="rbf", gamma=1.0, random_state=None):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma

@@ -54,7 +54,7 @@ def into_ball(V: np.ndarray, radius: float, clip: bool, name: str) -> np.ndarray
         if bad.any():
             i = int(np.argmax(bad))
             where = f"{name} row {i}" if V.shape[0] > 1 else name
-            raise ValueError(f"{where} has L2 norm {norms[i]:.17g} > radius {radius:g} (tolerance "
+            raise ValueError(f"{where} has L2 norm {norms[i]:.17g} > the declared bound {radius:g} (tolerance "
                              f"RADIUS_TOL = 2^-40 relative); pass clip=True to clip it")
     over = norms > radius
     V[over] *= (radius * _SHRINK / norms[over])[:, None]
@@ -74,7 +74,7 @@ def release(v: np.ndarray, channel: "GaussianChannel", rng, n_samples: Optional[
     flat = np.ascontiguousarray(v, dtype=np.float64).reshape(-1)
     if flat.size != channel.dim:
         raise ValueError(f"internal: value of length {flat.size} for a channel of dim {channel.dim}")
-    if float(np.linalg.norm(flat)) > channel.radius:
+    if float(np.linalg.norm(flat)) > channel.data_norm:
         raise AssertionError("internal: released value outside the channel's ball")
     return noise.grid_release(flat, channel.plan, rng, n_samples)
 
@@ -87,7 +87,7 @@ def release_rows(V: np.ndarray, channel: "GaussianChannel", rng) -> np.ndarray:
     V = np.ascontiguousarray(V, dtype=np.float64)
     if V.ndim != 2 or V.shape[1] != channel.dim:
         raise ValueError(f"internal: rows of shape {V.shape} for a channel of dim {channel.dim}")
-    if (np.linalg.norm(V, axis=1) > channel.radius).any():
+    if (np.linalg.norm(V, axis=1) > channel.data_norm).any():
         raise AssertionError("internal: a released row lies outside the channel's ball")
     return noise.grid_release(V.reshape(-1), channel.plan, rng).reshape(V.shape)
 

@@ -109,12 +109,12 @@ class KernelRidgeProtocol(ProtocolMixin):
         s("gamma", check_positive(self.gamma, "gamma"))
         s("label_bound", check_positive(self.label_bound, "label_bound"))
         check_int(self.rff_seed, "rff_seed", 0)
-        fm = RandomFourierFeatures(self.n_components, kernel=self.kernel, gamma=self.gamma,
+        fm = RandomFourierFeatures(n_components=self.n_components, kernel=self.kernel, gamma=self.gamma,
                                    random_state=self.rff_seed).fit(np.zeros((1, self.dim)))
         s("feature_map", fm)
         e2, d2 = split_budget(self.epsilon, Fraction(1, 2), 1), split_budget(self.delta, Fraction(1, 2), 1)
-        s("x_channel", gaussian_channel(self.n_components, e2, d2, radius=1.0, calibration=self.calibration))
-        s("y_channel", gaussian_channel(1, e2, d2, radius=self.label_bound, calibration=self.calibration))
+        s("x_channel", gaussian_channel(self.n_components, e2, d2, data_norm=1.0, calibration=self.calibration))
+        s("y_channel", gaussian_channel(1, e2, d2, data_norm=self.label_bound, calibration=self.calibration))
         self.check_budget()
 
     @property

@@ -127,7 +127,7 @@ class MeanEstimationProtocol(ProtocolMixin):
         m = min(m, self.n_users)
         s("p", p)
         s("m", m)
-        ch = gaussian_channel(p, self.epsilon, self.delta, radius=self.projection_radius,
+        ch = gaussian_channel(p, self.epsilon, self.delta, data_norm=self.projection_radius,
                               calibration=self.calibration)
         s("channel", ch)
         group = self.n_users // m

@@ -100,8 +100,8 @@ class SparseRegressionProtocol(ProtocolMixin):
             if m is None else check_int(m, "projection_dim")
         s("m", m)
         e2, d2 = split_budget(self.epsilon, Fraction(1, 2), 1), split_budget(self.delta, Fraction(1, 2), 1)
-        s("x_channel", gaussian_channel(m, e2, d2, radius=self.projection_radius, calibration=self.calibration))
-        s("y_channel", gaussian_channel(1, e2, d2, radius=self.label_bound, calibration=self.calibration))
+        s("x_channel", gaussian_channel(m, e2, d2, data_norm=self.projection_radius, calibration=self.calibration))
+        s("y_channel", gaussian_channel(1, e2, d2, data_norm=self.label_bound, calibration=self.calibration))
         s("_A", projection_matrix(self.projection_seed, m, self.dim))
         self.check_budget()
 

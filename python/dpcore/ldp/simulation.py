@@ -57,7 +57,7 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     X : array_like, shape (n, d)
         One row per user. For :class:`GaussianChannel`, :class:`MeanEstimationProtocol`,
         :class:`SparseRegressionProtocol` and :class:`LogisticProtocol` every row must lie in the
-        ball the client requires (the channel's ``radius``; the unit ball for the protocols),
+        ball the client requires (the channel's ``data_norm``; the unit ball for the protocols),
         otherwise ``ValueError`` unless ``clip=True``. :class:`KernelRidgeProtocol` accepts any finite
         rows (its public feature map lands on the unit sphere).
     y : array_like, shape (n,), or None
@@ -67,7 +67,7 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     protocol : GaussianChannel or one of the protocol dataclasses
         A :class:`GaussianChannel` (from :func:`gaussian_channel`) runs Algorithm 1, the Basic
         Private Vector mechanism, for every row: each row has exactly the law of
-        :func:`privatize_vector` called on it with the channel's ``(epsilon, delta, radius,
+        :func:`privatize_vector` called on it with the channel's ``(epsilon, delta, data_norm,
         calibration)``. The protocols run their client functions (:func:`mean_report`,
         :func:`regression_report`, :func:`kernel_report`, :func:`logistic_report`); their
         ``n_users`` must equal the number of rows.
@@ -102,7 +102,7 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     rng = noise.check_random_state(random_state)
     if isinstance(protocol, GaussianChannel):
         _check_no_y(y, "GaussianChannel")
-        X = _check_X(X, protocol.dim, clip, protocol.radius)
+        X = _check_X(X, protocol.dim, clip, protocol.data_norm)
         return release_rows(X, protocol, rng)
     if isinstance(protocol, MeanEstimationProtocol):
         _check_no_y(y, "MeanEstimationProtocol")

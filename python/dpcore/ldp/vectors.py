@@ -1,6 +1,6 @@
 """Basic Private Vector mechanism (Zheng, Mou & Wang 2017, Algorithm 1) — the client-side channel.
 
-One user holds a vector ``x`` with ``||x||_2 ≤ radius`` (default the unit ball) and sends
+One user holds a vector ``x`` with ``||x||_2 ≤ data_norm`` (default the unit ball) and sends
 
     z = x + e,   e ~ N(0, σ² I_dim),
 
@@ -51,7 +51,7 @@ class GaussianChannel:
     ----------
     dim : length of the released vector.
     epsilon, delta : the (ε, δ)-LDP guarantee of one release.
-    radius : declared bound ``R`` on ``||x||_2`` (the user's value is rejected or clipped to it).
+    data_norm : declared bound ``R`` on ``||x||_2`` (the user's value is rejected or clipped to it).
     sensitivity : ``2R`` (replacement of the user's value inside the ball).
     calibration : ``"analytic"`` or ``"classic"`` — which σ formula was used.
     sigma : the released noise standard deviation per coordinate.
@@ -62,7 +62,7 @@ class GaussianChannel:
     dim: int
     epsilon: float
     delta: float
-    radius: float
+    data_norm: float
     sensitivity: float
     calibration: str
     sigma: float
@@ -76,7 +76,7 @@ def _check_dim(dim, name: str = "dim") -> int:
     return int(dim)
 
 
-def _make_channel(dim: int, epsilon: float, delta: float, radius: float, sensitivity: float,
+def _make_channel(dim: int, epsilon: float, delta: float, data_norm: float, sensitivity: float,
                   calibration: str) -> GaussianChannel:
     plan = noise.gaussian_plan(sensitivity, epsilon, delta, dim, method="analytic")
     if calibration == "classic":
@@ -88,25 +88,25 @@ def _make_channel(dim: int, epsilon: float, delta: float, radius: float, sensiti
                                    delta_used=gaussian_delta(sigma, sensitivity, epsilon))
     if not plan.delta_used <= delta:
         raise AssertionError(f"channel calibration failed: delta_used={plan.delta_used} > delta={delta}")
-    return GaussianChannel(dim=dim, epsilon=epsilon, delta=delta, radius=radius, sensitivity=sensitivity,
+    return GaussianChannel(dim=dim, epsilon=epsilon, delta=delta, data_norm=data_norm, sensitivity=sensitivity,
                            calibration=calibration, sigma=plan.sigma, delta_used=plan.delta_used, plan=plan)
 
 
-def gaussian_channel(dim, epsilon, delta, *, radius=1.0, calibration: str = "analytic") -> GaussianChannel:
-    """Calibrate the Basic Private Vector mechanism for vectors of length ``dim`` in the ball of
-    radius ``radius`` (L2 sensitivity ``2·radius``) at (ε, δ)-LDP. See the module docstring."""
+def gaussian_channel(dim, epsilon, delta, *, data_norm=1.0, calibration: str = "analytic") -> GaussianChannel:
+    """Calibrate the Basic Private Vector mechanism for vectors of length ``dim`` with
+    ``||x||_2 ≤ data_norm`` (L2 sensitivity ``2·data_norm``) at (ε, δ)-LDP. See the module docstring."""
     dim = _check_dim(dim)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
-    radius = check_positive(radius, "radius")
+    data_norm = check_positive(data_norm, "data_norm")
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     if calibration == "classic" and not epsilon < 1.0:
         raise ValueError(f"calibration='classic' needs epsilon < 1 (got epsilon={epsilon}); use 'analytic'")
-    return _make_channel(dim, epsilon, delta, radius, 2.0 * radius, calibration)
+    return _make_channel(dim, epsilon, delta, data_norm, 2.0 * data_norm, calibration)
 
 
-def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calibration: str = "analytic",
+def privatize_vector(x, epsilon, delta, *, clip: bool = False, data_norm=1.0, calibration: str = "analytic",
                      random_state=None) -> np.ndarray:
     """Client side: privatise ONE user's vector (Basic Private Vector mechanism, Algorithm 1).
 
@@ -115,15 +115,15 @@ def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calib
     Parameters
     ----------
     x : array_like, shape (d,)
-        The user's vector; ``||x||_2 ≤ radius`` required (``ValueError`` otherwise unless ``clip=True``).
+        The user's vector; ``||x||_2 ≤ data_norm`` required (``ValueError`` otherwise unless ``clip=True``).
     epsilon : float
         ε > 0.
     delta : float
         δ in (0, 1).
     clip : bool, default False
         Clip ``x`` to the ball instead of rejecting it.
-    radius : float, default 1.0
-        Declared bound on ``||x||_2``; the sensitivity is ``2·radius``.
+    data_norm : float, default 1.0
+        Declared bound on ``||x||_2``; the sensitivity is ``2·data_norm``.
     calibration : {"analytic", "classic"}
         σ formula (see module docstring); "classic" only for ε < 1.
     random_state : None, int or ChaChaRng
@@ -133,21 +133,21 @@ def privatize_vector(x, epsilon, delta, *, clip: bool = False, radius=1.0, calib
     -------
     numpy.ndarray, shape (d,)
 
-    Guarantee: (ε, δ)-LDP — any two values of the user differ by at most ``2·radius`` in L2, and the
+    Guarantee: (ε, δ)-LDP — any two values of the user differ by at most ``2·data_norm`` in L2, and the
     Gaussian mechanism is calibrated for that sensitivity (proof sketch in the module docstring).
     """
-    radius = check_positive(radius, "radius")
-    xv = check_record(x, "x", None, radius, clip)
-    channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
+    data_norm = check_positive(data_norm, "data_norm")
+    xv = check_record(x, "x", None, data_norm, clip)
+    channel = gaussian_channel(xv.size, epsilon, delta, data_norm=data_norm, calibration=calibration)
     return release(xv, channel, noise.check_random_state(random_state))
 
 
-def sample_privatize_vector(x, epsilon, delta, n_samples: int, *, radius=1.0, calibration: str = "analytic",
+def sample_privatize_vector(x, epsilon, delta, n_samples: int, *, data_norm=1.0, calibration: str = "analytic",
                             random_state=None) -> np.ndarray:
     """``n_samples`` independent outputs of :func:`privatize_vector` on the same ``x`` (for audits only)."""
-    radius = check_positive(radius, "radius")
-    xv = check_record(x, "x", None, radius, False)
-    channel = gaussian_channel(xv.size, epsilon, delta, radius=radius, calibration=calibration)
+    data_norm = check_positive(data_norm, "data_norm")
+    xv = check_record(x, "x", None, data_norm, False)
+    channel = gaussian_channel(xv.size, epsilon, delta, data_norm=data_norm, calibration=calibration)
     return release(xv, channel, noise.check_random_state(random_state), int(n_samples))
 
 

@@ -561,7 +561,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         rff = None
         if p["kernel"] != "linear":
             if random_features is None:
-                rff = RandomFourierFeatures(p["D"], p["kernel"], p["gamma"],
+                rff = RandomFourierFeatures(n_components=p["D"], kernel=p["kernel"], gamma=p["gamma"],
                                             random_state=check_random_state(rng)).fit(X)
             else:
                 rff = random_features
