@@ -10,9 +10,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use dpcore::expmech::{sample, BallNet, Scorer};
-use dpcore::kernels::Kernel;
-use dpcore::noise::rng_from_seed;
+use dpcore::kernels::evaluation::Kernel;
+use dpcore::mechanisms::expmech::{sample, BallNet, Scorer};
+use dpcore::mechanisms::noise::rng_from_seed;
 use ndarray::{Array1, Array2};
 
 /// Deterministic uniform values in [-1, 1) (xorshift64*).

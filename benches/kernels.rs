@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use dpcore::kernels::{kernel_matrix, kernel_predict, Kernel};
+use dpcore::kernels::evaluation::{kernel_matrix, kernel_predict, Kernel};
 use dpcore::numerics::exp_fast_slice;
 use ndarray::{Array1, Array2};
 

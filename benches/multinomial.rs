@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use dpcore::multinomial::{multinomial_counts, multinomial_draws, DEFAULT_SUM_TOL};
-use dpcore::noise::rng_from_seed;
+use dpcore::mechanisms::multinomial::{multinomial_counts, multinomial_draws, DEFAULT_SUM_TOL};
+use dpcore::mechanisms::noise::rng_from_seed;
 use ndarray::Array1;
 
 /// Deterministic uniform weights in (0, 1] (xorshift64*), normalised to sum 1.

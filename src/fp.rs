@@ -15,9 +15,9 @@
 //! | [`NET_INNER_SLACK`] | 1 − 2⁻⁴⁰ | makes `T_in` a lower bound of `(r/h)²` (points certainly inside the ball) |
 //! | [`BALL_PROJ_SHRINK`] | 1 − 2⁻⁴⁸ | projected net points are pulled in by this factor so that rounding never leaves the ball |
 //!
-//! Where two modules assumed different values, the strictest one is kept: the exponential
-//! mechanism used to assume `ln` accurate to 1 ulp while the coupled samplers assumed 2; both
-//! now use [`LIBM_LN_ULPS`] = 2 (the Gumbel-key slack [`crate::expmech::key_error_bound`] grew
+//! Where two modules assumed different values, the strictest one is kept: the exponential mechanism
+//! used to assume `ln` accurate to 1 ulp while the coupled samplers assumed 2; both now use
+//! [`LIBM_LN_ULPS`] = 2 (the Gumbel-key slack [`crate::mechanisms::expmech::key_error_bound`] grew
 //! accordingly, see its docs).
 
 /// Unit roundoff of IEEE-754 binary64 with round-to-nearest.

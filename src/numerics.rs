@@ -3,17 +3,19 @@
 //!
 //! * `simd_dispatch!` / `simd_dispatch_fma!` (crate-internal macros) compile a function body for
 //!   AVX2 (and AVX2+FMA) and run that build when the CPU has the features
-//!   (`is_x86_feature_detected!`), the portable build otherwise. Used by [`crate::kernels`]
-//!   (kernel maps, dot products) and [`crate::multinomial`] (quantisation passes).
+//!   (`is_x86_feature_detected!`), the portable build otherwise. Used by
+//!   [`crate::kernels::evaluation`] (kernel maps, dot products) and
+//!   [`crate::mechanisms::multinomial`] (quantisation passes).
 //! * [`exp_fast`] / [`exp_fast_slice`]: Cody–Waite range reduction and a degree-13 polynomial,
-//!   within [`crate::fp::EXP_FAST_ULPS`] = 2 ulp of a correctly rounded `exp` (tested below
-//!   against `f64::exp` from the overflow threshold down to underflow to 0). The kernel engine's
-//!   RBF loops ([`crate::kernels`]) and the kernel rows of [`crate::kernel_cache`] use it.
+//!   within [`crate::fp::EXP_FAST_ULPS`] = 2 ulp of a correctly rounded `exp` (tested below against
+//!   `f64::exp` from the overflow threshold down to underflow to 0). The kernel engine's RBF loops
+//!   ([`crate::kernels::evaluation`]) and the kernel rows of
+//!   [`crate::kernel_learning::kernel_cache`] use it.
 //! * `ipow`: `b^p` by binary exponentiation (polynomial kernels).
 //!
 //! Nothing here depends on the thread count; the FMA flavour is fixed by the CPU, so results are
 //! identical across runs on one machine and may differ in the last bits between machines (see
-//! [`crate::kernels`], "Determinism").
+//! [`crate::kernels::evaluation`], "Determinism").
 
 // The lane loops (`for l in 0..LANES`) index several arrays in lockstep on purpose: it is the
 // shape LLVM turns into one vector instruction per register.
@@ -153,10 +155,10 @@ const EXP_POLY: [f64; 12] = [
 /// named assumption [`crate::fp::EXP_FAST_ULPS`]; checked against `f64::exp` in the unit tests);
 /// `exp_fast(0) = 1` exactly; NaN propagates.
 ///
-/// [`exp_fast_slice`] and the RBF kernel loops of [`crate::kernels`] evaluate the same operations
-/// on 16 lanes at a time (independent dependency chains for the out-of-order core), with fused
-/// multiply-adds on CPUs that have them (equally accurate; bit-identical to `exp_fast` on CPUs
-/// without FMA).
+/// [`exp_fast_slice`] and the RBF kernel loops of [`crate::kernels::evaluation`] evaluate the same
+/// operations on 16 lanes at a time (independent dependency chains for the out-of-order core), with
+/// fused multiply-adds on CPUs that have them (equally accurate; bit-identical to `exp_fast` on
+/// CPUs without FMA).
 #[inline(always)]
 pub fn exp_fast(x: f64) -> f64 {
     exp_fast_with::<Unfused>(x)
@@ -263,8 +265,9 @@ pub fn exp_fast_slice(values: &mut [f64]) {
 // Integer powers
 // ------------------------------------------------------------------------------------------------
 
-/// `b^p` by binary exponentiation (the same multiplication sequence as the polynomial-kernel
-/// loops of [`crate::kernels`] and the kernel rows of [`crate::kernel_cache`]).
+/// `b^p` by binary exponentiation (the same multiplication sequence as the polynomial-kernel loops
+/// of [`crate::kernels::evaluation`] and the kernel rows of
+/// [`crate::kernel_learning::kernel_cache`]).
 #[inline(always)]
 pub(crate) fn ipow(b: f64, p: u32) -> f64 {
     let (mut base, mut res, mut e) = (b, 1.0, p);
@@ -284,20 +287,7 @@ pub(crate) fn ipow(b: f64, p: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::fp::EXP_FAST_ULPS;
-
-    /// Deterministic uniform values in [lo, hi) (xorshift64*), no RNG dependency needed.
-    fn uniform(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s >> 12;
-                s ^= s << 25;
-                s ^= s >> 27;
-                let u = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64;
-                lo + (hi - lo) * u
-            })
-            .collect()
-    }
+    use crate::test_util::uniform;
 
     fn ulp_diff(a: f64, b: f64) -> u64 {
         assert!(a >= 0.0 && b >= 0.0);

@@ -131,7 +131,7 @@ class PinpSession:
 # ---- end pinp ----
 
 # ---- erm ----
-# Certified kernel ERM (src/erm.rs): (1/n) sum loss(y_i f(x_i)) + lam/2 ||w||^2, no bias,
+# Certified kernel ERM (src/kernel_learning/erm.rs): (1/n) sum loss(y_i f(x_i)) + lam/2 ||w||^2, no bias,
 # y in {-1, +1}; loss: "hinge" | "logistic". The public API is dpcore.KernelSVM /
 # dpcore.KernelLogisticRegression.
 
@@ -175,7 +175,7 @@ def erm_certificate(
 # ---- end erm ----
 
 # ---- expmech ----
-# Exponential mechanism over the nu-net of the ball {||z|| <= radius} in R^d (src/expmech.rs),
+# Exponential mechanism over the nu-net of the ball {||z|| <= radius} in R^d (src/mechanisms/expmech/),
 # streamed with floating-point-safe Gumbel-max; the building block of TDIL (Jain & Thakurta 2013,
 # Algorithm 3). The net is (d, nu, radius): cubic grid of spacing h = (2 nu / sqrt(d))(1 - 2^-32),
 # integer vectors i with ||i||^2 <= T ("threshold"), net point = projection of i*h onto the ball;
@@ -285,7 +285,7 @@ def em_key_error_bound(exponent_bound: float) -> float:
 # ---- end expmech ----
 
 # ---- multinomial ----
-# Exact multinomial sampling (src/multinomial.rs): index j is drawn with probability exactly
+# Exact multinomial sampling (src/mechanisms/multinomial.rs): index j is drawn with probability exactly
 # q_j / T, q_j = floor(p_j * 2**100) from the bits of p_j, T = sum q_j. p: 1-D float64 (a strided
 # view is copied once); entries finite and >= 0 with |T * 2**-100 - 1| <= sum_tol in [0, 1);
 # ValueError "p: p[i] = nan: ..." names the first offending entry. Each sampling call takes 256
@@ -312,7 +312,7 @@ def multinomial_quantized(p: npt.NDArray[np.float64], sum_tol: float = 1e-9) -> 
 # ---- end multinomial ----
 
 # ---- rff ----
-# Random Fourier features (src/rff.rs). Weights: n_features x n_components, columns i.i.d. from the
+# Random Fourier features (src/kernels/random_features.rs). Weights: n_features x n_components, columns i.i.d. from the
 # kernel's Fourier measure (rbf: N(0, 2 gamma I); laplacian: Cauchy(0, gamma) coordinates), drawn from a
 # child ChaCha stream of `rng`. Transform: (n, 2 n_components) = n_components^{-1/2} [cos XW, sin XW],
 # rayon over fixed 128-row tiles (bit-identical for any thread count; rows independent). ValueError

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 
 use crate::error::DpResult;
 
-/// Runs `call` without the GIL, handing it a hook that the core calls periodically with a
-/// progress report `P` (about every 0.1 s, see e.g. [`crate::erm::HOOK_INTERVAL`]).
+/// Runs `call` without the GIL, handing it a hook that the core calls periodically with a progress
+/// report `P` (about every 0.1 s, see e.g. [`crate::kernel_learning::erm::HOOK_INTERVAL`]).
 ///
 /// Each hook call re-acquires the GIL briefly to run pending signal handlers (Ctrl-C raises
 /// `KeyboardInterrupt` promptly) and then, when `progress` is given, calls

@@ -2,8 +2,13 @@
 //! validates/converts its arguments, calls the pure-Rust core inside `py.detach`, and converts the
 //! result back with `into_pyarray`. No mathematics lives here.
 //!
-//! Shared helpers: [`kernels::kernel_arg`] (the `(kernel, gamma, degree, coef0)` arguments → the
-//! core's `Kernel`) and [`interrupt::run_interruptible`] (long solves that Ctrl-C can interrupt).
+//! The sub-directories mirror the core 1:1: `bindings/<layer>/<module>.rs` binds
+//! `crate::<layer>::<module>` (e.g. [`kernel_learning::erm`] binds
+//! [`crate::kernel_learning::erm`]).
+//!
+//! Shared helpers: [`kernels::evaluation::kernel_arg`] (the `(kernel, gamma, degree, coef0)`
+//! arguments → the core's `Kernel`) and [`interrupt::run_interruptible`] (long solves that Ctrl-C
+//! can interrupt).
 //! Core errors become Python exceptions in one place, the `From<DpError> for PyErr` below.
 
 use pyo3::exceptions::{PyMemoryError, PyValueError};
@@ -11,16 +16,11 @@ use pyo3::prelude::*;
 
 use crate::error::DpError;
 
-mod erm;
-mod expmech;
-mod gp;
 mod interrupt;
+mod kernel_learning;
 mod kernels;
-mod linear_svm;
-mod multinomial;
-mod noise;
-mod pinp;
-mod rff;
+mod mechanisms;
+mod private_svm;
 
 impl From<DpError> for PyErr {
     fn from(e: DpError) -> PyErr {
@@ -64,14 +64,15 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(memory_limit_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(fp_constants, m)?)?;
-    erm::register(m)?;
-    expmech::register(m)?;
-    gp::register(m)?;
-    kernels::register(m)?;
-    linear_svm::register(m)?;
-    multinomial::register(m)?;
-    noise::register(m)?;
-    pinp::register(m)?;
-    rff::register(m)?;
+    // Registration order (and hence `_core.__all__`) as before the move to sub-directories.
+    kernel_learning::erm::register(m)?;
+    mechanisms::expmech::register(m)?;
+    kernel_learning::gp::register(m)?;
+    kernels::evaluation::register(m)?;
+    private_svm::linear_svm::register(m)?;
+    mechanisms::multinomial::register(m)?;
+    mechanisms::noise::register(m)?;
+    kernel_learning::pinp::register(m)?;
+    kernels::random_features::register(m)?;
     Ok(())
 }

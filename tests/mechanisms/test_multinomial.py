@@ -1,4 +1,4 @@
-"""Tests of exact multinomial sampling (:mod:`dpcore.mechanisms.multinomial`, ``src/multinomial.rs``).
+"""Tests of exact multinomial sampling (:mod:`dpcore.mechanisms.multinomial`, ``src/mechanisms/multinomial.rs``).
 
 * exactness of the quantisation: ``q_j == floor(Fraction(p_j) * 2**100)`` for random doubles of
   every magnitude (subnormals included);
@@ -41,7 +41,7 @@ from dpcore.mechanisms.multinomial import (
 from dpcore.mechanisms.noise import ChaChaRng
 
 ALPHA = 1e-7  # p-value threshold of every chi-square test, fixed before sampling
-BLOCK = 8192  # entries per block of the Rust core (src/multinomial.rs)
+BLOCK = 8192  # entries per block of the Rust core (src/mechanisms/multinomial.rs)
 HYP = settings(
     max_examples=60,
     deadline=None,

@@ -23,7 +23,7 @@ LIBM_LN_ULPS       2             the platform ``ln``/``log``/``log1p`` is accura
 NUMPY_EXP_ULPS     4             numpy/scipy ``exp``, ``log``, ``expit`` on float64 within 4 ulp (numpy
                                  uses SIMD kernels documented at ≤ 4 ulp; scipy's expit is 1/(1+exp))
 KERNEL_EXP_ULPS    2             dpcore's Rust SIMD ``exp`` in kernel evaluation (tested ≤ 2 ulp
-                                 against ``f64::exp`` in src/kernels.rs). Rust: EXP_FAST_ULPS
+                                 against ``f64::exp`` in src/numerics.rs). Rust: EXP_FAST_ULPS
 KERNEL_SUM_REL_E.  1e-12         relative accuracy of a Rust kernel decision value vs Σ|K_ij||μ_j|
                                  (KernelSVM's certified gap). Rust: KERNEL_SUM_REL_ERROR
 RADIUS_TOL         2⁻⁴⁰          a record may exceed its declared L2 bound by this relative amount

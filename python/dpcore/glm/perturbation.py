@@ -297,7 +297,7 @@ def _small_ball_radius(d: int, log_eta: float) -> float:
 def _gamma_coupling_bound(d: int, scale: float, r_pub: float, t0: float) -> float:
     """Public bound on the Gamma-norm sampler's ``err`` when ``||b_exact|| ≤ r_pub`` and ``||g|| ≥ 2t₀``.
 
-    From the error propagation of ``src/noise/coupled.rs`` (``gamma_norm_vector_coupled``): with
+    From the error propagation of ``src/mechanisms/noise/coupled.rs`` (``gamma_norm_vector_coupled``): with
     ``r̂`` the computed Gamma(d,1) radius and ``n̂ ≥ t₀`` the computed ``||ĝ||`` (``n̂ ≥ ||g|| −
     √d·2^-63 ≥ t₀``), first-order expansion of its interval arithmetic gives
     ``err/scale ≤ 2.05·d·2^-52 + r̂ (51u + 3.1 γ_d) + 5.2 r̂ √d 2^-64 / n̂`` as long as its relative

@@ -4,7 +4,7 @@
 module             what (proof sketch in each module's docstring and in docs/privacy.md)
 =================  ==================================================================================
 ``svm``            :class:`KernelSVM`, :class:`KernelLogisticRegression` — certified non-private
-                   kernel ERM (Rust: ``src/erm.rs``), the model every private release perturbs
+                   kernel ERM (Rust: ``src/kernel_learning/erm.rs``), the model every private release perturbs
 ``pinp``           :class:`PINP` — interactive private predictions (2013, Alg. 1; sparse vector)
 ``tddl``           :class:`TDDL` — release over public points (2013, Alg. 2; GP noise by default)
 ``tdil``           :class:`TDIL` — non-interactive release via the exponential mechanism (2013, Alg. 3)

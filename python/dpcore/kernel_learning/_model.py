@@ -126,7 +126,7 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
 
     1. **Public** (the same for every dataset): ``tol`` below ``2×`` the worst-case float floor of
        the Rust solver's certificate over the declared domain, ``KERNEL_SUM_REL_ERROR·R_φ²·L/λ``
-       (``src/erm.rs`` adds ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K_ii)·Σ_j sqrt(K_jj)|μ_j|`` to the gap,
+       (``src/kernel_learning/erm.rs`` adds ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K_ii)·Σ_j sqrt(K_jj)|μ_j|`` to the gap,
        and ``K_jj ≤ R_φ²``, ``Σ|μ_j| ≤ L/λ``). Below it, whether the gap certifies depended on the data.
     2. The model's certificate exceeds the bound: it did not reach ``tol``. Named assumption: with
        ``tol`` above the public floor, dpcore's dual coordinate descent reaches it on *every*

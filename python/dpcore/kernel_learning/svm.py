@@ -32,7 +32,7 @@ roughly comparable to ``tol`` (LIBSVM's default ``1e-3`` is much looser than our
 stops on the exactly recomputed gap, never on a projected-gradient heuristic; if ``max_iter`` is
 reached first, the honest (larger) gap is reported and a :class:`ConvergenceWarning` is issued.
 
-Solvers (Rust core, ``src/erm.rs``): greedy dual coordinate descent with second-order coordinate
+Solvers (Rust core, ``src/kernel_learning/erm.rs``): greedy dual coordinate descent with second-order coordinate
 selection and LIBSVM-style shrinking for the hinge loss; the dual coordinate descent of Yu, Huang
 & Lin (2011) for the logistic loss (logit-parameterised, Newton sub-problems safeguarded by
 bisection). Kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept

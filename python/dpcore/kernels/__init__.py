@@ -1,4 +1,4 @@
-"""Kernels: the fused, tiled, parallel kernel engine and random Fourier features (Rust: ``src/kernels.rs``, ``src/rff.rs``).
+"""Kernels: the fused, tiled, parallel kernel engine and random Fourier features (Rust: ``src/kernels/evaluation.rs``, ``src/kernels/random_features.rs``).
 
 =====================  ==============================================================================
 module                 what

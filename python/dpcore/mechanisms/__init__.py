@@ -7,7 +7,7 @@ module            what
                   grids, secure ChaCha randomness (:func:`check_random_state`), private proportions
 ``multinomial``   exact multinomial sampling from certified weights (used by SimplexERM)
 ``exponential``   the exponential mechanism over an ε-net of a ball for linear scores (used by TDIL;
-                  Rust: ``src/expmech.rs``)
+                  Rust: ``src/mechanisms/expmech/``)
 ================  ===================================================================================
 """
 

@@ -54,7 +54,7 @@ Gaussian, ``method="analytic"`` (the default; (ε, δ), L2 sensitivity Δ₂)
     normal distribution*, ACM TOMS 2016) from fair random bits, with ``U`` a lazily generated
     binary expansion; ``j`` is then decided by exact dyadic comparisons of ``x/g + σ/g·Z`` with
     the cell boundaries ``j ± ½``, drawing further digits of ``U`` until the cell is certain
-    (:mod:`dpcore._core`, ``src/noise/karney.rs``). Hence, for the float ``x`` and float ``σ``
+    (:mod:`dpcore._core`, ``src/mechanisms/noise/karney.rs``). Hence, for the float ``x`` and float ``σ``
     (both exact dyadic rationals), ``P[j] = Φ(((j+½)g − x)/σ) − Φ(((j−½)g − x)/σ)`` *exactly*.
     Ties have probability zero (formally: round half up).
 
@@ -644,7 +644,7 @@ def discrete_gaussian(sigma2_num: int, sigma2_den: int = 1, size: int = 1, *, ra
     """Exact i.i.d. discrete Gaussian integers, ``P[Y=y] ∝ exp(-y² / (2·sigma2_num/sigma2_den))``."""
     num, den = _check_rational(sigma2_num, sigma2_den, "sigma2")
     t = math.isqrt(num // den) + 1
-    if 2 * num * den * t * t >= 2**128:  # the exact sampler's integer range (src/noise/grid.rs)
+    if 2 * num * den * t * t >= 2**128:  # the exact sampler's integer range (src/mechanisms/noise/grid.rs)
         raise ValueError(f"sigma2_num/sigma2_den = {num}/{den}: variance too large for exact sampling "
                          "(2·num·den·t² must stay below 2^128)")
     return _core.discrete_samples("gaussian", num, den, _check_n_samples(size, "size"), check_random_state(random_state))
@@ -668,7 +668,7 @@ def gamma_norm_vector_coupled(dim: int, scale: float, *, random_state: RandomSta
     ∝ ``exp(-||b||/scale)`` on R^dim (norm ``Gamma(dim, scale)``, uniform direction) such that
     ``||b - b_exact||₂ ≤ err`` *always*. ``b_exact = scale·(Σ E_i)·g/||g||`` with exact
     exponentials ``E_i = -ln U_i`` (full-precision uniforms) and Karney's exact normals ``g``; the
-    bound propagates the component errors through the float formula (see ``src/noise/coupled.rs``;
+    bound propagates the component errors through the float formula (see ``src/mechanisms/noise/coupled.rs``;
     it assumes ``f64::ln`` is accurate to 2 ulps, ``LIBM_LN_ULPS``).
 
     Use it for noise that enters a computation before anything is released; the mechanism must

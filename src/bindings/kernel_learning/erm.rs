@@ -1,0 +1,101 @@
+//! Python bindings of [`crate::kernel_learning::erm`]: argument conversion and GIL release only.
+
+use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::bindings::interrupt::run_interruptible;
+use crate::bindings::kernels::evaluation::kernel_arg;
+use crate::kernel_learning::erm::{self, Certificate, ErmOptions, Loss};
+
+fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) -> PyResult<()> {
+    d.set_item("primal", c.primal)?;
+    d.set_item("dual", c.dual)?;
+    d.set_item("gap", c.gap)?;
+    d.set_item("w_norm", c.w_norm)?;
+    d.set_item("mu", c.mu.into_pyarray(py))?;
+    d.set_item("decision", c.decision.into_pyarray(py))?;
+    Ok(())
+}
+
+/// Fit the kernel ERM; returns a dict (see `_core.pyi`).
+///
+/// The solve runs without the GIL; every ~0.1 s it re-acquires it briefly to run pending signal
+/// handlers (Ctrl-C raises `KeyboardInterrupt` promptly) and to call `progress(iter, gap, exact,
+/// active)` if given. An exception from either abandons the solve and is re-raised.
+#[pyfunction]
+#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, lam, tol, max_iter, cache_bytes, shrinking, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn erm_fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    loss: &str,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+    lam: f64,
+    tol: f64,
+    max_iter: u64,
+    cache_bytes: u64,
+    shrinking: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let loss = Loss::from_name(loss)?;
+    let opts = ErmOptions {
+        lam,
+        tol,
+        max_iter,
+        cache_bytes: usize::try_from(cache_bytes).unwrap_or(usize::MAX),
+        shrinking,
+    };
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let sol = run_interruptible(
+        py,
+        progress,
+        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        |hook| erm::fit_with_hook(xv, yv, &k, loss, &opts, hook),
+    )?;
+    let d = PyDict::new(py);
+    d.set_item("a", sol.a.into_pyarray(py))?;
+    d.set_item("n_iter", sol.n_iter)?;
+    d.set_item("converged", sol.converged)?;
+    d.set_item("stop_reason", sol.stop_reason.name())?;
+    d.set_item("history", sol.history)?;
+    d.set_item("full_gram", sol.full_gram)?;
+    cert_into_dict(py, &d, sol.cert)?;
+    Ok(d)
+}
+
+/// Certificate of a dual point `a ∈ [0, 1]ⁿ` (independent recomputation).
+#[pyfunction]
+#[pyo3(signature = (x, y, a, loss, kernel, gamma, degree, coef0, lam))]
+#[allow(clippy::too_many_arguments)]
+fn erm_certificate<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    a: PyReadonlyArray1<'py, f64>,
+    loss: &str,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+    lam: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let loss = Loss::from_name(loss)?;
+    let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
+    let cert = py.detach(|| erm::certify(xv, yv, av, None, &k, loss, lam))?;
+    let d = PyDict::new(py);
+    cert_into_dict(py, &d, cert)?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(erm_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(erm_certificate, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! Bindings of [`crate::kernel_learning`] (Python: `dpcore.kernel_learning`).
+
+pub(super) mod erm;
+pub(super) mod gp;
+pub(super) mod pinp;

@@ -1,0 +1,114 @@
+//! Python bindings of [`crate::kernels::evaluation`]: argument conversion, cheap validation, GIL
+//! release.
+//!
+//! Arrays arrive as `float64` (the Python layer converts `float32` once); any memory layout is
+//! accepted without copying (C, Fortran or strided views). Errors become `ValueError`s whose
+//! message starts with the argument's name.
+
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+use crate::kernels::evaluation::{self, Kernel};
+
+/// The core kernel from the `(kernel, gamma, degree, coef0)` arguments of every `_core` function
+/// and class that takes a kernel (scikit-learn's names, passed as separate arguments). The one
+/// conversion of the binding layer: validation and the `ValueError` messages (naming the
+/// argument) are [`Kernel::from_params`]'s.
+pub(crate) fn kernel_arg(kernel: &str, gamma: f64, degree: i64, coef0: f64) -> PyResult<Kernel> {
+    Ok(Kernel::from_params(kernel, gamma, degree, coef0)?)
+}
+
+/// `K(A, B)` (`b=None`: the Gram matrix `K(A, A)` with an exact RBF diagonal).
+#[pyfunction]
+#[pyo3(signature = (a, b, kernel, gamma, degree, coef0))]
+fn kernel_matrix<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, f64>,
+    b: Option<PyReadonlyArray2<'py, f64>>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let av = a.as_array();
+    let out = match &b {
+        None => py.detach(|| {
+            evaluation::check_inputs(av, av, None)?;
+            evaluation::gram_matrix(av, &k)
+        })?,
+        Some(b) => {
+            let bv = b.as_array();
+            py.detach(|| {
+                evaluation::check_inputs(av, bv, None)?;
+                evaluation::kernel_matrix(av, bv, &k)
+            })?
+        }
+    };
+    Ok(out.into_pyarray(py))
+}
+
+/// `K(Z, X) @ mu` without materialising `K(Z, X)`.
+#[pyfunction]
+#[pyo3(signature = (z, x, mu, kernel, gamma, degree, coef0))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_predict<'py>(
+    py: Python<'py>,
+    z: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    mu: PyReadonlyArray1<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
+    let out = py.detach(|| {
+        evaluation::check_inputs(zv, xv, Some(muv))?;
+        Ok::<_, crate::DpError>(evaluation::kernel_predict(zv, xv, muv, &k))
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `K(z_i, z_i)` for every row of `z`.
+#[pyfunction]
+#[pyo3(signature = (z, kernel, gamma, degree, coef0))]
+fn kernel_diag<'py>(
+    py: Python<'py>,
+    z: PyReadonlyArray2<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let zv = z.as_array();
+    let out = py.detach(|| {
+        evaluation::check_inputs(zv, zv, None)?;
+        Ok::<_, crate::DpError>(evaluation::kernel_diag(zv, &k))
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// `R_φ²` for inputs in the ball of radius `radius`.
+#[pyfunction]
+#[pyo3(signature = (data_norm, kernel, gamma, degree, coef0))]
+fn feature_map_radius_sq(
+    data_norm: f64,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+) -> PyResult<f64> {
+    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    Ok(evaluation::feature_map_radius_sq(&k, data_norm)?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_diag, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_map_radius_sq, m)?)?;
+    Ok(())
+}

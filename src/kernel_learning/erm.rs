@@ -1,0 +1,1132 @@
+//! Non-private kernel ERM with a certified duality gap: the `w* = Σ μ_i φ(x_i)` that every
+//! Jain–Thakurta (2013) mechanism starts from.
+//!
+//! # Problem
+//!
+//! With labels `y_i ∈ {−1, +1}`, a kernel `K` with feature map `φ`, `λ > 0` and **no
+//! unregularised bias** (SPEC, paper eq. 2):
+//!
+//! ```text
+//! P(w) = (1/n) Σ_i ℓ(y_i <w, φ(x_i)>) + (λ/2) ‖w‖²,      ℓ = hinge  max(0, 1 − u)
+//!                                                        or logistic log(1 + e^{−u}),
+//! ```
+//!
+//! both 1-Lipschitz. With `C = 1/(λ n)` this is `λ` times the classical C-SVM / C-logistic
+//! objective `½‖w‖² + C Σ ℓ`, so scikit-learn's / LIBSVM's `C` is `1/(λ n)`.
+//!
+//! # Dual and certificate
+//!
+//! Write `α_i = C a_i` with `a ∈ [0, 1]ⁿ`, `Q_ij = y_i y_j K(x_i, x_j)`, `w(a) = Σ_i C a_i y_i
+//! φ(x_i)` (so `μ_i = y_i C a_i`), `u_i = y_i <w, φ(x_i)> = (Qα)_i`. The dual (in the same
+//! `(1/n)`-scaled units as `P`) is
+//!
+//! ```text
+//! hinge:     D(a) = (1/n) Σ a_i − (λ/2) ‖w(a)‖²
+//! logistic:  D(a) = −(λ/2) ‖w(a)‖² − (1/n) Σ [a_i log a_i + (1 − a_i) log(1 − a_i)]
+//! ```
+//!
+//! Weak duality gives `D(a) ≤ P(w*)` for every feasible `a`, so `gap = P(w(a)) − D(a) ≥ P(w(a))
+//! − P(w*) ≥ (λ/2) ‖w(a) − w*‖²` (λ-strong convexity of `P`), i.e. `‖w − w*‖ ≤ sqrt(2 gap/λ)`.
+//! Using `‖w‖² = Σ_i μ_i f_i = (1/(λ n)) Σ a_i u_i`, the gap is a sum of non-negative
+//! per-point terms, which is how it is computed (no cancellation between `P` and `D`):
+//!
+//! ```text
+//! hinge:     gap = (1/n) Σ [ a_i (u_i − 1)₊ + (1 − a_i) (1 − u_i)₊ ]
+//! logistic:  gap = (1/n) Σ [ a_i u_i + log(1 + e^{−u_i}) + a_i log a_i + (1 − a_i) log(1 − a_i) ]
+//! ```
+//!
+//! (the logistic term is the Fenchel–Young gap of the softplus, zero iff `a_i = σ(−u_i)`).
+//! [`certify`] computes it **from `a` alone**: `f = K(X, X_sv) μ_sv` is recomputed with the fused
+//! kernel engine ([`crate::kernels::evaluation::kernel_predict`]) over the support points,
+//! independently of any gradient the solver maintained, and the result is rounded up by a
+//! floating-point error bound `1e-12 · max_i K(x_i, x_i) · ‖μ‖₁` (each `u_i` is accurate to ~1e-13
+//! relative to `Σ_j |K_ij| |μ_j|`, and the gap is 1/n-Lipschitz in each `u_i`).
+//!
+//! # Solvers
+//!
+//! * **Hinge**: greedy dual coordinate descent on `min ½ αᵀQα − Σ α, 0 ≤ α ≤ C` (no equality
+//!   constraint since there is no bias). The gradient `G = Qα − 1` is maintained; each step picks
+//!   the coordinate with the largest exact one-dimensional decrease (second-order selection, as
+//!   LIBSVM's WSS 2 with one variable), moves it to the clipped Newton point, and updates `G`
+//!   with one kernel row. Selection for the next step is fused into the update pass. Shrinking
+//!   (LIBSVM / LIBLINEAR style) removes bounded variables whose gradient points out of the box by
+//!   more than the current largest violation; before stopping, the full gradient is recomputed
+//!   exactly from `α` and the **exact** duality gap of the full problem decides (never a
+//!   projected-gradient heuristic).
+//! * **Logistic**: dual coordinate descent of Yu, Huang & Lin (2011), kernelised. Each variable
+//!   is parameterised by its logit `t_i = log(a_i / (1 − a_i))` so that `a_i` and `1 − a_i` are
+//!   both accurate near the boundaries; the one-dimensional sub-problem `t + q_i + C Q_ii (σ(t) −
+//!   a_i) = 0` is strictly increasing in `t` and is solved by Newton's method safeguarded by
+//!   bisection. Cyclic sweeps, no shrinking (no variable sits at a bound).
+//!
+//! Kernel rows are evaluated in `f64`; the hinge solver caches them in `f32` (as LIBSVM: half
+//! the memory and bandwidth) while its gradient is accumulated in `f64`. Row rounding only
+//! perturbs the maintained gradient: every exact check recomputes `Q α` in `f64` from `α` with
+//! the fused kernel engine, and when an exact check fails with a drift of the maintained gradient
+//! above `0.05 · tol` (or a second time), the solver continues with `f64` rows. The final
+//! certificate is independent of all of this.
+//!
+//! Kernel rows are computed on demand (only rows of coordinates that actually move are ever needed
+//! — about the number of support vectors) and kept in an LRU cache within the memory budget (all
+//! rows when the `4 n²`- or `8 n²`-byte Gram matrix fits): see
+//! [`crate::kernel_learning::kernel_cache`]. A row `X x_i` is computed from a transposed copy of
+//! `X` over the nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like LIBSVM), in parallel
+//! over fixed column chunks.
+//!
+//! [`fit_with_hook`] calls a progress / cancellation hook about every 0.1 s of solving and at
+//! every exact check (the Python binding uses it for Ctrl-C and tqdm progress); a cancelled
+//! solve returns no solution at all.
+//!
+//! Everything is deterministic: the coordinate order depends on the data only, parallel row
+//! evaluation writes disjoint entries, and [`crate::kernels::evaluation::kernel_predict`] is
+//! bit-reproducible.
+
+use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
+
+use crate::error::{DpError, DpResult};
+use crate::kernel_learning::kernel_cache::{RowCache, RowElem, RowRef};
+use crate::kernels::evaluation::{self, Kernel};
+
+/// Loss of the ERM (both 1-Lipschitz).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// `max(0, 1 − u)`.
+    Hinge,
+    /// `log(1 + e^{−u})`.
+    Logistic,
+}
+
+impl Loss {
+    /// Parse `"hinge"` / `"logistic"`.
+    pub fn from_name(name: &str) -> DpResult<Self> {
+        match name {
+            "hinge" => Ok(Loss::Hinge),
+            "logistic" => Ok(Loss::Logistic),
+            other => Err(DpError::invalid(
+                "loss",
+                format!("unknown loss {other:?}; expected \"hinge\" or \"logistic\""),
+            )),
+        }
+    }
+}
+
+/// Solver options.
+#[derive(Debug, Clone, Copy)]
+pub struct ErmOptions {
+    /// Regularisation `λ > 0`.
+    pub lam: f64,
+    /// Target duality gap (absolute, in the `(1/n)`-scaled objective), `> 0`.
+    pub tol: f64,
+    /// Maximum number of coordinate updates.
+    pub max_iter: u64,
+    /// Memory budget of the kernel-row cache in bytes.
+    pub cache_bytes: usize,
+    /// Shrinking (hinge loss only).
+    pub shrinking: bool,
+}
+
+/// Certificate of a dual point `a` (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Certificate {
+    /// `μ = y ∘ C a` (representer coefficients of `w`).
+    pub mu: Array1<f64>,
+    /// `f_i = <w, φ(x_i)>` on the training points, recomputed exactly from `μ`.
+    pub decision: Array1<f64>,
+    /// `P(w)`.
+    pub primal: f64,
+    /// `D(a)`.
+    pub dual: f64,
+    /// Certified gap `≥ P(w) − D(a)` (rounded up by the floating-point error bound).
+    pub gap: f64,
+    /// `‖w‖ = sqrt(μᵀ K μ)`.
+    pub w_norm: f64,
+}
+
+/// Result of [`fit`].
+#[derive(Debug, Clone)]
+pub struct ErmSolution {
+    /// Dual variables `a = α / C ∈ [0, 1]`.
+    pub a: Array1<f64>,
+    /// Final certificate (computed by [`certify`] from `a`).
+    pub cert: Certificate,
+    /// Coordinate updates performed.
+    pub n_iter: u64,
+    /// `cert.gap ≤ tol`.
+    pub converged: bool,
+    /// Why the solver stopped (`Converged` iff `converged`).
+    pub stop_reason: StopReason,
+    /// `(iteration, exact gap)` at every exact check (the last one is the final certificate).
+    pub history: Vec<(u64, f64)>,
+    /// Whether the full Gram matrix was used (otherwise the LRU row cache).
+    pub full_gram: bool,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Validation
+// ------------------------------------------------------------------------------------------------
+
+fn check_problem(x: &ArrayView2<'_, f64>, y: &ArrayView1<'_, f64>, lam: f64) -> DpResult<()> {
+    if x.is_empty() {
+        return Err(DpError::invalid(
+            "X",
+            format!("must not be empty, got shape {:?}", x.shape()),
+        ));
+    }
+    if !x.iter().all(|v| v.is_finite()) {
+        return Err(DpError::invalid("X", "contains NaN or infinite values"));
+    }
+    if y.len() != x.nrows() {
+        return Err(DpError::invalid(
+            "y",
+            format!(
+                "must have length {} (the number of rows of X), got {}",
+                x.nrows(),
+                y.len()
+            ),
+        ));
+    }
+    if !y.iter().all(|&v| v == 1.0 || v == -1.0) {
+        return Err(DpError::invalid("y", "labels must be -1.0 or +1.0"));
+    }
+    if !lam.is_finite() || lam <= 0.0 {
+        return Err(DpError::invalid(
+            "lam",
+            format!("must be finite and > 0, got {lam:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_options(opts: &ErmOptions) -> DpResult<()> {
+    if !opts.tol.is_finite() || opts.tol <= 0.0 {
+        return Err(DpError::invalid(
+            "tol",
+            format!("must be finite and > 0, got {:?}", opts.tol),
+        ));
+    }
+    if opts.max_iter == 0 {
+        return Err(DpError::invalid("max_iter", "must be >= 1"));
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Scalar helpers
+// ------------------------------------------------------------------------------------------------
+
+/// `log(1 + e^x)` without overflow.
+#[inline]
+fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `σ(t) = 1 / (1 + e^{−t})`, accurate for both signs.
+#[inline]
+fn sigmoid(t: f64) -> f64 {
+    if t >= 0.0 {
+        1.0 / (1.0 + (-t).exp())
+    } else {
+        let e = t.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `x log x` with `0 log 0 = 0`.
+#[inline]
+fn xlogx(x: f64) -> f64 {
+    if x > 0.0 {
+        x * x.ln()
+    } else {
+        0.0
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Certificate
+// ------------------------------------------------------------------------------------------------
+
+/// Certificate of the dual point `a ∈ [0, 1]ⁿ` (`b = 1 − a`, passed separately so that it keeps
+/// full precision when `a` is close to 1; `None` computes `1 − a`). `μ = y ∘ C a`; the training
+/// decision values are recomputed from scratch with the fused kernel engine over the support
+/// points (`a_i > 0`).
+///
+/// # Errors
+/// Invalid `X`, `y`, `lam`, or `a` outside `[0, 1]` / wrong length.
+pub fn certify(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+) -> DpResult<Certificate> {
+    check_problem(&x, &y, lam)?;
+    kernel.validate()?;
+    let n = x.nrows();
+    if a.len() != n || !a.iter().all(|&v| (0.0..=1.0).contains(&v)) {
+        return Err(DpError::invalid(
+            "a",
+            format!("must have length {n} with entries in [0, 1]"),
+        ));
+    }
+    let c = 1.0 / (lam * n as f64);
+    let mu: Array1<f64> = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
+    let sv: Vec<usize> = (0..n).filter(|&i| mu[i] != 0.0).collect();
+    let decision = if sv.is_empty() {
+        Array1::zeros(n)
+    } else {
+        let xs = x.select(Axis(0), &sv);
+        let ms = mu.select(Axis(0), &sv);
+        evaluation::kernel_predict(x, xs.view(), ms.view(), kernel)
+    };
+    let inv_n = 1.0 / n as f64;
+    let w2 = mu.dot(&decision).max(0.0);
+    let mut loss_sum = 0.0;
+    let mut gap_sum = 0.0;
+    let mut dual_sum = 0.0;
+    for i in 0..n {
+        let u = y[i] * decision[i];
+        let ai = a[i];
+        let bi = match b {
+            Some(b) => b[i],
+            None => 1.0 - ai,
+        };
+        match loss {
+            Loss::Hinge => {
+                loss_sum += (1.0 - u).max(0.0);
+                dual_sum += ai;
+                gap_sum += ai * (u - 1.0).max(0.0) + bi * (1.0 - u).max(0.0);
+            }
+            Loss::Logistic => {
+                let sp = softplus(-u);
+                let ent = xlogx(ai) + xlogx(bi);
+                loss_sum += sp;
+                dual_sum -= ent;
+                gap_sum += (ai * u + sp + ent).max(0.0);
+            }
+        }
+    }
+    let primal = inv_n * loss_sum + 0.5 * lam * w2;
+    let dual = inv_n * dual_sum - 0.5 * lam * w2;
+    let sqrt_diag: Vec<f64> = evaluation::kernel_diag(x, kernel)
+        .iter()
+        .map(|v| v.abs().sqrt())
+        .collect();
+    let slack = fp_slack(&sqrt_diag, mu.iter().map(|v| v.abs()))
+        + 1e-15 * (1.0 + primal.abs() + dual.abs());
+    let gap = (inv_n * gap_sum).max(primal - dual).max(0.0) + slack;
+    Ok(Certificate {
+        mu,
+        decision,
+        primal,
+        dual,
+        gap,
+        w_norm: w2.sqrt(),
+    })
+}
+
+/// Relative accuracy assumed for the recomputed decision values (named in [`crate::fp`]).
+use crate::fp::KERNEL_SUM_REL_ERROR as FP_REL;
+
+/// Floating-point slack added to the certified gap: the gap is `(1/n)`-Lipschitz in each `u_i`
+/// (its derivative is `(a_i − ℓ'-term)/n` with both in `[0, 1]`) and `Σ_j |K_ij| |μ_j| ≤
+/// sqrt(K_ii) Σ_j sqrt(K_jj) |μ_j|` (Cauchy–Schwarz in feature space), so the computed gap is off
+/// by at most `FP_REL · mean_i sqrt(K_ii) · Σ_j sqrt(K_jj) |μ_j|`.
+fn fp_slack(sqrt_diag: &[f64], abs_mu: impl Iterator<Item = f64>) -> f64 {
+    let n = sqrt_diag.len().max(1) as f64;
+    let s1: f64 = sqrt_diag.iter().zip(abs_mu).map(|(d, m)| d * m).sum();
+    let mean: f64 = sqrt_diag.iter().sum::<f64>() / n;
+    FP_REL * mean * s1
+}
+
+/// Why the solver stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Certified gap ≤ tol.
+    Converged,
+    /// `max_iter` coordinate updates were performed first.
+    MaxIter,
+    /// No coordinate can improve the dual in floating point, or `tol` is below the
+    /// floating-point slack of the certificate.
+    Precision,
+}
+
+impl StopReason {
+    /// `"converged"`, `"max_iter"` or `"precision"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::Converged => "converged",
+            StopReason::MaxIter => "max_iter",
+            StopReason::Precision => "precision",
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Progress / interruption
+// ------------------------------------------------------------------------------------------------
+
+/// Progress report passed to the hook of [`fit_with_hook`].
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Coordinate updates performed so far.
+    pub iter: u64,
+    /// Current duality-gap estimate: the exact full-problem gap when `exact`, otherwise the gap
+    /// of the active (unshrunk) sub-problem from the solver's maintained gradient.
+    pub gap: f64,
+    /// Whether `gap` was just recomputed exactly from the dual point.
+    pub exact: bool,
+    /// Number of active (unshrunk) variables.
+    pub active: usize,
+}
+
+/// Minimum wall time between two hook calls (exact checks always call it).
+pub const HOOK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Calls the user hook at most every [`HOOK_INTERVAL`] (polled every few updates, so a
+/// cancelled solve stops within about `HOOK_INTERVAL` plus one coordinate update).
+struct Ticker<'h> {
+    hook: &'h mut dyn FnMut(&Progress) -> bool,
+    last: std::time::Instant,
+    count: u32,
+    stopped: bool,
+}
+
+impl<'h> Ticker<'h> {
+    fn new(hook: &'h mut dyn FnMut(&Progress) -> bool) -> Self {
+        Ticker {
+            hook,
+            last: std::time::Instant::now(),
+            count: 0,
+            stopped: false,
+        }
+    }
+
+    /// Time-gated hook call; `false` once the hook asked to stop.
+    #[inline]
+    fn poll(&mut self, make: impl FnOnce() -> Progress) -> bool {
+        self.count += 1;
+        if self.count < 16 {
+            return !self.stopped;
+        }
+        self.count = 0;
+        if self.last.elapsed() < HOOK_INTERVAL {
+            return !self.stopped;
+        }
+        self.fire(make())
+    }
+
+    /// Unconditional hook call; `false` once the hook asked to stop.
+    fn fire(&mut self, p: Progress) -> bool {
+        if !self.stopped {
+            self.last = std::time::Instant::now();
+            if !(self.hook)(&p) {
+                self.stopped = true;
+            }
+        }
+        !self.stopped
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Solvers
+// ------------------------------------------------------------------------------------------------
+
+/// Fit the kernel ERM (see the module docs). `y ∈ {−1, +1}ⁿ`. The returned certificate is
+/// computed by [`certify`] from the final dual point, independently of the solver's gradient.
+///
+/// # Errors
+/// Invalid `X`, `y`, `lam`, `tol`, `max_iter` or kernel.
+pub fn fit(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+    loss: Loss,
+    opts: &ErmOptions,
+) -> DpResult<ErmSolution> {
+    let mut always = |_: &Progress| true;
+    Ok(fit_with_hook(x, y, kernel, loss, opts, &mut always)?
+        .expect("a hook that always continues never cancels"))
+}
+
+/// [`fit`] with a progress / cancellation hook: `hook` is called with a [`Progress`] report at
+/// least every [`HOOK_INTERVAL`] of solver time (polled between coordinate updates) and at
+/// every exact gap check; when it returns `false` the solve is abandoned and `Ok(None)` is
+/// returned (no partial solution, no certificate).
+///
+/// # Errors
+/// Invalid `X`, `y`, `lam`, `tol`, `max_iter` or kernel.
+pub fn fit_with_hook(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+    loss: Loss,
+    opts: &ErmOptions,
+    hook: &mut dyn FnMut(&Progress) -> bool,
+) -> DpResult<Option<ErmSolution>> {
+    check_problem(&x, &y, opts.lam)?;
+    check_options(opts)?;
+    kernel.validate()?;
+    let xs = x.as_standard_layout();
+    let xv = xs.view();
+    let yv: Vec<f64> = y.to_vec();
+    // hinge: f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
+    // switches to f64 rows if f32 rounding limits the gap); logistic: f64 rows
+    let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, loss == Loss::Logistic);
+    let full_gram = rows.holds_all();
+    let diag = evaluation::kernel_diag(xv, kernel).to_vec();
+    let mut ticker = Ticker::new(hook);
+    let (a, b, n_iter, history) = match loss {
+        Loss::Hinge => solve_hinge(&yv, &diag, &mut rows, opts, &mut ticker),
+        Loss::Logistic => solve_logistic(&yv, &diag, &mut rows, opts, &mut ticker),
+    };
+    drop(rows);
+    if ticker.stopped {
+        return Ok(None);
+    }
+    let cert = certify(
+        xv,
+        y,
+        a.view(),
+        b.as_ref().map(|b| b.view()),
+        kernel,
+        loss,
+        opts.lam,
+    )?;
+    let mut history = history;
+    history.push((n_iter, cert.gap));
+    let converged = cert.gap <= opts.tol;
+    let stop_reason = if converged {
+        StopReason::Converged
+    } else if n_iter >= opts.max_iter {
+        StopReason::MaxIter
+    } else {
+        StopReason::Precision
+    };
+    Ok(Some(ErmSolution {
+        stop_reason,
+        converged,
+        a,
+        cert,
+        n_iter,
+        history,
+        full_gram,
+    }))
+}
+
+/// Exact gap `(1/n) Σ [a (u−1)₊ + (1−a)(1−u)₊]` from `q = Qα` (`u = q`).
+fn hinge_gap(alpha: &[f64], q: &[f64], c: f64) -> f64 {
+    let n = q.len();
+    let mut s = 0.0;
+    for i in 0..n {
+        let a = alpha[i] / c;
+        s += a * (q[i] - 1.0).max(0.0) + (1.0 - a) * (1.0 - q[i]).max(0.0);
+    }
+    s / n as f64
+}
+
+/// The solvers stop when the exactly recomputed gap is below this fraction of `tol`, leaving
+/// room for the floating-point slack that [`certify`] adds.
+const STOP_FRACTION: f64 = 0.9;
+
+/// Exact-gap stopping target: leave room for the certificate's floating-point slack; when the
+/// slack alone exceeds the budget, aim at a tenth of `tol` (the certificate then honestly reports
+/// `gap > tol` with reason `Precision`).
+fn stop_target(tol: f64, slack: f64) -> f64 {
+    let t = STOP_FRACTION * tol - slack;
+    if t > 0.0 {
+        t
+    } else {
+        0.1 * tol
+    }
+}
+
+/// Active-set size from which the per-step pass runs in parallel, in chunks of `PAR_CHUNK`.
+const PAR_MIN: usize = 8192;
+const PAR_CHUNK: usize = 2048;
+
+/// Gain of the exact clipped coordinate step (branch-free; 1/0 = ∞ moves to a bound).
+#[inline(always)]
+fn gain(a: f64, q: f64, d: f64, inv: f64, c: f64) -> f64 {
+    let g = q - 1.0;
+    let new = (a - g * inv).max(0.0).min(c);
+    let dl = new - a;
+    -dl * (g + 0.5 * d * dl)
+}
+
+/// `q ← q + coef · y_∘ K(x_i, ·)` on the active set, fused with the next selection: returns
+/// the (position, gain) of the best coordinate step. Deterministic in parallel (fixed chunks,
+/// first maximum wins: identical to the sequential pass).
+#[allow(clippy::too_many_arguments)]
+fn update_pass<T: RowElem>(
+    row: &[T],
+    coef: f64,
+    c: f64,
+    qa: &mut [f64],
+    aa: &[f64],
+    ya: &[f64],
+    da: &[f64],
+    ia: &[f64],
+    active: &[usize],
+) -> (usize, f64) {
+    let update = |r0: usize,
+                  qa: &mut [f64],
+                  aa: &[f64],
+                  ya: &[f64],
+                  da: &[f64],
+                  ia: &[f64],
+                  act: &[usize]| {
+        let (mut b, mut bg) = (usize::MAX, 0.0);
+        for r in 0..qa.len() {
+            let qj = qa[r] + coef * ya[r] * row[act[r]].to_f64();
+            qa[r] = qj;
+            let gn = gain(aa[r], qj, da[r], ia[r], c);
+            if gn > bg {
+                bg = gn;
+                b = r0 + r;
+            }
+        }
+        (b, bg)
+    };
+    if active.len() >= PAR_MIN {
+        qa.par_chunks_mut(PAR_CHUNK)
+            .zip(aa.par_chunks(PAR_CHUNK))
+            .zip(ya.par_chunks(PAR_CHUNK))
+            .zip(da.par_chunks(PAR_CHUNK))
+            .zip(ia.par_chunks(PAR_CHUNK))
+            .zip(active.par_chunks(PAR_CHUNK))
+            .enumerate()
+            .map(|(k, (((((q, a), yy), d), inv), act))| {
+                update(k * PAR_CHUNK, q, a, yy, d, inv, act)
+            })
+            .reduce(
+                || (usize::MAX, 0.0),
+                |x, y| {
+                    if y.1 > x.1 || (y.1 == x.1 && y.0 < x.0) {
+                        y
+                    } else {
+                        x
+                    }
+                },
+            )
+    } else {
+        update(0, qa, aa, ya, da, ia, active)
+    }
+}
+
+type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
+
+fn solve_hinge(
+    y: &[f64],
+    diag: &[f64],
+    rows: &mut RowCache<'_>,
+    opts: &ErmOptions,
+    ticker: &mut Ticker<'_>,
+) -> SolverOut {
+    let n = y.len();
+    let c = 1.0 / (opts.lam * n as f64);
+    let inv_n = 1.0 / n as f64;
+    let mut alpha = vec![0.0f64; n];
+    let mut q = vec![0.0f64; n]; // Q α (exact after every full check)
+    let mut history = Vec::new();
+    let mut iter: u64 = 0;
+    let mut theta = 0.5; // inner target: active part of the gap ≤ theta · tol
+    let sqrt_diag: Vec<f64> = diag.iter().map(|v| v.abs().sqrt()).collect();
+    let target = |alpha: &[f64]| stop_target(opts.tol, fp_slack(&sqrt_diag, alpha.iter().copied()));
+
+    // The active set is kept compacted: position p holds variable active[p], with contiguous
+    // copies of its α, q, y, Q_ii and 1/Q_ii, so the O(|active|) pass of every step streams
+    // through memory (only the kernel row is gathered).
+    let mut active: Vec<usize> = (0..n).collect();
+    let mut aa: Vec<f64> = vec![0.0; n];
+    let mut qa: Vec<f64> = vec![0.0; n];
+    let mut ya: Vec<f64> = y.to_vec();
+    let mut da: Vec<f64> = diag.to_vec();
+    let mut ia: Vec<f64> = diag
+        .iter()
+        .map(|&d| if d > 0.0 { 1.0 / d } else { f64::INFINITY })
+        .collect();
+
+    // (best position, best gain, Σ gap terms, max |projected gradient|) over the active set
+    let scan = |aa: &[f64], qa: &[f64], da: &[f64], ia: &[f64]| -> (usize, f64, f64, f64) {
+        let (mut best, mut bg, mut terms, mut mpg) = (usize::MAX, 0.0, 0.0, 0.0f64);
+        for p in 0..aa.len() {
+            let (a, g) = (aa[p], qa[p] - 1.0);
+            let gn = gain(a, qa[p], da[p], ia[p], c);
+            if gn > bg {
+                bg = gn;
+                best = p;
+            }
+            terms += a * g.max(0.0) + (c - a) * (-g).max(0.0);
+            let pg = if a <= 0.0 {
+                g.min(0.0)
+            } else if a >= c {
+                g.max(0.0)
+            } else {
+                g
+            };
+            mpg = mpg.max(pg.abs());
+        }
+        (best, bg, terms, mpg)
+    };
+    let check_every = 1000usize;
+    let mut narrow_fails = 0u32;
+    let (mut best, mut best_gain, mut term_sum, mut max_pg) = scan(&aa, &qa, &da, &ia);
+    let mut since_scan = 0usize;
+    loop {
+        let active_gap = term_sum / c * inv_n;
+        let inner_done = best == usize::MAX || best_gain <= 0.0 || active_gap <= theta * opts.tol;
+        if inner_done || iter >= opts.max_iter {
+            // exact check on the full problem: write back, recompute Q α from scratch
+            for (p, &j) in active.iter().enumerate() {
+                alpha[j] = aa[p];
+            }
+            q = rows.exact_q(y, &alpha);
+            let gap = hinge_gap(&alpha, &q, c);
+            history.push((iter, gap));
+            let go_on = ticker.fire(Progress {
+                iter,
+                gap,
+                exact: true,
+                active: n,
+            });
+            if !go_on || gap <= target(&alpha) || iter >= opts.max_iter {
+                break;
+            }
+            if !rows.is_wide() {
+                // Rounding of the f32 rows perturbs the maintained gradient (the gap is
+                // (1/n)-Lipschitz in each q_j): once that drift is a noticeable part of the
+                // budget, or a second exact check fails, continue with exact f64 rows.
+                let drift: f64 = active
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &j)| (qa[p] - q[j]).abs())
+                    .sum::<f64>()
+                    * inv_n;
+                narrow_fails += 1;
+                if drift > 0.05 * opts.tol || narrow_fails >= 2 {
+                    rows.set_wide(true);
+                }
+            }
+            active = (0..n).collect();
+            aa.clone_from(&alpha);
+            qa.clone_from(&q);
+            ya = y.to_vec();
+            da = diag.to_vec();
+            ia = diag
+                .iter()
+                .map(|&d| if d > 0.0 { 1.0 / d } else { f64::INFINITY })
+                .collect();
+            (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia);
+            since_scan = 0;
+            if best == usize::MAX || best_gain <= 0.0 {
+                // nothing can move with the exact gradient: rounding floor, report honestly
+                break;
+            }
+            theta *= 0.5;
+            continue;
+        }
+        let n_active = active.len();
+        if !ticker.poll(|| Progress {
+            iter,
+            gap: active_gap,
+            exact: false,
+            active: n_active,
+        }) {
+            break;
+        }
+        // one coordinate step on position `best`
+        let p = best;
+        let i = active[p];
+        let g = qa[p] - 1.0;
+        let new = (aa[p] - g * ia[p]).max(0.0).min(c);
+        let dl = new - aa[p];
+        aa[p] = new;
+        iter += 1;
+        let coef = dl * y[i];
+        (best, best_gain) = match rows.row(i) {
+            RowRef::F32(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
+            RowRef::F64(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
+        };
+        since_scan += 1;
+        if since_scan >= check_every.min(active.len()) {
+            since_scan = 0;
+            let scanned = scan(&aa, &qa, &da, &ia);
+            term_sum = scanned.2;
+            max_pg = scanned.3;
+            if opts.shrinking {
+                // LIBSVM/LIBLINEAR-style: drop bounded variables whose gradient points out of
+                // the box by more than the largest current violation
+                let m = max_pg;
+                let keep: Vec<bool> = (0..active.len())
+                    .map(|r| {
+                        let g = qa[r] - 1.0;
+                        !((aa[r] <= 0.0 && g > m) || (aa[r] >= c && g < -m))
+                    })
+                    .collect();
+                if keep.iter().any(|k| !k) {
+                    let mut w = 0;
+                    for r in 0..active.len() {
+                        if keep[r] {
+                            active[w] = active[r];
+                            aa[w] = aa[r];
+                            qa[w] = qa[r];
+                            ya[w] = ya[r];
+                            da[w] = da[r];
+                            ia[w] = ia[r];
+                            w += 1;
+                        } else {
+                            alpha[active[r]] = aa[r];
+                        }
+                    }
+                    for v in [&mut aa, &mut qa, &mut ya, &mut da, &mut ia] {
+                        v.truncate(w);
+                    }
+                    active.truncate(w);
+                    (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia);
+                }
+            }
+        }
+    }
+    let _ = max_pg;
+    let a = Array1::from_iter(alpha.iter().map(|&v| (v / c).clamp(0.0, 1.0)));
+    (a, None, iter, history)
+}
+
+/// Solve `t + q + k (σ(t) − a_old) = 0` (`k = C Q_ii ≥ 0`): strictly increasing in `t`, root in
+/// `[−q − k (1 − a_old), −q + k a_old]`. Newton safeguarded by bisection.
+fn logistic_subproblem(q: f64, k: f64, a_old: f64) -> f64 {
+    let h = |t: f64| t + q + k * (sigmoid(t) - a_old);
+    let (mut lo, mut hi) = (-q - k * (1.0 - a_old), -q + k * a_old);
+    if hi - lo <= 0.0 {
+        return lo;
+    }
+    let mut t = 0.5 * (lo + hi);
+    for _ in 0..100 {
+        let v = h(t);
+        if v == 0.0 {
+            return t;
+        }
+        if v > 0.0 {
+            hi = t;
+        } else {
+            lo = t;
+        }
+        let s = sigmoid(t);
+        let dv = 1.0 + k * s * (1.0 - s);
+        let mut tn = t - v / dv;
+        if !(tn > lo && tn < hi) {
+            tn = 0.5 * (lo + hi);
+        }
+        if (tn - t).abs() <= 1e-15 * (1.0 + t.abs()) || hi - lo <= 1e-15 * (1.0 + t.abs()) {
+            return tn;
+        }
+        t = tn;
+    }
+    t
+}
+
+fn solve_logistic(
+    y: &[f64],
+    diag: &[f64],
+    rows: &mut RowCache<'_>,
+    opts: &ErmOptions,
+    ticker: &mut Ticker<'_>,
+) -> SolverOut {
+    let n = y.len();
+    let c = 1.0 / (opts.lam * n as f64);
+    let inv_n = 1.0 / n as f64;
+    // a = σ(t), b = 1 − a = σ(−t); start at a = 0 (t = −∞), where Q α = 0 exactly
+    let mut t = vec![f64::NEG_INFINITY; n];
+    let mut a = vec![0.0f64; n];
+    let mut b = vec![1.0f64; n];
+    let mut q = vec![0.0f64; n];
+    let mut history = Vec::new();
+    let mut iter: u64 = 0;
+    let mut theta = 0.5;
+    let sqrt_diag: Vec<f64> = diag.iter().map(|v| v.abs().sqrt()).collect();
+    let gap_of = |a: &[f64], b: &[f64], q: &[f64]| -> f64 {
+        let mut s = 0.0;
+        for i in 0..n {
+            let u = q[i];
+            s += (a[i] * u + softplus(-u) + xlogx(a[i]) + xlogx(b[i])).max(0.0);
+        }
+        s * inv_n
+    };
+    let mut sweep_gap = std::f64::consts::LN_2; // gap at a = 0 (u = 0)
+    'outer: loop {
+        for i in 0..n {
+            if iter >= opts.max_iter {
+                break 'outer;
+            }
+            if !ticker.poll(|| Progress {
+                iter,
+                gap: sweep_gap,
+                exact: false,
+                active: n,
+            }) {
+                break 'outer;
+            }
+            let k = c * diag[i];
+            let tn = logistic_subproblem(q[i], k, a[i]);
+            let an = sigmoid(tn);
+            let dl = c * (an - a[i]);
+            t[i] = tn;
+            a[i] = an;
+            b[i] = sigmoid(-tn);
+            iter += 1;
+            if dl != 0.0 {
+                let coef = dl * y[i];
+                let RowRef::F64(row) = rows.row(i) else {
+                    unreachable!("the logistic solver uses f64 rows")
+                };
+                for j in 0..n {
+                    q[j] += coef * y[j] * row[j];
+                }
+            }
+        }
+        sweep_gap = gap_of(&a, &b, &q);
+        if sweep_gap <= theta * opts.tol {
+            q = rows.exact_q(y, &a.iter().map(|v| v * c).collect::<Vec<_>>());
+            let gap = gap_of(&a, &b, &q);
+            history.push((iter, gap));
+            if !ticker.fire(Progress {
+                iter,
+                gap,
+                exact: true,
+                active: n,
+            }) {
+                break;
+            }
+            if gap <= stop_target(opts.tol, fp_slack(&sqrt_diag, a.iter().map(|v| v * c))) {
+                break;
+            }
+            theta *= 0.5;
+            if theta < 1e-6 {
+                break; // rounding floor
+            }
+        }
+    }
+    let _ = &t;
+    (
+        Array1::from_vec(a),
+        Some(Array1::from_vec(b)),
+        iter,
+        history,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let x = Array2::from_shape_fn((n, d), |_| next());
+        let y = Array1::from_iter((0..n).map(|i| {
+            let r = x.row(i);
+            if r[0] + 0.5 * r[1] + 0.3 * next() > 0.0 {
+                1.0
+            } else {
+                -1.0
+            }
+        }));
+        (x, y)
+    }
+
+    fn opts(lam: f64, cache_bytes: usize, shrinking: bool) -> ErmOptions {
+        ErmOptions {
+            lam,
+            tol: 1e-9,
+            max_iter: 10_000_000,
+            cache_bytes,
+            shrinking,
+        }
+    }
+
+    #[test]
+    fn hinge_converges_and_paths_agree() {
+        let (x, y) = data(150, 4, 1);
+        let k = Kernel::rbf(2.0).unwrap();
+        let full = fit(
+            x.view(),
+            y.view(),
+            &k,
+            Loss::Hinge,
+            &opts(0.01, 1 << 30, true),
+        )
+        .unwrap();
+        assert!(full.full_gram && full.converged && full.n_iter > 0);
+        assert!(full.cert.gap <= 1e-9 && full.cert.primal - full.cert.dual <= full.cert.gap);
+        for (cache, shrink) in [
+            (150 * 8 * 10, true),
+            (150 * 8 * 10, false),
+            (1 << 30, false),
+        ] {
+            let s = fit(
+                x.view(),
+                y.view(),
+                &k,
+                Loss::Hinge,
+                &opts(0.01, cache, shrink),
+            )
+            .unwrap();
+            assert!(s.converged);
+            let bound = (2.0 * (s.cert.gap + full.cert.gap) / 0.01).sqrt();
+            // ‖w1 − w2‖ ≤ ‖w1 − w*‖ + ‖w2 − w*‖ ⇒ decision values differ by ≤ that · max ‖φ‖
+            let diff = (&s.cert.decision - &full.cert.decision)
+                .mapv(f64::abs)
+                .fold(0.0f64, |m, &v| m.max(v));
+            assert!(diff <= 2.0 * bound, "{diff} > {bound}");
+        }
+    }
+
+    #[test]
+    fn logistic_converges_and_gap_is_valid() {
+        let (x, y) = data(120, 3, 2);
+        let k = Kernel::poly(1.0, 2, 1.0).unwrap();
+        for cache in [1 << 30, 120 * 8 * 5] {
+            let s = fit(
+                x.view(),
+                y.view(),
+                &k,
+                Loss::Logistic,
+                &opts(0.05, cache, true),
+            )
+            .unwrap();
+            assert!(s.converged, "gap {}", s.cert.gap);
+            assert!(s.a.iter().all(|&v| v > 0.0 && v < 1.0));
+            // stationarity: a_i = σ(−u_i)
+            for i in 0..120 {
+                let u = y[i] * s.cert.decision[i];
+                assert!((s.a[i] - sigmoid(-u)).abs() < 1e-3);
+            }
+        }
+    }
+
+    #[test]
+    fn certificate_bounds_suboptimality() {
+        let (x, y) = data(80, 3, 3);
+        let k = Kernel::Linear;
+        let lam = 0.02;
+        let opt = fit(
+            x.view(),
+            y.view(),
+            &k,
+            Loss::Hinge,
+            &opts(lam, 1 << 30, true),
+        )
+        .unwrap();
+        // a perturbed feasible point: its gap must bound its suboptimality
+        let a2 = opt.a.mapv(|v| (v * 0.7 + 0.1).clamp(0.0, 1.0));
+        let c2 = certify(x.view(), y.view(), a2.view(), None, &k, Loss::Hinge, lam).unwrap();
+        assert!(c2.primal - opt.cert.primal <= c2.gap + opt.cert.gap);
+        assert!(c2.gap >= c2.primal - c2.dual);
+    }
+
+    #[test]
+    fn hook_sees_exact_checks_and_can_cancel() {
+        let (x, y) = data(200, 3, 5);
+        let k = Kernel::rbf(1.0).unwrap();
+        for loss in [Loss::Hinge, Loss::Logistic] {
+            let o = opts(1e-3, 1 << 30, true);
+            let mut seen = Vec::new();
+            let mut record = |p: &Progress| {
+                if p.exact {
+                    seen.push((p.iter, p.gap));
+                }
+                true
+            };
+            let s = fit_with_hook(x.view(), y.view(), &k, loss, &o, &mut record)
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, s.history[..s.history.len() - 1].to_vec());
+            let mut calls = 0;
+            let mut cancel = |_: &Progress| {
+                calls += 1;
+                false
+            };
+            let r = fit_with_hook(x.view(), y.view(), &k, loss, &o, &mut cancel).unwrap();
+            assert!(r.is_none() && calls == 1);
+        }
+    }
+
+    #[test]
+    fn f32_rows_fall_back_to_f64_when_rounding_limits_the_gap() {
+        let (x, y) = data(300, 4, 6);
+        let k = Kernel::poly(1.0, 3, 1.0).unwrap();
+        let yv = y.to_vec();
+        let diag = evaluation::kernel_diag(x.view(), &k).to_vec();
+        let mut always = |_: &Progress| true;
+        for (tol, expect_wide) in [(1e-4, false), (1e-10, true)] {
+            let o = ErmOptions {
+                tol,
+                ..opts(0.05, 1 << 30, true)
+            };
+            let mut rows = RowCache::new(x.view(), &k, o.cache_bytes, false);
+            let mut ticker = Ticker::new(&mut always);
+            let (a, _, _, hist) = solve_hinge(&yv, &diag, &mut rows, &o, &mut ticker);
+            assert_eq!(rows.is_wide(), expect_wide, "tol {tol}: {hist:?}");
+            let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
+            assert!(cert.gap <= tol, "tol {tol}: gap {}", cert.gap);
+        }
+    }
+
+    #[test]
+    fn validation() {
+        let (x, y) = data(10, 2, 4);
+        let k = Kernel::Linear;
+        let bad = |o: ErmOptions| {
+            fit(x.view(), y.view(), &k, Loss::Hinge, &o)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad(opts(0.0, 1 << 20, true)).starts_with("lam"));
+        assert!(bad(ErmOptions {
+            tol: -1.0,
+            ..opts(0.1, 1 << 20, true)
+        })
+        .starts_with("tol"));
+        let y2 = y.mapv(|v| v * 2.0);
+        assert!(fit(
+            x.view(),
+            y2.view(),
+            &k,
+            Loss::Hinge,
+            &opts(0.1, 1 << 20, true)
+        )
+        .unwrap_err()
+        .to_string()
+        .starts_with('y'));
+        assert!(Loss::from_name("square").is_err());
+    }
+
+    #[test]
+    fn subproblem_is_accurate_at_extremes() {
+        for (q, k, a) in [
+            (0.0, 0.0, 0.0),
+            (50.0, 3.0, 0.5),
+            (-80.0, 10.0, 1e-30),
+            (3.0, 1e6, 0.2),
+        ] {
+            let t = logistic_subproblem(q, k, a);
+            let h = t + q + k * (sigmoid(t) - a);
+            assert!(h.abs() <= 1e-9 * (1.0 + k + q.abs()), "{q} {k} {a}: {h}");
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! LRU cache of kernel rows `K(x_i, ·)` for the dual coordinate-descent solvers of
+//! [`crate::kernel_learning::erm`].
+//!
+//! Rows are computed on demand (only rows of coordinates that actually move are ever needed —
+//! about the number of support vectors) and kept in an LRU cache within a memory budget (all rows
+//! when the `4 n²`- or `8 n²`-byte Gram matrix fits), stored in `f32` (as LIBSVM: half the memory
+//! and bandwidth) or `f64`. A row `X x_i` is computed from a transposed copy of `X` over the
+//! nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like LIBSVM), in parallel over fixed
+//! column chunks, then mapped through the kernel (RBF with [`exp_fast_slice`], polynomial by
+//! binary exponentiation). Row evaluation writes disjoint entries in a fixed order, so rows are
+//! deterministic whatever the thread count.
+//!
+//! [`RowCache::exact_q`] recomputes `Q α` from scratch in `f64` with the fused kernel engine
+//! ([`crate::kernels::evaluation::kernel_predict`]), independently of the cached rows.
+
+use ndarray::{Array1, ArrayView2, Axis};
+use rayon::prelude::*;
+
+use crate::kernels::evaluation::{self, Kernel};
+use crate::numerics::{exp_fast_slice, ipow};
+
+/// Kernel rows `K(x_i, ·)` (full length `n`), computed on demand and kept in an LRU cache of
+/// `cache_bytes / (w n)` rows (all `n` rows when the Gram matrix fits: then nothing is evicted),
+/// stored in `f32` (`w = 4`, the hinge solver's default, as LIBSVM) or `f64` (`w = 8`).
+///
+/// A row is `X x_i` followed by the kernel map, always evaluated in `f64` (rounded once when
+/// stored as `f32`). `X x_i` is computed as `Σ_{k: x_ik ≠ 0} x_ik · Xᵀ[k, ·]` from a transposed
+/// copy of `X`: `O(nnz(x_i) · n)`, i.e. sparse-aware for one-hot data such as Adult (as LIBSVM's
+/// sparse dot products), and a contiguous SIMD-friendly axpy otherwise. Long rows are split into
+/// fixed column chunks evaluated in parallel (deterministic). Fresh row memory is never
+/// zero-filled: every entry is written exactly once from a stack accumulator.
+///
+/// The rows only drive the solver's maintained gradient; every exact check ([`RowCache::exact_q`])
+/// and the certificate recompute decision values in `f64` with the fused kernel engine.
+pub struct RowCache<'x> {
+    n: usize,
+    x: ArrayView2<'x, f64>,
+    kernel: Kernel,
+    cache_bytes: usize,
+    /// `Xᵀ` (d × n, row-major).
+    xt: Vec<f64>,
+    /// CSR of `X`: nonzero columns and values of each row.
+    indptr: Vec<usize>,
+    indices: Vec<usize>,
+    values: Vec<f64>,
+    /// `γ ‖x_i‖²` (RBF only).
+    gsq: Vec<f64>,
+    slot_of: Vec<u32>,
+    owner: Vec<usize>,
+    stamp: Vec<u64>,
+    /// One allocation per cached row (growing one big buffer would copy it on reallocation);
+    /// exactly one of the two is used, according to `wide`.
+    data32: Vec<Vec<f32>>,
+    data64: Vec<Vec<f64>>,
+    wide: bool,
+    cap: usize,
+    clock: u64,
+}
+
+/// A cached kernel row.
+pub enum RowRef<'a> {
+    /// A row stored in `f32` (each entry rounded once from its `f64` value).
+    F32(&'a [f32]),
+    /// A row stored in `f64`.
+    F64(&'a [f64]),
+}
+
+/// Storage type of cached rows (`f32` or `f64`).
+pub trait RowElem: Copy + Send + Sync {
+    /// The stored value of a computed `f64` entry.
+    fn from_f64(v: f64) -> Self;
+    /// The stored value as `f64` (exact).
+    fn to_f64(self) -> f64;
+}
+impl RowElem for f32 {
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+impl RowElem for f64 {
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+const NO_SLOT: u32 = u32::MAX;
+/// Columns per parallel task when computing one kernel row (also the stack accumulator length).
+const ROW_CHUNK: usize = 2048;
+
+impl<'x> RowCache<'x> {
+    /// An empty cache for the rows of `K(X, X)` within `cache_bytes`, stored in `f64` when `wide`
+    /// (`f32` otherwise).
+    pub fn new(x: ArrayView2<'x, f64>, kernel: &Kernel, cache_bytes: usize, wide: bool) -> Self {
+        let (n, d) = x.dim();
+        let mut xt = vec![0.0; d * n];
+        let mut indptr = Vec::with_capacity(n + 1);
+        let (mut indices, mut values) = (Vec::new(), Vec::new());
+        indptr.push(0);
+        for (i, row) in x.rows().into_iter().enumerate() {
+            for (k, &v) in row.iter().enumerate() {
+                xt[k * n + i] = v;
+                if v != 0.0 {
+                    indices.push(k);
+                    values.push(v);
+                }
+            }
+            indptr.push(indices.len());
+        }
+        let gsq = match *kernel {
+            Kernel::Rbf { gamma } => (0..n)
+                .map(|i| {
+                    gamma
+                        * values[indptr[i]..indptr[i + 1]]
+                            .iter()
+                            .map(|v| v * v)
+                            .sum::<f64>()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut r = RowCache {
+            n,
+            x,
+            kernel: *kernel,
+            cache_bytes,
+            xt,
+            indptr,
+            indices,
+            values,
+            gsq,
+            slot_of: vec![NO_SLOT; n],
+            owner: Vec::new(),
+            stamp: Vec::new(),
+            data32: Vec::new(),
+            data64: Vec::new(),
+            wide,
+            cap: 0,
+            clock: 0,
+        };
+        r.set_wide(wide);
+        r
+    }
+
+    /// Switch the storage precision (drops every cached row).
+    pub fn set_wide(&mut self, wide: bool) {
+        self.wide = wide;
+        let w = if wide { 8 } else { 4 };
+        self.cap = (self.cache_bytes / (w * self.n.max(1))).clamp(2, self.n.max(2));
+        self.slot_of.iter_mut().for_each(|s| *s = NO_SLOT);
+        self.owner = Vec::new();
+        self.stamp = Vec::new();
+        self.data32 = Vec::new();
+        self.data64 = Vec::new();
+    }
+
+    /// Whether rows are stored in `f64` (`f32` otherwise).
+    pub fn is_wide(&self) -> bool {
+        self.wide
+    }
+
+    /// Whether every row fits in the cache.
+    pub fn holds_all(&self) -> bool {
+        self.cap >= self.n
+    }
+
+    /// Compute row `i` into `out` (length n; every entry is written).
+    fn compute<T: RowElem>(&self, i: usize, out: &mut [std::mem::MaybeUninit<T>]) {
+        let n = self.n;
+        let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
+        let idx = &self.indices[lo..hi];
+        let val = &self.values[lo..hi];
+        let kernel = self.kernel;
+        let gsq = &self.gsq;
+        let xt = &self.xt;
+        let fill = |c0: usize, chunk: &mut [std::mem::MaybeUninit<T>]| {
+            let len = chunk.len();
+            let mut acc = [0.0f64; ROW_CHUNK];
+            let acc = &mut acc[..len];
+            for (&k, &v) in idx.iter().zip(val) {
+                let col = &xt[k * n + c0..k * n + c0 + len];
+                for (o, &c) in acc.iter_mut().zip(col) {
+                    *o += v * c;
+                }
+            }
+            match kernel {
+                Kernel::Linear => {}
+                Kernel::Poly {
+                    gamma,
+                    degree,
+                    coef0,
+                } => {
+                    for o in acc.iter_mut() {
+                        *o = gamma * *o + coef0;
+                    }
+                    ipow_slice(acc, degree);
+                }
+                Kernel::Rbf { gamma } => {
+                    let gi = gsq[i];
+                    for (o, &gj) in acc.iter_mut().zip(&gsq[c0..c0 + len]) {
+                        *o = -(gi + gj - 2.0 * gamma * *o).max(0.0);
+                    }
+                    exp_fast_slice(acc);
+                    if (c0..c0 + len).contains(&i) {
+                        acc[i - c0] = 1.0;
+                    }
+                }
+            }
+            for (o, &v) in chunk.iter_mut().zip(acc.iter()) {
+                o.write(T::from_f64(v));
+            }
+        };
+        if n * (idx.len() + 4) >= 1 << 16 {
+            out.par_chunks_mut(ROW_CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| fill(c * ROW_CHUNK, chunk));
+        } else {
+            for (c, chunk) in out.chunks_mut(ROW_CHUNK).enumerate() {
+                fill(c * ROW_CHUNK, chunk);
+            }
+        }
+    }
+
+    /// A freshly computed row (uninitialised allocation, every entry written once).
+    fn fresh<T: RowElem>(&self, i: usize) -> Vec<T> {
+        let mut v: Vec<T> = Vec::with_capacity(self.n);
+        self.compute(i, &mut v.spare_capacity_mut()[..self.n]);
+        // SAFETY: `compute` wrote all `n` entries of the spare capacity.
+        unsafe { v.set_len(self.n) };
+        v
+    }
+
+    /// Row `i` (from the cache, or computed and cached, evicting the least recently used row).
+    pub fn row(&mut self, i: usize) -> RowRef<'_> {
+        self.clock += 1;
+        let s = self.slot_of[i];
+        let slot = if s != NO_SLOT {
+            let s = s as usize;
+            self.stamp[s] = self.clock;
+            s
+        } else {
+            let slot = if self.owner.len() < self.cap {
+                self.owner.push(i);
+                self.stamp.push(0);
+                if self.wide {
+                    let v = self.fresh::<f64>(i);
+                    self.data64.push(v);
+                } else {
+                    let v = self.fresh::<f32>(i);
+                    self.data32.push(v);
+                }
+                self.owner.len() - 1
+            } else {
+                let (lru, _) = self
+                    .stamp
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|&(_, t)| *t)
+                    .expect("cache has slots");
+                self.slot_of[self.owner[lru]] = NO_SLOT;
+                self.owner[lru] = i;
+                if self.wide {
+                    let mut buf = std::mem::take(&mut self.data64[lru]);
+                    self.compute(i, as_uninit(&mut buf));
+                    self.data64[lru] = buf;
+                } else {
+                    let mut buf = std::mem::take(&mut self.data32[lru]);
+                    self.compute(i, as_uninit(&mut buf));
+                    self.data32[lru] = buf;
+                }
+                lru
+            };
+            self.slot_of[i] = slot as u32;
+            self.stamp[slot] = self.clock;
+            slot
+        };
+        if self.wide {
+            RowRef::F64(&self.data64[slot])
+        } else {
+            RowRef::F32(&self.data32[slot])
+        }
+    }
+
+    /// `q = Q α` recomputed from scratch from `α` in `f64` with the fused kernel engine over the
+    /// support (`α_i ≠ 0`), independently of the cached rows and of any maintained gradient.
+    pub fn exact_q(&mut self, y: &[f64], alpha: &[f64]) -> Vec<f64> {
+        let n = y.len();
+        let sv: Vec<usize> = (0..n).filter(|&i| alpha[i] != 0.0).collect();
+        if sv.is_empty() {
+            return vec![0.0; n];
+        }
+        let xs = self.x.select(Axis(0), &sv);
+        let coef: Array1<f64> = sv.iter().map(|&i| alpha[i] * y[i]).collect();
+        let f = evaluation::kernel_predict(self.x, xs.view(), coef.view(), &self.kernel);
+        f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect()
+    }
+}
+
+/// View an initialised slice as possibly-uninitialised (for overwriting in place).
+fn as_uninit<T>(v: &mut [T]) -> &mut [std::mem::MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`; the callers only write `T` values.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len()) }
+}
+
+/// `v ← v^p` element-wise by binary exponentiation ([`ipow`]; vectorisable, `powi` is a library
+/// call).
+fn ipow_slice(v: &mut [f64], p: u32) {
+    if p == 1 {
+        return;
+    }
+    for x in v.iter_mut() {
+        *x = ipow(*x, p);
+    }
+}

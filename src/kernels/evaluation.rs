@@ -1,0 +1,1271 @@
+//! Kernel engine: linear, polynomial and Gaussian RBF kernels evaluated as fused, tiled, parallel
+//! loops on `ndarray` views.
+//!
+//! # Kernels
+//!
+//! Parameter names follow scikit-learn (`sklearn.metrics.pairwise_kernels`):
+//!
+//! | kernel   | `K(x, v)`                     | `R_φ²` on the ball `‖z‖ ≤ r` (SPEC, "Kernels") |
+//! |----------|-------------------------------|-------------------------------------------------|
+//! | `linear` | `<x, v>`                      | `r²`                                            |
+//! | `poly`   | `(γ <x, v> + c)^p`            | `(γ r² + c)^p`, requires `c ≥ 0`                |
+//! | `rbf`    | `exp(−γ ‖x − v‖²)`            | `1`                                             |
+//!
+//! with `γ > 0` finite, `p ≥ 1` an integer and `c` finite. `R_φ = max_z ‖φ(z)‖` enters every
+//! sensitivity bound of Jain–Thakurta (2013) (`S = 2 L R_φ² / (λ n)`), see
+//! [`feature_map_radius_sq`].
+//!
+//! # Fused prediction without an m×n matrix
+//!
+//! [`kernel_predict`] returns `f = K(Z, X) μ` for `m` query rows `Z` and `n` support rows `X`
+//! without ever holding `K(Z, X)`:
+//!
+//! * the query rows are cut into tiles of [`TILE_ROWS`] rows and the support rows into chunks of
+//!   [`TILE_COLS`] points (both fixed constants, independent of the thread count);
+//! * for each (tile, chunk) block, one GEMM (`ndarray::linalg::general_mat_mul`, i.e. the
+//!   cache-blocked SIMD kernels of `matrixmultiply`) writes the scaled inner products into a
+//!   `TILE_ROWS × TILE_COLS` buffer (256 KiB, it stays in L2);
+//! * each buffer row is then mapped through the kernel's scalar function and multiplied by the
+//!   matching chunk of `μ` in one fused pass, 16 lanes at a time with branch-free code that
+//!   LLVM vectorises (for RBF: `−γ‖z−x‖² = 2γ<z,x> − (γ‖z‖² + γ‖x‖²)` with the row squared
+//!   norms precomputed once, clamped at 0 like scikit-learn, then the polynomial
+//!   [`exp_fast`](crate::numerics::exp_fast); for poly: `(γ<z,x> + c)^p` by binary
+//!   exponentiation), and accumulated into `f`.
+//!
+//! Rayon parallelises over query tiles (or, when there are few query rows — e.g. one PINP query
+//! against a large support set — over waves of support chunks). Each task allocates its scratch
+//! buffers once and reuses them for all its blocks. With at most 4 query rows the GEMM is
+//! replaced by SIMD dot products in a single streaming pass over the support rows (their RBF
+//! norms are computed while each row is in cache): a 1-row GEMM would waste most of its register
+//! tile and repack every support chunk.
+//!
+//! Extra memory is `O(m + n)` (norms, output, a contiguous copy of μ) plus one 256 KiB block
+//! buffer per running task, and at most `WAVE_CHUNKS × min(m, 16·TILE_ROWS)` partial sums on the
+//! few-rows path: `O((m + n) · tile)` in all cases, a few MiB at most, whatever m and n
+//! (`benches/bench_kernels.py` measures ≈ 5 MB at m = n = 10⁴ where the m×n matrix is 800 MB).
+//! [`kernel_matrix`] materialises its output by definition, with the same blocks.
+//!
+//! The linear kernel needs no tiling at all: `K(Z, X) μ = Z (Xᵀ μ)`, computed in `O((m + n) d)`.
+//!
+//! # Determinism
+//!
+//! Results are bit-for-bit identical whatever the number of threads (and whatever the memory
+//! layout of the inputs): block boundaries are fixed constants, every output is accumulated over
+//! support chunks in increasing order with a fixed summation tree inside each chunk, and the
+//! choice between the code paths (query tiles, support waves, direct dot products) depends on the
+//! shapes only. The SIMD flavour is chosen once per CPU: AVX2+FMA, AVX2, or portable SSE2 (the
+//! last two bit-identical); `matrixmultiply` likewise picks its GEMM kernel per CPU. Results can
+//! therefore differ in the last bits *between machines*, never between runs or thread counts on
+//! one machine.
+//!
+//! # Numerical accuracy
+//!
+//! Relative to an exact evaluation, each kernel value carries the rounding error of the inner
+//! product (plus, for RBF, the usual cancellation error `≈ γ ε (‖z‖² + ‖x‖²)` of the
+//! expanded squared distance — the same formula scikit-learn uses, clamped at 0 like it) and
+//! [`exp_fast`](crate::numerics::exp_fast) is within 2 ulp ([`crate::fp::EXP_FAST_ULPS`]) of a
+//! correctly rounded `exp` (tested in [`crate::numerics`] against `f64::exp` from the overflow
+//! threshold down to underflow to 0). Results agree with scikit-learn to ~1e-16..1e-13
+//! relative to `|K| |μ|` on well-scaled data.
+
+// The lane loops (`for l in 0..LANES`) index several arrays in lockstep on purpose: it is the
+// shape LLVM turns into one vector instruction per register.
+#![allow(clippy::needless_range_loop)]
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::parallel::prelude::*;
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use crate::error::{DpError, DpResult};
+use crate::numerics::{
+    exp_lanes, exp_map_in_place, ipow, simd_dispatch, simd_dispatch_fma, MulAdd, EXP_LANES,
+};
+
+/// Query rows per tile (rows of one GEMM block).
+pub const TILE_ROWS: usize = 64;
+/// Support points per chunk (columns of one GEMM block). `TILE_ROWS × TILE_COLS` f64 = 256 KiB.
+pub const TILE_COLS: usize = 512;
+/// Minimum number of query tiles for which [`kernel_predict`] parallelises over query tiles;
+/// below it, it parallelises over support chunks (a shape-only rule, so results never depend
+/// on the thread count).
+const ROW_PARALLEL_MIN_TILES: usize = 16;
+/// Support chunks evaluated concurrently per wave on the few-query-rows path.
+const WAVE_CHUNKS: usize = 64;
+/// Up to this many query rows, [`kernel_predict`] computes inner products with SIMD dot products
+/// (one streaming pass over the support set) instead of GEMM, whose packing and register tiles
+/// are wasted on a handful of rows (e.g. one PINP query).
+const DIRECT_MAX_ROWS: usize = 4;
+/// Support rows per partial sum of `Xᵀ μ` on the linear path.
+const LINEAR_BLOCK: usize = 4096;
+
+/// A positive-definite kernel with scikit-learn's parameter names.
+///
+/// Build it with the validating constructors [`Kernel::linear`], [`Kernel::poly`],
+/// [`Kernel::rbf`] or [`Kernel::from_params`]. The variants are public so that callers can match
+/// on them; constructing one directly bypasses validation (the evaluation functions then compute
+/// the formula as written, but the privacy bounds of [`feature_map_radius_sq`] re-validate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kernel {
+    /// `K(x, v) = <x, v>`.
+    Linear,
+    /// `K(x, v) = (gamma <x, v> + coef0)^degree`.
+    Poly { gamma: f64, degree: u32, coef0: f64 },
+    /// `K(x, v) = exp(−gamma ‖x − v‖²)`.
+    Rbf { gamma: f64 },
+}
+
+fn check_gamma(gamma: f64) -> DpResult<()> {
+    if !gamma.is_finite() || gamma <= 0.0 {
+        return Err(DpError::invalid(
+            "gamma",
+            format!("must be finite and > 0, got {gamma:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_coef0(coef0: f64) -> DpResult<()> {
+    if !coef0.is_finite() {
+        return Err(DpError::invalid(
+            "coef0",
+            format!("must be finite, got {coef0:?}"),
+        ));
+    }
+    Ok(())
+}
+
+impl Kernel {
+    /// The linear kernel `<x, v>`.
+    pub fn linear() -> Self {
+        Kernel::Linear
+    }
+
+    /// The polynomial kernel `(gamma <x, v> + coef0)^degree`; `gamma > 0` finite, `degree ≥ 1`,
+    /// `coef0` finite.
+    pub fn poly(gamma: f64, degree: u32, coef0: f64) -> DpResult<Self> {
+        check_gamma(gamma)?;
+        if degree == 0 {
+            return Err(DpError::invalid(
+                "degree",
+                "must be a positive integer, got 0",
+            ));
+        }
+        check_coef0(coef0)?;
+        Ok(Kernel::Poly {
+            gamma,
+            degree,
+            coef0,
+        })
+    }
+
+    /// The Gaussian RBF kernel `exp(−gamma ‖x − v‖²)`; `gamma > 0` finite.
+    pub fn rbf(gamma: f64) -> DpResult<Self> {
+        check_gamma(gamma)?;
+        Ok(Kernel::Rbf { gamma })
+    }
+
+    /// Build a kernel from scikit-learn style arguments: `name` is `"linear"`, `"poly"` (alias
+    /// `"polynomial"`) or `"rbf"`. Only the parameters the kernel uses are validated (`gamma`,
+    /// `degree` and `coef0` are ignored by `linear`; `degree` and `coef0` by `rbf`). Callers
+    /// resolve scikit-learn's default `gamma = 1 / n_features` before calling.
+    pub fn from_params(name: &str, gamma: f64, degree: i64, coef0: f64) -> DpResult<Self> {
+        match name {
+            "linear" => Ok(Kernel::Linear),
+            "poly" | "polynomial" => {
+                if degree < 1 || degree > i64::from(u32::MAX) {
+                    return Err(DpError::invalid(
+                        "degree",
+                        format!(
+                            "must be a positive integer (at most {}), got {degree}",
+                            u32::MAX
+                        ),
+                    ));
+                }
+                Kernel::poly(gamma, degree as u32, coef0)
+            }
+            "rbf" => Kernel::rbf(gamma),
+            other => Err(DpError::invalid(
+                "kernel",
+                format!("unknown kernel {other:?}; expected one of \"linear\", \"poly\", \"rbf\""),
+            )),
+        }
+    }
+
+    /// Re-check the parameters of a kernel (useful when it was built from the public variants).
+    pub fn validate(&self) -> DpResult<()> {
+        match *self {
+            Kernel::Linear => Ok(()),
+            Kernel::Poly {
+                gamma,
+                degree,
+                coef0,
+            } => Kernel::poly(gamma, degree, coef0).map(|_| ()),
+            Kernel::Rbf { gamma } => check_gamma(gamma),
+        }
+    }
+
+    /// scikit-learn's name of the kernel (`"linear"`, `"poly"`, `"rbf"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Linear => "linear",
+            Kernel::Poly { .. } => "poly",
+            Kernel::Rbf { .. } => "rbf",
+        }
+    }
+
+    /// `K(x, v)` for one pair of points (for the RBF kernel the squared distance is summed
+    /// directly, without the expanded-form cancellation of the batched routines).
+    ///
+    /// # Panics
+    /// If `x` and `v` have different lengths.
+    pub fn eval(&self, x: ArrayView1<'_, f64>, v: ArrayView1<'_, f64>) -> f64 {
+        assert_eq!(
+            x.len(),
+            v.len(),
+            "Kernel::eval: x and v must have the same length"
+        );
+        match *self {
+            Kernel::Linear => x.dot(&v),
+            Kernel::Poly {
+                gamma,
+                degree,
+                coef0,
+            } => ipow(gamma * x.dot(&v) + coef0, degree),
+            Kernel::Rbf { gamma } => {
+                let d2: f64 = x.iter().zip(v.iter()).map(|(a, b)| (a - b) * (a - b)).sum();
+                (-gamma * d2).exp()
+            }
+        }
+    }
+}
+
+/// `R_φ² = max_{‖z‖ ≤ data_norm} K(z, z)` for inputs in the Euclidean ball of radius `data_norm`
+/// (SPEC, "Kernels"): `data_norm²` (linear), `(gamma data_norm² + coef0)^degree` (poly), `1` (RBF).
+///
+/// For the polynomial kernel, `K(z, z) = (γ‖z‖² + c)^p` is increasing in `‖z‖` when `c ≥ 0`, so
+/// its maximum over the ball is attained on the sphere. With `c < 0` that is false (e.g. `p`
+/// even and `γ r² < |c|`), and the kernel is not positive semi-definite in general — there is no
+/// feature map φ at all — so a negative `coef0` is rejected rather than returning a value that
+/// would under-estimate the sensitivity.
+///
+/// # Errors
+/// `data_norm` not finite or `≤ 0`; invalid kernel parameters; `coef0 < 0` for `poly`; a result
+/// that overflows `f64`.
+pub fn feature_map_radius_sq(kernel: &Kernel, data_norm: f64) -> DpResult<f64> {
+    if !data_norm.is_finite() || data_norm <= 0.0 {
+        return Err(DpError::invalid(
+            "data_norm",
+            format!("must be finite and > 0, got {data_norm:?}"),
+        ));
+    }
+    kernel.validate()?;
+    let r2 = match *kernel {
+        Kernel::Linear => data_norm * data_norm,
+        Kernel::Poly {
+            gamma,
+            degree,
+            coef0,
+        } => {
+            if coef0 < 0.0 {
+                return Err(DpError::invalid(
+                    "coef0",
+                    format!(
+                        "must be >= 0 to bound the feature map of the polynomial kernel, got \
+                         {coef0}: with coef0 < 0, K(z, z) = (gamma ||z||^2 + coef0)^degree is not \
+                         maximised on the sphere ||z|| = data_norm and the kernel is not positive \
+                         semi-definite, so (gamma data_norm^2 + coef0)^degree is not a valid R_phi^2"
+                    ),
+                ));
+            }
+            ipow(gamma * data_norm * data_norm + coef0, degree)
+        }
+        Kernel::Rbf { .. } => 1.0,
+    };
+    if !r2.is_finite() {
+        return Err(DpError::invalid(
+            "data_norm",
+            format!("the feature-map radius R_phi overflows for data_norm = {data_norm} and {kernel:?}"),
+        ));
+    }
+    Ok(r2)
+}
+
+/// Validate the inputs of [`kernel_predict`] (`mu = Some`) or [`kernel_matrix`] (`mu = None`):
+/// non-empty, finite, equal feature counts, `len(mu) = n_support`. Errors name the argument
+/// (`Z`, `X`, `mu`) as the Python API does. `O((m + n) d)`, negligible next to the evaluation.
+pub fn check_inputs(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: Option<ArrayView1<'_, f64>>,
+) -> DpResult<()> {
+    for (name, a) in [("Z", &z), ("X", &x)] {
+        if a.is_empty() {
+            return Err(DpError::invalid(
+                name,
+                format!("must not be empty, got shape {:?}", a.shape()),
+            ));
+        }
+        if !a.iter().all(|v| v.is_finite()) {
+            return Err(DpError::invalid(name, "contains NaN or infinite values"));
+        }
+    }
+    if x.ncols() != z.ncols() {
+        return Err(DpError::invalid(
+            "X",
+            format!(
+                "has {} features, expected {} (the number of features of Z)",
+                x.ncols(),
+                z.ncols()
+            ),
+        ));
+    }
+    if let Some(mu) = mu {
+        if mu.len() != x.nrows() {
+            return Err(DpError::invalid(
+                "mu",
+                format!(
+                    "must have length {} (the number of rows of X), got {}",
+                    x.nrows(),
+                    mu.len()
+                ),
+            ));
+        }
+        if !mu.iter().all(|v| v.is_finite()) {
+            return Err(DpError::invalid("mu", "contains NaN or infinite values"));
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Vectorisable scalar maps
+// ------------------------------------------------------------------------------------------------
+
+simd_dispatch_fma! {
+    /// In place: `row[j] ← exp(min(row[j] − (gz + gx[j]), 0))`; `row` holds `2γ<z, x_j>`.
+    fn rbf_row<A>(row: &mut [f64], gz: f64, gx: &[f64]) {
+        let gx = &gx[..row.len()];
+        exp_map_in_place::<A>(row, gx, |v, g| {
+            let e = v - (gz + g);
+            if e > 0.0 { 0.0 } else { e }
+        });
+    }
+}
+
+simd_dispatch! {
+    /// In place: `row[j] ← (row[j] + coef0)^degree`; `row` holds `γ<z, x_j>`.
+    fn poly_row(row: &mut [f64], coef0: f64, degree: u32) {
+        const B: usize = 64;
+        let mut base = [0.0f64; B];
+        let mut res = [0.0f64; B];
+        for blk in row.chunks_mut(B) {
+            let len = blk.len();
+            let (base, res) = (&mut base[..len], &mut res[..len]);
+            for (b, &v) in base.iter_mut().zip(blk.iter()) {
+                *b = v + coef0;
+            }
+            res.fill(1.0);
+            let mut e = degree;
+            loop {
+                if e & 1 == 1 {
+                    for (r, &b) in res.iter_mut().zip(base.iter()) {
+                        *r *= b;
+                    }
+                }
+                e >>= 1;
+                if e == 0 {
+                    break;
+                }
+                for b in base.iter_mut() {
+                    *b *= *b;
+                }
+            }
+            blk.copy_from_slice(res);
+        }
+    }
+}
+
+simd_dispatch! {
+    /// `Σ a[j] b[j]` with 8 interleaved partial sums and a fixed reduction tree.
+    fn dot(a: &[f64], b: &[f64]) -> f64 {
+        let b = &b[..a.len()];
+        let mut acc = [0.0f64; 8];
+        let (ac, at) = a.split_at(a.len() - a.len() % 8);
+        let (bc, bt) = b.split_at(ac.len());
+        for (ca, cb) in ac.chunks_exact(8).zip(bc.chunks_exact(8)) {
+            for l in 0..8 {
+                acc[l] += ca[l] * cb[l];
+            }
+        }
+        let mut tail = 0.0;
+        for (x, y) in at.iter().zip(bt) {
+            tail += x * y;
+        }
+        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+    }
+}
+
+/// A kernel's scalar map applied to 16 lanes at once (in place, given the matching `aux`
+/// lanes). Named types with `#[inline(always)]` methods (rather than closures) guarantee that the
+/// map is inlined into the AVX2 build of its caller.
+trait LaneMap {
+    fn apply<A: MulAdd>(&self, v: &mut [f64; EXP_LANES], aux: &[f64; EXP_LANES]);
+}
+
+/// RBF: `v ← exp(min(v − (gz + aux), 0))`.
+struct RbfMap {
+    gz: f64,
+}
+
+impl LaneMap for RbfMap {
+    #[inline(always)]
+    fn apply<A: MulAdd>(&self, v: &mut [f64; EXP_LANES], g: &[f64; EXP_LANES]) {
+        for l in 0..EXP_LANES {
+            let e = v[l] - (self.gz + g[l]);
+            v[l] = if e > 0.0 { 0.0 } else { e };
+        }
+        exp_lanes::<A>(v);
+    }
+}
+
+/// Polynomial: `v ← (v + coef0)^degree` (binary exponentiation, as [`ipow`]).
+struct PolyMap {
+    coef0: f64,
+    degree: u32,
+}
+
+impl LaneMap for PolyMap {
+    #[inline(always)]
+    fn apply<A: MulAdd>(&self, v: &mut [f64; EXP_LANES], _: &[f64; EXP_LANES]) {
+        let mut base = [0.0f64; EXP_LANES];
+        for l in 0..EXP_LANES {
+            base[l] = v[l] + self.coef0;
+            v[l] = 1.0;
+        }
+        let mut e = self.degree;
+        loop {
+            if e & 1 == 1 {
+                for l in 0..EXP_LANES {
+                    v[l] *= base[l];
+                }
+            }
+            e >>= 1;
+            if e == 0 {
+                break;
+            }
+            for l in 0..EXP_LANES {
+                base[l] *= base[l];
+            }
+        }
+    }
+}
+
+/// `Σ_j t(row[j], aux[j]) · mu[j]` with `t` the lane map; the tail is zero-padded and masked.
+/// 16 partial sums reduced by a fixed tree: the result depends on the data only.
+#[inline(always)]
+fn fused_dot<A: MulAdd, M: LaneMap>(row: &[f64], aux: &[f64], mu: &[f64], map: &M) -> f64 {
+    const L: usize = EXP_LANES;
+    let (aux, mu) = (&aux[..row.len()], &mu[..row.len()]);
+    let mut acc = [0.0f64; L];
+    let split = row.len() - row.len() % L;
+    for ((r, a), m) in row[..split]
+        .chunks_exact(L)
+        .zip(aux[..split].chunks_exact(L))
+        .zip(mu[..split].chunks_exact(L))
+    {
+        let mut lanes: [f64; L] = r.try_into().expect("exact chunk");
+        map.apply::<A>(&mut lanes, a.try_into().expect("exact chunk"));
+        for l in 0..L {
+            acc[l] = A::madd(lanes[l], m[l], acc[l]);
+        }
+    }
+    let tail = row.len() - split;
+    if tail > 0 {
+        let (mut lanes, mut a) = ([0.0f64; L], [0.0f64; L]);
+        lanes[..tail].copy_from_slice(&row[split..]);
+        a[..tail].copy_from_slice(&aux[split..]);
+        map.apply::<A>(&mut lanes, &a);
+        for l in 0..tail {
+            acc[l] = A::madd(lanes[l], mu[split + l], acc[l]);
+        }
+    }
+    let mut width = L;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+    }
+    acc[0]
+}
+
+simd_dispatch_fma! {
+    /// `Σ_j exp(min(row[j] − (gz + gx[j]), 0)) · mu[j]` (RBF block row, fused with the product by μ).
+    fn rbf_row_dot<A>(row: &[f64], gz: f64, gx: &[f64], mu: &[f64]) -> f64 {
+        fused_dot::<A, _>(row, gx, mu, &RbfMap { gz })
+    }
+}
+
+simd_dispatch_fma! {
+    /// `Σ_j (row[j] + coef0)^degree · mu[j]` (polynomial block row, fused with the product by μ).
+    fn poly_row_dot<A>(row: &[f64], coef0: f64, degree: u32, mu: &[f64]) -> f64 {
+        fused_dot::<A, _>(row, row, mu, &PolyMap { coef0, degree })
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Blocked evaluation
+// ------------------------------------------------------------------------------------------------
+
+/// Everything a block evaluation needs, computed once per call.
+struct Plan<'a> {
+    z: ArrayView2<'a, f64>,
+    x: ArrayView2<'a, f64>,
+    kernel: Kernel,
+    /// GEMM scale: 1 (linear), γ (poly), 2γ (rbf).
+    alpha: f64,
+    /// RBF only: γ‖z_i‖² and (GEMM mode) γ‖x_j‖²; empty otherwise.
+    gz: Vec<f64>,
+    gx: Vec<f64>,
+    /// Direct mode (at most [`DIRECT_MAX_ROWS`] query rows): inner products by SIMD dot
+    /// products instead of GEMM, support norms computed while each support row is in cache;
+    /// `zc` holds the query rows contiguously.
+    direct: bool,
+    zc: Vec<f64>,
+}
+
+/// Per-task scratch space, allocated once per rayon task and reused for all its blocks.
+struct Scratch {
+    /// One block of kernel values, `rows × cols` row-major.
+    buf: Vec<f64>,
+    /// Direct mode: γ‖x_j‖² of the current chunk.
+    gx: Vec<f64>,
+    /// Direct mode: a contiguous copy of a non-contiguous support row.
+    xrow: Vec<f64>,
+}
+
+impl Scratch {
+    fn new(d: usize) -> Self {
+        Scratch {
+            buf: vec![0.0; TILE_ROWS * TILE_COLS],
+            gx: vec![0.0; TILE_COLS],
+            xrow: vec![0.0; d],
+        }
+    }
+}
+
+/// Run `f` on `row` as a contiguous slice (copied into `buf` when it is strided), so that row
+/// reductions give the same bits whatever the memory layout of the input.
+#[inline]
+fn with_contiguous<R>(
+    row: ArrayView1<'_, f64>,
+    buf: &mut Vec<f64>,
+    f: impl FnOnce(&[f64]) -> R,
+) -> R {
+    match row.as_slice() {
+        Some(sl) => f(sl),
+        None => {
+            buf.clear();
+            buf.extend(row.iter().copied());
+            f(buf)
+        }
+    }
+}
+
+/// `out[i] = f(row_i)` in parallel over the rows of `a`, each row seen as a contiguous slice.
+fn map_rows(a: ArrayView2<'_, f64>, f: impl Fn(&[f64]) -> f64 + Sync) -> Vec<f64> {
+    let mut out = vec![0.0; a.nrows()];
+    out.par_iter_mut()
+        .zip(a.axis_iter(Axis(0)).into_par_iter())
+        .for_each_init(Vec::new, |buf, (o, row)| {
+            *o = with_contiguous(row, buf, &f);
+        });
+    out
+}
+
+fn scaled_sq_norms(a: ArrayView2<'_, f64>, gamma: f64) -> Vec<f64> {
+    map_rows(a, |r| gamma * dot(r, r))
+}
+
+impl<'a> Plan<'a> {
+    fn new(z: ArrayView2<'a, f64>, x: ArrayView2<'a, f64>, kernel: Kernel, direct: bool) -> Self {
+        let (alpha, gz, gx) = match kernel {
+            Kernel::Linear => (1.0, Vec::new(), Vec::new()),
+            Kernel::Poly { gamma, .. } => (gamma, Vec::new(), Vec::new()),
+            Kernel::Rbf { gamma } => {
+                let gx = if direct {
+                    Vec::new()
+                } else {
+                    scaled_sq_norms(x, gamma)
+                };
+                (2.0 * gamma, scaled_sq_norms(z, gamma), gx)
+            }
+        };
+        let zc = if direct {
+            z.iter().copied().collect()
+        } else {
+            Vec::new()
+        };
+        Plan {
+            z,
+            x,
+            kernel,
+            alpha,
+            gz,
+            gx,
+            direct,
+            zc,
+        }
+    }
+
+    /// Map the scaled inner products of query row `i` against a chunk of support rows (whose
+    /// `γ‖x_j‖²` are `gx`, RBF only) to kernel values, in place.
+    #[inline]
+    fn transform_row(&self, i: usize, row: &mut [f64], gx: &[f64]) {
+        match self.kernel {
+            Kernel::Linear => {}
+            Kernel::Poly { degree, coef0, .. } => poly_row(row, coef0, degree),
+            Kernel::Rbf { .. } => rbf_row(row, self.gz[i], gx),
+        }
+    }
+
+    /// `out ← α z[r0..r0+rows] x[c0..c0+cols]ᵀ` (scaled inner products) by GEMM.
+    fn gemm_into(&self, r0: usize, c0: usize, out: &mut ArrayViewMut2<'_, f64>) {
+        let (rows, cols) = out.dim();
+        let zt = self.z.slice(s![r0..r0 + rows, ..]);
+        let xt = self.x.slice(s![c0..c0 + cols, ..]);
+        general_mat_mul(self.alpha, &zt, &xt.t(), 0.0, out);
+    }
+
+    /// `out ← K(z[r0..r0+rows], x[c0..c0+cols])` (`out` is `rows × cols`, any strides with
+    /// contiguous rows).
+    fn block_into(&self, r0: usize, c0: usize, out: &mut ArrayViewMut2<'_, f64>) {
+        self.gemm_into(r0, c0, out);
+        let gx = if self.gx.is_empty() {
+            &[][..]
+        } else {
+            &self.gx[c0..c0 + out.ncols()]
+        };
+        for (i, mut row) in out.outer_iter_mut().enumerate() {
+            let row = row.as_slice_mut().expect("block rows are contiguous");
+            self.transform_row(r0 + i, row, gx);
+        }
+    }
+
+    /// `Σ_j K(z_i, x_j) μ_j` over a chunk, from the chunk's scaled inner products `row`.
+    #[inline]
+    fn row_dot(&self, i: usize, row: &[f64], gx: &[f64], mu: &[f64]) -> f64 {
+        match self.kernel {
+            Kernel::Linear => dot(row, mu),
+            Kernel::Poly { degree, coef0, .. } => poly_row_dot(row, coef0, degree, mu),
+            Kernel::Rbf { .. } => rbf_row_dot(row, self.gz[i], gx, mu),
+        }
+    }
+
+    /// Direct mode: `scratch.buf ← α Z x[c0..c0+cols]ᵀ` (all query rows) and, for RBF,
+    /// `scratch.gx ← γ‖x_j‖²`, in one pass over the support rows.
+    fn direct_block(&self, c0: usize, cols: usize, scratch: &mut Scratch) {
+        let (m, d) = self.z.dim();
+        let gamma = match self.kernel {
+            Kernel::Rbf { gamma } => Some(gamma),
+            _ => None,
+        };
+        let Scratch { buf, gx, xrow } = scratch;
+        for j in 0..cols {
+            let xv = self.x.row(c0 + j);
+            let xs: &[f64] = match xv.as_slice() {
+                Some(sl) => sl,
+                None => {
+                    for (o, v) in xrow.iter_mut().zip(xv.iter()) {
+                        *o = *v;
+                    }
+                    &xrow[..]
+                }
+            };
+            if let Some(g) = gamma {
+                gx[j] = g * dot(xs, xs);
+            }
+            for i in 0..m {
+                buf[i * cols + j] = self.alpha * dot(&self.zc[i * d..(i + 1) * d], xs);
+            }
+        }
+    }
+
+    /// For query rows `r0..r0+acc.len()` and the support chunk starting at `c0` with weights
+    /// `mu_chunk`: `acc[i] += Σ_j K(z_i, x_j) μ_j`.
+    fn accumulate_block(
+        &self,
+        r0: usize,
+        c0: usize,
+        mu_chunk: &[f64],
+        scratch: &mut Scratch,
+        acc: &mut [f64],
+    ) {
+        let (rows, cols) = (acc.len(), mu_chunk.len());
+        let gx: &[f64] = if self.direct {
+            debug_assert!(r0 == 0 && rows == self.z.nrows());
+            self.direct_block(c0, cols, scratch);
+            &scratch.gx[..cols]
+        } else {
+            let buf = &mut scratch.buf[..rows * cols];
+            let mut blk = ArrayViewMut2::from_shape((rows, cols), buf).expect("buffer");
+            self.gemm_into(r0, c0, &mut blk);
+            if self.gx.is_empty() {
+                &[]
+            } else {
+                &self.gx[c0..c0 + cols]
+            } // empty: not RBF
+        };
+        for (i, (a, row)) in acc
+            .iter_mut()
+            .zip(scratch.buf.chunks_exact(cols))
+            .enumerate()
+        {
+            *a += self.row_dot(r0 + i, row, gx, mu_chunk);
+        }
+    }
+}
+
+fn assert_shapes(z: &ArrayView2<'_, f64>, x: &ArrayView2<'_, f64>) {
+    assert_eq!(
+        z.ncols(),
+        x.ncols(),
+        "kernel: both point sets must have the same number of features (use check_inputs)"
+    );
+}
+
+/// `K(A, B)`: the `m × n` kernel matrix between the rows of `a` (`m × d`) and `b` (`n × d`),
+/// computed by parallel row tiles (GEMM per block, kernel map applied in place while the block
+/// is in cache). Use [`kernel_predict`] when only `K(A, B) μ` is needed.
+///
+/// # Panics
+/// If `a` and `b` have different numbers of columns ([`check_inputs`] reports it as an error).
+///
+/// # Errors
+/// [`DpError::OutOfMemory`] (naming `A`) when the `m × n` output cannot be allocated.
+pub fn kernel_matrix(
+    a: ArrayView2<'_, f64>,
+    b: ArrayView2<'_, f64>,
+    kernel: &Kernel,
+) -> DpResult<Array2<f64>> {
+    assert_shapes(&a, &b);
+    let (m, n) = (a.nrows(), b.nrows());
+    let mut out = crate::alloc::zeros2("A", "the kernel matrix", m, n)?;
+    if m == 0 || n == 0 {
+        return Ok(out);
+    }
+    let plan = Plan::new(a, b, *kernel, false);
+    out.axis_chunks_iter_mut(Axis(0), TILE_ROWS)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(t, mut tile)| {
+            let r0 = t * TILE_ROWS;
+            let mut c0 = 0;
+            while c0 < n {
+                let cols = TILE_COLS.min(n - c0);
+                let mut blk = tile.slice_mut(s![.., c0..c0 + cols]);
+                plan.block_into(r0, c0, &mut blk);
+                c0 += cols;
+            }
+        });
+    Ok(out)
+}
+
+/// `K(A, A)` (Gram matrix). Same as `kernel_matrix(a, a, kernel)`, except that the RBF diagonal
+/// is exactly 1 (as in scikit-learn, which zeroes the self-distances when `Y is X`).
+pub fn gram_matrix(a: ArrayView2<'_, f64>, kernel: &Kernel) -> DpResult<Array2<f64>> {
+    let mut out = kernel_matrix(a, a, kernel)?;
+    if let Kernel::Rbf { .. } = kernel {
+        out.diag_mut().fill(1.0);
+    }
+    Ok(out)
+}
+
+/// `K(z_i, z_i)` for every row of `z`: `‖z_i‖²` (linear), `(γ‖z_i‖² + c)^p` (poly), `1` (RBF).
+pub fn kernel_diag(z: ArrayView2<'_, f64>, kernel: &Kernel) -> Array1<f64> {
+    Array1::from_vec(map_rows(z, |r| match *kernel {
+        Kernel::Linear => dot(r, r),
+        Kernel::Poly {
+            gamma,
+            degree,
+            coef0,
+        } => ipow(gamma * dot(r, r) + coef0, degree),
+        Kernel::Rbf { .. } => 1.0,
+    }))
+}
+
+/// `f = K(Z, X) μ` for queries `z` (`m × d`), support points `x` (`n × d`) and weights `mu`
+/// (`n`), without materialising `K(Z, X)` (see the module docs for tiling, memory and
+/// determinism). The linear kernel uses `Z (Xᵀ μ)`.
+///
+/// # Panics
+/// If the feature counts differ or `mu.len() != x.nrows()` ([`check_inputs`] reports both as
+/// errors).
+pub fn kernel_predict(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+) -> Array1<f64> {
+    predict_impl(z, x, mu, kernel, None)
+}
+
+/// `force_rows`: `Some(true)` forces the query-tile path, `Some(false)` the support-wave path
+/// (tests check both give identical bits); `None` chooses by shape. Inputs with at most
+/// `DIRECT_MAX_ROWS` query rows always take the direct (GEMM-free) support-wave path.
+fn predict_impl(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+    force_rows: Option<bool>,
+) -> Array1<f64> {
+    assert_shapes(&z, &x);
+    assert_eq!(
+        mu.len(),
+        x.nrows(),
+        "kernel_predict: mu must have one weight per row of x"
+    );
+    let (m, n) = (z.nrows(), x.nrows());
+    if m == 0 || n == 0 {
+        return Array1::zeros(m);
+    }
+    if let Kernel::Linear = kernel {
+        return linear_predict(z, x, mu);
+    }
+    let mu: Vec<f64> = mu.iter().copied().collect();
+    let d = z.ncols();
+    let direct = m <= DIRECT_MAX_ROWS;
+    let plan = Plan::new(z, x, *kernel, direct);
+    let mut out = vec![0.0f64; m];
+    let n_tiles = m.div_ceil(TILE_ROWS);
+    let n_chunks = n.div_ceil(TILE_COLS);
+    let by_rows =
+        !direct && force_rows.unwrap_or(n_tiles >= ROW_PARALLEL_MIN_TILES || n_chunks == 1);
+    if by_rows {
+        out.par_chunks_mut(TILE_ROWS).enumerate().for_each_init(
+            || Scratch::new(d),
+            |scratch, (t, acc)| {
+                let r0 = t * TILE_ROWS;
+                for (c, mu_chunk) in mu.chunks(TILE_COLS).enumerate() {
+                    plan.accumulate_block(r0, c * TILE_COLS, mu_chunk, scratch, acc);
+                }
+            },
+        );
+    } else {
+        // Few query rows: evaluate up to WAVE_CHUNKS support chunks in parallel, each into its own
+        // partial vector (all query rows), then add the partials in chunk order. Since
+        // 0 + p = p exactly, this gives the same bits as the query-tile path.
+        let mut partials = vec![0.0f64; WAVE_CHUNKS.min(n_chunks) * m];
+        let mut c_start = 0;
+        while c_start < n_chunks {
+            let wave = WAVE_CHUNKS.min(n_chunks - c_start);
+            let parts = &mut partials[..wave * m];
+            parts.fill(0.0);
+            parts.par_chunks_mut(m).enumerate().for_each_init(
+                || Scratch::new(d),
+                |scratch, (w, part)| {
+                    let c0 = (c_start + w) * TILE_COLS;
+                    let mu_chunk = &mu[c0..(c0 + TILE_COLS).min(n)];
+                    for (t, acc) in part.chunks_mut(TILE_ROWS).enumerate() {
+                        plan.accumulate_block(t * TILE_ROWS, c0, mu_chunk, scratch, acc);
+                    }
+                },
+            );
+            for part in parts.chunks_exact(m) {
+                for (o, p) in out.iter_mut().zip(part) {
+                    *o += p;
+                }
+            }
+            c_start += wave;
+        }
+    }
+    Array1::from_vec(out)
+}
+
+/// Linear kernel: `Z (Xᵀ μ)` in `O((m + n) d)`; `Xᵀ μ` is summed over fixed row blocks in order.
+fn linear_predict(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+) -> Array1<f64> {
+    let d = x.ncols();
+    let partials: Vec<Array1<f64>> = x
+        .axis_chunks_iter(Axis(0), LINEAR_BLOCK)
+        .into_par_iter()
+        .zip(mu.axis_chunks_iter(Axis(0), LINEAR_BLOCK).into_par_iter())
+        .map(|(xb, mb)| {
+            let mut w = Array1::<f64>::zeros(d);
+            for (row, &m) in xb.rows().into_iter().zip(mb.iter()) {
+                w.scaled_add(m, &row);
+            }
+            w
+        })
+        .collect();
+    let mut w = Array1::<f64>::zeros(d);
+    for p in &partials {
+        w += p;
+    }
+    let w = w.to_vec();
+    Array1::from_vec(map_rows(z, |r| dot(r, &w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::{uniform, uniform_points};
+    use ndarray::{array, Array2, ShapeBuilder};
+
+    fn naive_matrix(a: &Array2<f64>, b: &Array2<f64>, k: &Kernel) -> Array2<f64> {
+        Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| k.eval(a.row(i), b.row(j)))
+    }
+
+    /// Elementwise |K|·|μ| scale of the exact result (see tests/kernels/test_kernels.py).
+    fn check_close(got: &Array1<f64>, kmat: &Array2<f64>, mu: &Array1<f64>, tol: f64) {
+        let want = kmat.dot(mu);
+        let scale = kmat.mapv(f64::abs).dot(&mu.mapv(f64::abs));
+        for i in 0..want.len() {
+            assert!(
+                (got[i] - want[i]).abs() <= tol * scale[i] + 1e-300,
+                "row {i}: got {} want {} (scale {})",
+                got[i],
+                want[i],
+                scale[i]
+            );
+        }
+    }
+
+    #[test]
+    fn constructors_validate() {
+        assert!(Kernel::rbf(0.5).is_ok());
+        for g in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = Kernel::rbf(g).unwrap_err();
+            assert!(e.to_string().starts_with("gamma"), "{e}");
+            assert!(Kernel::poly(g, 2, 1.0)
+                .unwrap_err()
+                .to_string()
+                .starts_with("gamma"));
+        }
+        assert!(Kernel::poly(1.0, 0, 1.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("degree"));
+        assert!(Kernel::poly(1.0, 2, f64::NAN)
+            .unwrap_err()
+            .to_string()
+            .starts_with("coef0"));
+        assert!(Kernel::from_params("poly", 1.0, -3, 1.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("degree"));
+        assert!(Kernel::from_params("poly", 1.0, 1 << 40, 1.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("degree"));
+        assert!(Kernel::from_params("sigmoid", 1.0, 3, 1.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("kernel"));
+        assert_eq!(
+            Kernel::from_params("linear", f64::NAN, -1, f64::NAN).unwrap(),
+            Kernel::Linear
+        );
+        assert_eq!(
+            Kernel::from_params("polynomial", 0.5, 2, 0.0).unwrap(),
+            Kernel::Poly {
+                gamma: 0.5,
+                degree: 2,
+                coef0: 0.0
+            }
+        );
+        assert_eq!(
+            Kernel::from_params("rbf", 0.5, -7, f64::NAN).unwrap(),
+            Kernel::Rbf { gamma: 0.5 }
+        );
+        assert!(Kernel::Rbf { gamma: -1.0 }.validate().is_err());
+        assert_eq!(Kernel::rbf(1.0).unwrap().name(), "rbf");
+    }
+
+    #[test]
+    fn eval_pairs() {
+        let x = array![1.0, 2.0, 3.0];
+        let v = array![0.5, -1.0, 2.0];
+        assert_eq!(Kernel::Linear.eval(x.view(), v.view()), 4.5);
+        let p = Kernel::poly(0.5, 3, 1.0).unwrap();
+        assert!((p.eval(x.view(), v.view()) - 3.25f64.powi(3)).abs() < 1e-12);
+        let r = Kernel::rbf(0.1).unwrap();
+        assert!((r.eval(x.view(), v.view()) - (-0.1f64 * 10.25).exp()).abs() < 1e-15);
+    }
+
+    fn kernels() -> Vec<Kernel> {
+        vec![
+            Kernel::Linear,
+            Kernel::poly(0.3, 3, 1.0).unwrap(),
+            Kernel::poly(0.7, 1, -0.5).unwrap(),
+            Kernel::poly(0.2, 6, 0.0).unwrap(),
+            Kernel::rbf(0.4).unwrap(),
+            Kernel::rbf(5.0).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn matrix_and_predict_match_naive() {
+        // sizes straddling the tile sizes
+        for &(m, n, d) in &[
+            (1, 1, 1),
+            (3, 5, 2),
+            (1, 1500, 54),
+            (4, 2000, 9),
+            (5, 600, 3),
+            (65, 513, 7),
+            (130, 1100, 3),
+            (200, 40, 54),
+            (1100, 70, 4),
+        ] {
+            let a = uniform_points(m, d, 10 + m as u64);
+            let b = uniform_points(n, d, 20 + n as u64);
+            let mu = Array1::from_vec(uniform(n, -2.0, 2.0, 30 + n as u64));
+            for k in kernels() {
+                let want = naive_matrix(&a, &b, &k);
+                let got = kernel_matrix(a.view(), b.view(), &k).unwrap();
+                for (g, w) in got.iter().zip(want.iter()) {
+                    assert!(
+                        (g - w).abs() <= 1e-13 * w.abs().max(1.0),
+                        "{k:?}: {g} vs {w}"
+                    );
+                }
+                check_close(
+                    &kernel_predict(a.view(), b.view(), mu.view(), &k),
+                    &want,
+                    &mu,
+                    1e-12,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn both_parallel_paths_are_bit_identical() {
+        for &(m, n) in &[(70, 1500), (300, 2100), (5, 40_000), (1, 3000)] {
+            let a = uniform_points(m, 9, 1);
+            let b = uniform_points(n, 9, 2);
+            let mu = Array1::from_vec(uniform(n, -1.0, 1.0, 3));
+            for k in kernels() {
+                let p1 = predict_impl(a.view(), b.view(), mu.view(), &k, Some(true));
+                let p2 = predict_impl(a.view(), b.view(), mu.view(), &k, Some(false));
+                let p3 = kernel_predict(a.view(), b.view(), mu.view(), &k);
+                assert_eq!(p1, p2, "{k:?}");
+                assert_eq!(p1, p3, "{k:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn deterministic_across_thread_counts() {
+        let a = uniform_points(1100, 13, 4);
+        let b = uniform_points(1300, 13, 5);
+        let mu = Array1::from_vec(uniform(1300, -1.0, 1.0, 6));
+        let a1 = a.slice(s![..2, ..]);
+        for k in kernels() {
+            let run1 = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| kernel_predict(a1, b.view(), mu.view(), &k))
+            };
+            assert_eq!(run1(1), run1(3), "{k:?} direct path");
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    (
+                        kernel_predict(a.view(), b.view(), mu.view(), &k),
+                        kernel_matrix(a.view(), b.view(), &k).unwrap(),
+                    )
+                })
+            };
+            let (p1, k1) = run(1);
+            for t in [2, 3, 5] {
+                let (p, km) = run(t);
+                assert_eq!(p1, p, "{k:?} predict, {t} threads");
+                assert_eq!(k1, km, "{k:?} matrix, {t} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn strided_and_fortran_views() {
+        let a = uniform_points(90, 12, 7);
+        let b = uniform_points(600, 12, 8);
+        let mu = Array1::from_vec(uniform(1200, -1.0, 1.0, 9));
+        let a_s = a.slice(s![..;2, ..;3]);
+        let b_s = b.slice(s![..;-1, ..;3]);
+        let mu_s = mu.slice(s![..;2]);
+        let mut b_f = Array2::<f64>::zeros((600, 4).f());
+        b_f.assign(&b_s);
+        for k in kernels() {
+            let want = naive_matrix(&a_s.to_owned(), &b_s.to_owned(), &k);
+            let got = kernel_predict(a_s, b_s, mu_s, &k);
+            check_close(&got, &want, &mu_s.to_owned(), 1e-12);
+            assert_eq!(
+                kernel_predict(a_s, b_f.view(), mu_s, &k),
+                kernel_predict(a_s, b_s, mu_s, &k)
+            );
+            let km = kernel_matrix(a_s, b_f.view(), &k).unwrap();
+            for (g, w) in km.iter().zip(want.iter()) {
+                assert!((g - w).abs() <= 1e-13 * w.abs().max(1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn direct_path_strided_support() {
+        let a = uniform_points(3, 10, 13);
+        let b = uniform_points(1400, 20, 14);
+        let bs = b.slice(s![.., ..;2]); // non-contiguous rows
+        let mu = Array1::from_vec(uniform(1400, -1.0, 1.0, 15));
+        for k in kernels() {
+            let want = naive_matrix(&a, &bs.to_owned(), &k);
+            check_close(
+                &kernel_predict(a.view(), bs, mu.view(), &k),
+                &want,
+                &mu,
+                1e-12,
+            );
+            assert_eq!(
+                kernel_predict(a.view(), bs, mu.view(), &k),
+                kernel_predict(a.view(), bs.to_owned().view(), mu.view(), &k)
+            );
+        }
+    }
+
+    #[test]
+    fn gram_diag_and_symmetry() {
+        let a = uniform_points(150, 6, 11);
+        for k in kernels() {
+            let g = gram_matrix(a.view(), &k).unwrap();
+            assert_eq!(g, g.t(), "{k:?} gram is symmetric");
+            let diag = kernel_diag(a.view(), &k);
+            for i in 0..150 {
+                assert!((g[[i, i]] - diag[i]).abs() <= 1e-13 * diag[i].abs().max(1.0));
+            }
+            if let Kernel::Rbf { .. } = k {
+                assert!(g.diag().iter().all(|&v| v == 1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn rbf_far_points_underflow_to_zero() {
+        let a = array![[0.0, 0.0]];
+        let b = array![[100.0, 0.0], [0.0, 0.0]];
+        let k = Kernel::rbf(1.0).unwrap();
+        let km = kernel_matrix(a.view(), b.view(), &k).unwrap();
+        assert_eq!(km, array![[0.0, 1.0]]);
+        let p = kernel_predict(a.view(), b.view(), array![3.0, 2.0].view(), &k);
+        assert_eq!(p[0], 2.0);
+    }
+
+    #[test]
+    fn empty_inputs() {
+        let a = Array2::<f64>::zeros((0, 3));
+        let b = uniform_points(4, 3, 1);
+        let mu = Array1::<f64>::ones(4);
+        let k = Kernel::rbf(1.0).unwrap();
+        assert_eq!(kernel_predict(a.view(), b.view(), mu.view(), &k).len(), 0);
+        assert_eq!(kernel_matrix(a.view(), b.view(), &k).unwrap().dim(), (0, 4));
+        let e = Array2::<f64>::zeros((0, 3));
+        assert_eq!(
+            kernel_predict(b.view(), e.view(), Array1::zeros(0).view(), &k),
+            Array1::<f64>::zeros(4)
+        );
+        assert!(check_inputs(a.view(), b.view(), None)
+            .unwrap_err()
+            .to_string()
+            .starts_with("Z"));
+    }
+
+    #[test]
+    fn check_inputs_names_arguments() {
+        let z = uniform_points(3, 2, 1);
+        let x = uniform_points(4, 2, 2);
+        let bad_x = uniform_points(4, 3, 2);
+        let mu = Array1::<f64>::ones(4);
+        assert!(check_inputs(z.view(), x.view(), Some(mu.view())).is_ok());
+        let msg = |r: DpResult<()>| r.unwrap_err().to_string();
+        assert!(msg(check_inputs(z.view(), bad_x.view(), None)).starts_with("X"));
+        assert!(msg(check_inputs(
+            z.view(),
+            x.view(),
+            Some(Array1::ones(3).view())
+        ))
+        .starts_with("mu"));
+        let mut zn = z.clone();
+        zn[[1, 1]] = f64::NAN;
+        assert!(msg(check_inputs(zn.view(), x.view(), None)).starts_with("Z"));
+        let mut xn = x.clone();
+        xn[[0, 0]] = f64::INFINITY;
+        assert!(msg(check_inputs(z.view(), xn.view(), None)).starts_with("X"));
+        let mut mun = mu.clone();
+        mun[2] = f64::NAN;
+        assert!(msg(check_inputs(z.view(), x.view(), Some(mun.view()))).starts_with("mu"));
+    }
+
+    #[test]
+    fn feature_map_radii() {
+        assert_eq!(feature_map_radius_sq(&Kernel::Linear, 2.0).unwrap(), 4.0);
+        assert_eq!(
+            feature_map_radius_sq(&Kernel::poly(0.5, 3, 1.0).unwrap(), 2.0).unwrap(),
+            27.0
+        );
+        assert_eq!(
+            feature_map_radius_sq(&Kernel::poly(0.5, 2, 0.0).unwrap(), 2.0).unwrap(),
+            4.0
+        );
+        assert_eq!(
+            feature_map_radius_sq(&Kernel::rbf(7.0).unwrap(), 3.0).unwrap(),
+            1.0
+        );
+        let e = feature_map_radius_sq(&Kernel::poly(0.5, 2, -1.0).unwrap(), 2.0).unwrap_err();
+        assert!(
+            e.to_string().starts_with("coef0") && e.to_string().contains("positive semi-definite")
+        );
+        for r in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(feature_map_radius_sq(&Kernel::Linear, r)
+                .unwrap_err()
+                .to_string()
+                .starts_with("data_norm"));
+        }
+        assert!(feature_map_radius_sq(&Kernel::Rbf { gamma: -1.0 }, 1.0).is_err());
+        assert!(feature_map_radius_sq(&Kernel::poly(1.0, 400, 1.0).unwrap(), 10.0).is_err());
+        // the bound really is the maximum of K(z, z) over the ball
+        let k = Kernel::poly(0.3, 4, 0.5).unwrap();
+        let z = uniform_points(500, 3, 12);
+        let norms = z
+            .rows()
+            .into_iter()
+            .map(|r| r.dot(&r).sqrt())
+            .fold(0.0, f64::max);
+        let bound = feature_map_radius_sq(&k, norms).unwrap();
+        assert!(kernel_diag(z.view(), &k)
+            .iter()
+            .all(|&v| v <= bound * (1.0 + 1e-12)));
+    }
+
+    #[test]
+    fn ipow_matches_powi() {
+        for p in 1..20u32 {
+            for b in [-1.7, 0.3, 1.0, 2.5] {
+                let (a, w) = (ipow(b, p), f64::powi(b, p as i32));
+                assert!((a - w).abs() <= 1e-14 * w.abs(), "{b}^{p}");
+            }
+        }
+        let mut row = vec![0.5; 100];
+        poly_row(&mut row, 1.0, 5);
+        assert!(row.iter().all(|&v| v == ipow(1.5, 5)));
+    }
+}
