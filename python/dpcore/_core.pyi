@@ -6,10 +6,49 @@ finiteness cheaply, releases the GIL while computing, and raises ``ValueError`` 
 starts with the offending argument's name.
 """
 
-from typing import Optional
+from typing import Callable, Optional, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "__version__",
+    "memory_limit_bytes",
+    "fp_constants",
+    "erm_fit",
+    "erm_certificate",
+    "net_info",
+    "net_count",
+    "net_points",
+    "net_snap",
+    "em_sample_linear",
+    "em_sample_kernel",
+    "em_sample_many_linear",
+    "em_sample_many_kernel",
+    "em_key_error_bound",
+    "gp_forward_substitution",
+    "kernel_matrix",
+    "kernel_predict",
+    "kernel_diag",
+    "feature_map_radius_sq",
+    "rff_linear_svm_dcd",
+    "multinomial_counts",
+    "multinomial_draws",
+    "multinomial_error_bound",
+    "multinomial_quantized",
+    "ChaChaRng",
+    "grid_release",
+    "discrete_samples",
+    "analytic_release",
+    "gamma_norm_vector",
+    "gamma_norm_vector_coupled",
+    "normal_vector_coupled",
+    "gumbel",
+    "exponential",
+    "PinpSession",
+    "rff_sample_weights",
+    "rff_transform",
+]
 
 __version__: str
 
@@ -52,10 +91,11 @@ def feature_map_radius_sq(data_norm: float, kernel: str, gamma: float, degree: i
 # Exact discrete noise and exactly rounded continuous Gaussians on power-of-two grids;
 # calibration lives in dpcore.mechanisms.noise.
 
+@final
 class ChaChaRng:
     """ChaCha20 generator: OS-seeded when ``seed`` is None (secure), reproducible otherwise."""
 
-    def __init__(self, seed: Optional[int] = None) -> None: ...
+    def __new__(cls, seed: Optional[int] = None) -> "ChaChaRng": ...
     @property
     def seeded(self) -> bool: ...
     def next_u64(self) -> int: ...
@@ -105,13 +145,14 @@ def exponential(n: int, rng: ChaChaRng) -> npt.NDArray[np.float64]:
 # ---- end noise ----
 
 # ---- pinp ----
+@final
 class PinpSession:
     """Mutable core of one PINP session (update buffer, counters, ChaCha20 generator)."""
-    def __init__(
-        self, dim: int, kernel: str, gamma: float, degree: int, coef0: float, grid_exponent: int,
+    def __new__(
+        cls, dim: int, kernel: str, gamma: float, degree: int, coef0: float, grid_exponent: int,
         num: int, den: int, sigma: float, eta: float, max_updates: int, max_queries: int,
         seed: Optional[int] = None,
-    ) -> None: ...
+    ) -> "PinpSession": ...
     def restore(self, points: npt.NDArray[np.float64], alphas: npt.NDArray[np.float64], n_answered: int) -> None: ...
     def answer(
         self, z: npt.NDArray[np.float64], x: npt.NDArray[np.float64], mu: npt.NDArray[np.float64]
@@ -135,7 +176,6 @@ class PinpSession:
 # y in {-1, +1}; loss: "hinge" | "logistic". The public API is dpcore.KernelSVM /
 # dpcore.KernelLogisticRegression.
 
-from typing import Callable
 
 def erm_fit(
     x: npt.NDArray[np.float64],
@@ -292,12 +332,12 @@ def em_key_error_bound(exponent_bound: float) -> float:
 # bits of `rng`; results are identical for any number of threads.
 
 def multinomial_counts(
-    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, sum_tol: float = 1e-9
+    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, sum_tol: float = ...  # 1e-9 in the binding
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``m`` i.i.d. draws as ``(distinct indices ascending, counts)``; counts sum to ``m``."""
 
 def multinomial_draws(
-    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, shuffle: bool = False, sum_tol: float = 1e-9
+    p: npt.NDArray[np.float64], m: int, rng: ChaChaRng, shuffle: bool = False, sum_tol: float = ...  # 1e-9 in the binding
 ) -> npt.NDArray[np.int64]:
     """The ``m`` drawn indices, ascending (the sorted multiset), or uniformly shuffled
     (exact Fisher–Yates) with ``shuffle=True``."""
@@ -306,7 +346,7 @@ def multinomial_error_bound(p: npt.NDArray[np.float64]) -> float:
     """``1.01 (2^-100/p_min + D + 2 D^2)``, ``D = P 2^-100 / sum(p)``: bound on
     ``|(q_j/T)/(p_j/S) - 1|`` over ``p_j > 0``; ``inf`` if some ``0 < p_j < 2^-100`` or ``D >= 1/2``."""
 
-def multinomial_quantized(p: npt.NDArray[np.float64], sum_tol: float = 1e-9) -> tuple[list[int], int]:
+def multinomial_quantized(p: npt.NDArray[np.float64], sum_tol: float = ...) -> tuple[list[int], int]:  # sum_tol 1e-9
     """The exact weights ``(q, T)`` as Python ints, after the samplers' validation (small p)."""
 
 # ---- end multinomial ----
