@@ -32,6 +32,7 @@ from dpcore import exceptions
 from dpcore.exceptions import (
     BudgetError,
     BudgetExceededError,
+    RestoredAccountantError,
     ConvergenceError,
     DpcoreError,
     FTRLHorizonExceeded,
@@ -70,6 +71,6 @@ __all__ = [
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",
     "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM",
     # exceptions
-    "DpcoreError", "BudgetError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
+    "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
     "ConvergenceError", "SimplexCertificationError",
 ]

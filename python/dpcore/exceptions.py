@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 
 __all__ = [
-    "DpcoreError", "BudgetError", "BudgetExceededError", "PINPBudgetExhausted", "FTRLHorizonExceeded",
+    "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded",
     "ProtocolBudgetError", "ConvergenceError", "SimplexCertificationError", "TDILCostError",
     "StateRollbackError", "NotFittedError", "DpcoreWarning", "ConvergenceWarning", "RecoveryRadiusWarning",
 ]
@@ -70,6 +70,16 @@ class BudgetExceededError(BudgetError, RuntimeError):
             f"delta={requested[1]!r}, but only epsilon={remaining[0]!r}, "
             f"delta={remaining[1]!r} remain"
         )
+
+
+class RestoredAccountantError(BudgetError, RuntimeError):
+    """A spend or check on a :class:`~dpcore.BudgetAccountant` restored from a pickle.
+
+    An unpickled accountant is a read-only copy of the ledger: spending from it would spend the
+    remaining budget a second time while the original is still in use. Call
+    :meth:`~dpcore.BudgetAccountant.resume` on it only where the original no longer exists (e.g. a
+    curator's checkpoint after a restart).
+    """
 
 
 class PINPBudgetExhausted(BudgetError, RuntimeError):

@@ -270,3 +270,45 @@ def test_concurrent_mixed_sizes_exact_total():
     # the ledger is full: the smallest size no longer fits (in ε or δ)
     with pytest.raises(BudgetExceededError):
         acc.spend(min(sizes), 1e-8)
+
+
+def test_copies_share_the_budget_and_pickles_are_read_only():
+    """An accountant is one shared budget: copies (and sklearn.clone of an estimator holding it) are the
+    same object; an unpickled accountant is a read-only record until resume()."""
+    import copy
+    import pickle
+
+    import numpy as np
+    from sklearn.base import clone
+
+    import dpcore
+    from dpcore.exceptions import BudgetError, RestoredAccountantError
+
+    acc = BudgetAccountant(1.0, 1e-6)
+    acc.spend(0.25, label="first")
+    assert copy.copy(acc) is acc and copy.deepcopy(acc) is acc
+    est = dpcore.ObjectivePerturbation(epsilon=0.5, delta=1e-7, data_norm=1.0, accountant=acc)
+    assert clone(est).accountant is acc
+
+    restored = pickle.loads(pickle.dumps(acc))
+    assert restored is not acc and restored.restored and not acc.restored
+    assert restored.spent == acc.spent and [r.label for r in restored.log] == ["first"]
+    for call in (lambda: restored.spend(0.1), lambda: restored.check(0.1)):
+        with pytest.raises(RestoredAccountantError, match="read-only") as exc:
+            call()
+        assert isinstance(exc.value, BudgetError)
+    assert restored.spent == acc.spent  # nothing recorded
+    acc.spend(0.25)  # the original is unaffected
+    assert restored.resume() is restored and not restored.restored
+    restored.spend(0.5)
+    assert restored.remaining()[0] == 0.25 and acc.remaining()[0] == 0.5
+
+    # a fitted estimator holding an accountant pickles; its copy carries the read-only ledger
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(100, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    fitted = dpcore.ObjectivePerturbation(epsilon=0.5, delta=1e-7, data_norm=1.0, accountant=acc,
+                                          random_state=0).fit(X, y)
+    back = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(back.coef_, fitted.coef_)
+    assert back.accountant.restored and back.accountant.spent == acc.spent

@@ -481,3 +481,17 @@ def test_data_validation():
         clf.predict(np.ones((2, 3)))
     with pytest.raises(ValueError, match="features"):
         PrivateSVM(kernel="linear", data_norm=1.0, random_state=0).fit(X, y).decision_function(np.ones((2, 3)))
+
+
+def test_fitted_rff_model_pickles_and_does_not_keep_the_noise_generator():
+    """The published random features must not hold the ChaCha generator that drew the model's noise
+    (its key and counter would regenerate that noise); the fitted model round-trips through pickle."""
+    import pickle
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.5, 0.5, size=(200, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    m = PrivateSVM(epsilon=1.0, kernel="rbf", n_components=20, data_norm=1.0, random_state=0).fit(X, y)
+    assert m.random_features_.random_state is None
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m2.decision_function(X), m.decision_function(X))

@@ -30,7 +30,7 @@ from typing import List, Tuple
 
 from dpcore._internal.exact import float_down, float_up
 from dpcore._internal.validation import check_delta, check_epsilon
-from dpcore.exceptions import BudgetExceededError
+from dpcore.exceptions import BudgetExceededError, RestoredAccountantError
 
 __all__ = ["BudgetAccountant", "BudgetExceededError", "BudgetRecord"]
 
@@ -64,6 +64,18 @@ class BudgetAccountant:
     >>> acc.spend(0.6)  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     dpcore.accounting.accountant.BudgetExceededError: privacy budget exceeded
+
+    Notes
+    -----
+    Copies and pickles. An accountant is one shared budget, like an open file:
+    ``copy.copy``/``copy.deepcopy`` (and therefore ``sklearn.base.clone`` of an estimator given
+    ``accountant=``) return the *same* accountant, so spends through the copy are charged to the
+    one budget. ``pickle`` stores the ledger (budgets, spends, records); the unpickled accountant is
+    **read-only** (``restored`` is True): :meth:`check` and :meth:`spend` raise
+    :class:`~dpcore.exceptions.RestoredAccountantError`, because two live copies of a ledger would
+    let the remaining budget be spent twice. Pickling a fitted estimator that holds an accountant
+    therefore works and carries a read-only record of what was spent. Where the original is gone
+    (a checkpoint restored after a restart), :meth:`resume` makes the restored copy spendable.
     """
 
     def __init__(self, epsilon, delta=0.0):
@@ -75,6 +87,48 @@ class BudgetAccountant:
         self._delta_spent = Fraction(0)
         self._records: List[BudgetRecord] = []
         self._lock = threading.Lock()
+        self._restored = False
+
+    # ------------------------------------------------------------------ copies and pickles
+    def __copy__(self) -> "BudgetAccountant":
+        return self  # one shared budget (see Notes)
+
+    def __deepcopy__(self, memo) -> "BudgetAccountant":
+        return self
+
+    def __getstate__(self) -> dict:
+        with self._lock:
+            state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+            state["_records"] = list(self._records)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._restored = True  # read-only until resume(): see Notes
+
+    @property
+    def restored(self) -> bool:
+        """True for an accountant unpickled and not resumed (read-only)."""
+        return self._restored
+
+    def resume(self) -> "BudgetAccountant":
+        """Make an unpickled accountant spendable again and return it.
+
+        Only correct where the original accountant no longer spends (e.g. a checkpoint restored
+        after the curator's process ended); otherwise the remaining budget would be spent twice.
+        """
+        with self._lock:
+            self._restored = False
+        return self
+
+    def _refuse_if_restored(self, label: str) -> None:
+        if self._restored:
+            what = f" for {label!r}" if label else ""
+            raise RestoredAccountantError(
+                f"this BudgetAccountant was restored from a pickle and is a read-only record{what}: "
+                "spending from it could spend the remaining budget a second time. Use the original "
+                "accountant, create a new one, or call resume() if the original no longer exists")
 
     # ------------------------------------------------------------------ properties
     @property
@@ -131,6 +185,7 @@ class BudgetAccountant:
         """
         epsilon, delta = self._validate(epsilon, delta)
         with self._lock:
+            self._refuse_if_restored(str(label))
             if not self._fits(epsilon, delta):
                 raise BudgetExceededError((epsilon, delta), self._remaining_floats(), str(label))
 
@@ -156,6 +211,7 @@ class BudgetAccountant:
         epsilon, delta = self._validate(epsilon, delta)
         label = str(label)
         with self._lock:
+            self._refuse_if_restored(label)
             if not self._fits(epsilon, delta):
                 raise BudgetExceededError((epsilon, delta), self._remaining_floats(), label)
             self._eps_spent += Fraction(epsilon)

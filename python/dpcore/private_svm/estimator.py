@@ -563,6 +563,10 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
             if random_features is None:
                 rff = RandomFourierFeatures(n_components=p["D"], kernel=p["kernel"], gamma=p["gamma"],
                                             random_state=check_random_state(rng)).fit(X)
+                # The published features must not hold the generator that then draws the model's noise:
+                # ChaCha's state (key + counter) would let anyone holding it regenerate that noise. The
+                # fitted weights are all the features need; a refit of this copy draws fresh secure ones.
+                rff.random_state = None
             else:
                 rff = random_features
                 if rff.n_features_in_ != d:
