@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dpcore
 from dpcore import PINP, KernelRelease, StateRollbackError
 
 HERE = Path(__file__).resolve().parent
@@ -199,3 +200,23 @@ def test_kernel_release_tampering_is_refused(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="checksum"):
         KernelRelease.load(path)
+
+
+@pytest.mark.parametrize("kind", ["PINP", "GPService"])
+def test_live_services_refuse_pickle_and_copy(kind):
+    """A copy of a live interactive mechanism would answer from the same calibrated state as the original
+    (the budget spent twice); persistence is state_path= + load."""
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(60, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    model = dpcore.KernelSVM(lam=0.1, tol=1e-8).fit(X, y)
+    if kind == "PINP":
+        svc = dpcore.PINP(model, 1e6, 1e-6, data_norm=1.0, n_queries=10, random_state=0)
+    else:
+        svc = dpcore.GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, random_state=0)
+    for call in (lambda: pickle.dumps(svc), lambda: copy.copy(svc), lambda: copy.deepcopy(svc)):
+        with pytest.raises(TypeError, match="state_path"):
+            call()

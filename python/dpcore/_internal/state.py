@@ -285,3 +285,28 @@ def open_state_store(path, fmt: str, backend: str = "auto") -> StateStore:
     if backend == "sqlite":
         return SQLiteStateStore(path, fmt)
     raise ValueError(f"state_backend must be 'auto', 'file' or 'sqlite', got {backend!r}")
+
+
+class NotPicklableService:
+    """Mixin refusing ``pickle``/``copy`` of a live interactive mechanism (PINP, GPService).
+
+    A copy of a live session would keep answering from the same calibrated state as the original,
+    while each copy's answers are accounted as the only ones: the same budget spent twice. Durable
+    persistence is ``state_path=`` + ``load`` (one state file, sequence-numbered, rollback refused).
+    """
+
+    def _refuse_copy(self):
+        name = type(self).__name__
+        raise TypeError(
+            f"a live {name} cannot be pickled or copied: the copy would answer from the same calibrated "
+            f"state as the original, spending its budget twice. Persist it with state_path= and "
+            f"{name}.load(...) instead")
+
+    def __reduce_ex__(self, protocol):
+        self._refuse_copy()
+
+    def __copy__(self):
+        self._refuse_copy()
+
+    def __deepcopy__(self, memo):
+        self._refuse_copy()

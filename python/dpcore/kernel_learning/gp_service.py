@@ -65,7 +65,7 @@ from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, b64, fingerprint, model_info, unb64, check_in_domain, check_mu_l1,
     kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
-from dpcore._internal.state import StateRollbackError, open_state_store
+from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
@@ -106,7 +106,7 @@ def _jitter(T: int, r2: float, e_k: float) -> float:
     return 2.0 * (T * e_k + u * (r2 + e_k) + gamma_k(2 * T + 2) * T * (r2 + e_k) * 1.01) * (1.0 + 1e-6) + 1e-300
 
 
-class GPService:
+class GPService(NotPicklableService):
     """Private predictions of a kernel model, unlimited queries, one ``(ε, δ)`` (see the module docstring).
 
     Parameters

@@ -22,7 +22,7 @@ from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names us
     model_info, seed_from, unb64, check_in_domain, public_error_bound,
 )
 
-from dpcore._internal.state import StateRollbackError, open_state_store
+from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
 from dpcore.exceptions import PINPBudgetExhausted
 
 __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration", "StateRollbackError"]
@@ -152,7 +152,7 @@ def pinp_calibration(
     )
 
 
-class PINP:
+class PINP(NotPicklableService):
     r"""Private interactive non-linear predictions (Jain & Thakurta 2013, Algorithm 1).
 
     A trusted learner holds a kernel ERM solution ``w* = Σ_i μ_i φ(x_i)`` and answers a stream of
