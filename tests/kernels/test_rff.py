@@ -148,3 +148,23 @@ def test_data_validation():
         _core.rff_transform(np.ones((2, 3)), rff.random_weights_)
     with pytest.raises(ValueError, match="^n_components"):
         _core.rff_sample_weights(2, 0, "rbf", 1.0, _core.ChaChaRng(0))
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([RandomFourierFeatures(n_components=10, random_state=0)])
+def test_scikit_learn_estimator_checks(estimator, check):
+    """Every scikit-learn estimator check passes (no expected failures)."""
+    check(estimator)
+
+
+def test_feature_names_and_set_output():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(np.random.default_rng(0).uniform(-0.5, 0.5, size=(6, 3)), columns=["a", "b", "c"])
+    rff = RandomFourierFeatures(n_components=5, random_state=0).fit(X)
+    assert list(rff.feature_names_in_) == ["a", "b", "c"]
+    assert list(rff.get_feature_names_out()) == [f"randomfourierfeatures{i}" for i in range(5)]
+    out = rff.set_output(transform="pandas").transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(rff.get_feature_names_out())
+    np.testing.assert_array_equal(out.to_numpy(), rff.set_output(transform="default").transform(X.to_numpy()))

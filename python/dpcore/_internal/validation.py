@@ -111,16 +111,26 @@ def check_array(
         )
     arr = np.asarray(array)
     if arr.dtype not in dtypes:
-        if arr.dtype.kind in "biu":
+        if arr.dtype.kind in "biuf":
             arr = arr.astype(np.float64)
-        elif arr.dtype.kind == "f":
-            arr = arr.astype(np.float64)
+        elif arr.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}")
+        elif arr.dtype.kind == "O":  # e.g. a list of Python numbers mixed with other objects
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{name} must be a numeric array, got dtype object with non-numeric "
+                                f"entries ({exc})") from None
         else:
             raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     if arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
+        hint = (" Reshape your data either using array.reshape(-1, 1) if your data has a single feature or "
+                "array.reshape(1, -1) if it contains a single sample.") if ndim == 2 and arr.ndim == 1 else ""
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}.{hint}")
     if arr.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+        what = "feature(s)" if ndim == 2 and arr.shape[0] > 0 else "sample(s)"
+        raise ValueError(f"{name} must not be empty: 0 {what} (shape={arr.shape}) while a minimum of 1 "
+                         f"is required.")
     if n_features is not None and ndim == 2 and arr.shape[1] != n_features:
         raise ValueError(
             f"{name} has {arr.shape[1]} features, expected {n_features} (shape {arr.shape})"

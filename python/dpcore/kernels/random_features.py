@@ -37,9 +37,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import validate_data
 
 from dpcore import _core
-from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.noise import check_random_state
@@ -70,7 +71,7 @@ def check_gamma(value) -> float:
     return float(value)
 
 
-class RandomFourierFeatures(ParamsMixin):
+class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random Fourier feature map ``φ̂`` (see :mod:`dpcore.kernels.random_features`), scikit-learn transformer API.
 
     Parameters
@@ -116,7 +117,9 @@ class RandomFourierFeatures(ParamsMixin):
         """Draw the public weights; only ``X.shape[1]`` is read (never the values' content beyond
         validation: NaN/inf entries are refused)."""
         D, kernel, gamma = self._validate_params()
-        X = check_array(X, "X")
+        Xc = check_array(X, "X")
+        validate_data(self, X, skip_check_array=True, reset=True)  # feature_names_in_ for DataFrames
+        X = Xc
         rng = check_random_state(self.random_state)
         d = int(X.shape[1])
         self.random_weights_ = np.asarray(_core.rff_sample_weights(d, (D + 1) // 2, kernel, gamma, rng))
@@ -133,7 +136,9 @@ class RandomFourierFeatures(ParamsMixin):
     def transform(self, X) -> np.ndarray:
         """``φ̂(X)`` of shape ``(n_samples, n_components)`` (Rust, parallel, zero-copy on float64)."""
         self._check_fitted()
-        X = check_array(X, "X")
+        Xc = check_array(X, "X")
+        validate_data(self, X, skip_check_array=True, reset=False)  # the fitted feature names, if any
+        X = Xc
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
@@ -149,8 +154,10 @@ class RandomFourierFeatures(ParamsMixin):
                              f"max |X| = {float(np.abs(X).max()):.3g}); scale X to the data domain")
         return out
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
-        return self.fit(X, y).transform(X)
+    @property
+    def _n_features_out(self) -> int:
+        """Output width for ``get_feature_names_out`` (``randomfourierfeatures0``, ...)."""
+        return self.n_output_features_
 
     def kernel_value(self, X, Z) -> np.ndarray:
         """The exact kernel ``k(X, Z)`` the features approximate (reference; dense ``m × n``)."""
@@ -162,7 +169,3 @@ class RandomFourierFeatures(ParamsMixin):
             return np.exp(-gamma * d2)
         d1 = np.abs(X[:, None, :] - Z[None, :, :]).sum(-1)
         return np.exp(-gamma * d1)
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(n_components={self.n_components!r}, kernel={self.kernel!r}, "
-                f"gamma={self.gamma!r}, random_state={self.random_state!r})")
