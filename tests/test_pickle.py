@@ -66,3 +66,12 @@ def test_fitted_objects_round_trip_through_pickle(name):
         np.testing.assert_array_equal(back.mean_, obj.mean_)
     else:
         np.testing.assert_array_equal(getattr(back, method)(Q), getattr(obj, method)(Q))
+
+
+def test_column_vector_y_is_accepted_with_scikit_learns_warning():
+    from sklearn.exceptions import DataConversionWarning
+
+    est = dpcore.ObjectivePerturbation(epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        a = est.fit(X, Y[:, None]).coef_
+    np.testing.assert_array_equal(a, est.fit(X, Y).coef_)

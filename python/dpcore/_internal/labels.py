@@ -24,6 +24,8 @@ from typing import Any, Sequence, Tuple
 
 import numpy as np
 
+from dpcore._internal.validation import as_1d_target
+
 __all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels"]
 
 #: The declared label set used when ``classes`` is not given: the ±1 convention of the papers and
@@ -73,9 +75,7 @@ def encode_binary_labels(y, classes: Sequence[Any], n: int, *, name: str = "y",
     class. Nothing here depends on which labels happen to occur.
     """
     classes_ = check_classes(classes, classes_name)
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
+    y = as_1d_target(y, name)
     if y.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of labels, got shape {y.shape}")
     if y.shape[0] != n:

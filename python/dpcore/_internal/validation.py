@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Optional
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
+
 from dpcore._internal.fp import PARAM_RANGE
 from dpcore import _core
 
@@ -202,3 +205,15 @@ def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) 
             f"{name}={value}: the output needs {need / 2**30:.3g} GiB, more than this machine's "
             f"memory" + ("" if limit is None else f" ({limit / 2**30:.3g} GiB)"))
     return value
+
+
+def as_1d_target(y, name: str = "y") -> np.ndarray:
+    """``y`` as a 1-D array; a column vector ``(n, 1)`` is accepted with scikit-learn's
+    ``DataConversionWarning`` (as ``sklearn.utils.column_or_1d(warn=True)``). Other shapes are left for
+    the caller's own check."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected. Please change the shape "
+                      f"of {name} to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
+        y = y[:, 0]
+    return y

@@ -130,7 +130,7 @@ from dpcore.glm._solver import (
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import check_X, check_delta, check_epsilon, check_positive, check_scale
+from dpcore._internal.validation import as_1d_target, check_X, check_delta, check_epsilon, check_positive, check_scale
 from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
@@ -467,7 +467,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         n, d = X.shape
         if n == 0 or d == 0:
             raise ValueError(f"X must not be empty, got shape {X.shape}")
-        y = np.asarray(y)
+        y = as_1d_target(y)
         if y.ndim != 1:
             raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
         if y.shape[0] != n:

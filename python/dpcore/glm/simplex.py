@@ -142,7 +142,7 @@ from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import check_X, check_positive
+from dpcore._internal.validation import as_1d_target, check_X, check_positive
 from dpcore.exceptions import SimplexCertificationError
 
 
@@ -368,7 +368,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         return np.ascontiguousarray(arr)
 
     def _check_y(self, y, n: int, task: str, clip: bool):
-        y = np.asarray(y)
+        y = as_1d_target(y)
         if y.ndim != 1:
             raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
         if y.shape[0] != n:
