@@ -38,8 +38,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import os
 import platform
@@ -56,8 +54,13 @@ from scipy import sparse
 import dpcore
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import GLMObjective, solve_smooth
-from dpcore.datasets import load_adult, load_shuttle
 from dpcore.glm.simplex import EntropicSimplexProblem
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness.py sits next to this script
+from _harness import (  # noqa: E402
+    Data, RunLog, accuracy, configure, derive_seed, experiment_parser, find, fmt_pm, group_rows,
+    load_data, mean_std, output_prefix, progress, pyplot, save_figure, write_json, write_text
+)
 
 DEFAULT_SEED = 20140621
 GLM_METHODS = ("output-gamma", "objective-gamma", "output-gauss", "objective-gauss")
@@ -96,42 +99,14 @@ class Config:
     dpl_eps: Tuple[float, ...] = (0.1, 0.5, 1.0, 2.0, 5.0)
     n_train: Optional[int] = None  # None: the whole train split
 
-    @staticmethod
-    def quick(seed: int = DEFAULT_SEED) -> "Config":
-        return Config(mode="quick", seed=seed, runs=2, eps_grid=(0.1, 1.0), dims=(9, 1_000), tddl_n=2_000,
-                      tddl_T=100, tddl_dims=(9, 100), dpl_eps=(1.0,), n_train=5_000)
 
-
-def derive_seed(cfg: Config, *parts) -> int:
-    h = hashlib.sha256(repr((cfg.seed,) + parts).encode()).digest()
-    return int.from_bytes(h[:8], "little") >> 1
+QUICK = dict(mode="quick", runs=2, eps_grid=(0.1, 1.0), dims=(9, 1_000), tddl_n=2_000, tddl_T=100, tddl_dims=(9, 100),
+             dpl_eps=(1.0,), n_train=5_000)
 
 
 # ------------------------------------------------------------------------------------------------
 # data
 # ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Data:
-    name: str
-    X: np.ndarray
-    y: np.ndarray
-    Xt: np.ndarray
-    yt: np.ndarray
-
-    @property
-    def majority(self) -> float:
-        return float(max(np.mean(self.yt == 1), np.mean(self.yt == -1)))
-
-
-def load_data(name: str, cfg: Config) -> Data:
-    loader = {"shuttle": load_shuttle, "adult": load_adult}[name]
-    tr, te = loader("train"), loader("test")
-    X, y = np.asarray(tr.X, float), np.asarray(tr.y, float)
-    if cfg.n_train is not None:
-        X, y = X[: cfg.n_train], y[: cfg.n_train]
-    return Data(name, X, y, np.asarray(te.X, float), np.asarray(te.y, float))
 
 
 def pad(X: np.ndarray, p: int):
@@ -142,10 +117,6 @@ def pad(X: np.ndarray, p: int):
     if p == d:
         return X
     return sparse.hstack([sparse.csr_matrix(X), sparse.csr_matrix((n, p - d))], format="csr")
-
-
-def accuracy(pred: np.ndarray, y: np.ndarray) -> float:
-    return float(np.mean(np.asarray(pred) == y))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -175,45 +146,40 @@ def predict_linear(X, coef, intercept) -> np.ndarray:
     return np.where(z >= 0, 1.0, -1.0)
 
 
+def score_nonprivate(state: "State", X, y, Xt, yt, loss: str = "huber_svm", **row) -> None:
+    """Record the certified non-private solution's test accuracy (run 0) and its solve time."""
+    t0 = time.perf_counter()
+    coef, b0 = nonprivate_glm(X, y, state.cfg, loss=loss)
+    state.add(**row, eps=None, run=0, acc=accuracy(predict_linear(Xt, coef, b0), yt), fit_s=time.perf_counter() - t0)
+
+
+def score_private(state: "State", est, X, y, Xt, yt, **row):
+    """Fit the private estimator ``est`` on (X, y) and record its test accuracy and fit time; returns it."""
+    t0 = time.perf_counter()
+    est.fit(X, y)
+    state.add(**row, acc=accuracy(est.predict(Xt), yt), fit_s=time.perf_counter() - t0)
+    return est
+
+
 # ------------------------------------------------------------------------------------------------
 # state / running
 # ------------------------------------------------------------------------------------------------
 
 
-class State:
-    def __init__(self, cfg: Config):
-        self.cfg = cfg
-        self.rows: List[dict] = []
-        self.notes: List[str] = []
-        self.started = time.time()
-
-    def add(self, **row):
-        self.rows.append(row)
-
-
-def _bar(total: int, desc: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty())
+State = RunLog  # rows, notes, start time of a run
 
 
 def stage_eps(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     for name, d in data.items():
-        t0 = time.perf_counter()
-        coef, b0 = nonprivate_glm(d.X, d.y, cfg)
-        acc = accuracy(predict_linear(d.Xt, coef, b0), d.yt)
-        state.add(stage="eps", dataset=name, method="nonprivate", eps=None, run=0, acc=acc,
-                  fit_s=time.perf_counter() - t0)
-        bar = _bar(len(cfg.eps_grid) * len(GLM_METHODS) * cfg.runs, f"eps {name}")
+        score_nonprivate(state, d.X, d.y, d.X_test, d.y_test, stage="eps", dataset=name, method="nonprivate")
+        bar = progress(total=len(cfg.eps_grid) * len(GLM_METHODS) * cfg.runs, desc=f"eps {name}")
         for eps in cfg.eps_grid:
             for method in GLM_METHODS:
                 for run in range(cfg.runs):
-                    est = glm_estimator(method, eps, cfg, derive_seed(cfg, "eps", name, method, eps, run))
-                    t0 = time.perf_counter()
-                    est.fit(d.X, d.y)
-                    state.add(stage="eps", dataset=name, method=method, eps=eps, run=run,
-                              acc=accuracy(est.predict(d.Xt), d.yt), fit_s=time.perf_counter() - t0)
+                    est = glm_estimator(method, eps, cfg, derive_seed(cfg.seed, "eps", name, method, eps, run))
+                    score_private(state, est, d.X, d.y, d.X_test, d.y_test, stage="eps", dataset=name, method=method,
+                                  eps=eps, run=run)
                     bar.update()
         bar.close()
 
@@ -221,21 +187,16 @@ def stage_eps(state: State, data: Dict[str, Data]) -> None:
 def stage_dim(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     d = data["shuttle"]
-    bar = _bar(len(cfg.dims) * (len(GLM_METHODS) * cfg.runs + 1), "dim shuttle")
+    bar = progress(total=len(cfg.dims) * (len(GLM_METHODS) * cfg.runs + 1), desc="dim shuttle")
     for p in cfg.dims:
-        X, Xt = pad(d.X, p), pad(d.Xt, p)
-        t0 = time.perf_counter()
-        coef, b0 = nonprivate_glm(X, d.y, cfg)
-        state.add(stage="dim", dataset="shuttle", method="nonprivate", p=p, eps=None, run=0,
-                  acc=accuracy(predict_linear(Xt, coef, b0), d.yt), fit_s=time.perf_counter() - t0)
+        X, Xt = pad(d.X, p), pad(d.X_test, p)
+        score_nonprivate(state, X, d.y, Xt, d.y_test, stage="dim", dataset="shuttle", method="nonprivate", p=p)
         bar.update()
         for method in GLM_METHODS:
             for run in range(cfg.runs):
-                est = glm_estimator(method, cfg.dim_eps, cfg, derive_seed(cfg, "dim", method, p, run))
-                t0 = time.perf_counter()
-                est.fit(X, d.y)
-                state.add(stage="dim", dataset="shuttle", method=method, p=p, eps=cfg.dim_eps, run=run,
-                          acc=accuracy(est.predict(Xt), d.yt), fit_s=time.perf_counter() - t0)
+                est = glm_estimator(method, cfg.dim_eps, cfg, derive_seed(cfg.seed, "dim", method, p, run))
+                score_private(state, est, X, d.y, Xt, d.y_test, stage="dim", dataset="shuttle", method=method, p=p,
+                              eps=cfg.dim_eps, run=run)
                 bar.update()
     bar.close()
 
@@ -254,9 +215,9 @@ def stage_simplex(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     d = data["shuttle"]
     methods = ("objective-gamma", "objective-gauss")
-    bar = _bar(len(cfg.dims) * (cfg.runs * (1 + len(methods)) + 1), "simplex shuttle")
+    bar = progress(total=len(cfg.dims) * (cfg.runs * (1 + len(methods)) + 1), desc="simplex shuttle")
     for p in cfg.dims:
-        X, Xt = pad(d.X, p), pad(d.Xt, p)
+        X, Xt = pad(d.X, p), pad(d.X_test, p)
         # Non-private entropic ERM over the same signed simplex, thresholded at 0.
         t0 = time.perf_counter()
         proto = simplex_estimator(cfg, 0)
@@ -264,23 +225,19 @@ def stage_simplex(state: State, data: Dict[str, Data]) -> None:
                                       label_bound=1.0, signed=proto.signed, scale=proto.scale)
         w = prob.weights(prob.solve(tau_tol=1e-6).theta)
         state.add(stage="simplex", dataset="shuttle", method="simplex-nonprivate", p=p, eps=None, run=0,
-                  acc=accuracy(np.where(Xt @ w >= 0, 1.0, -1.0), d.yt), fit_s=time.perf_counter() - t0)
+                  acc=accuracy(np.where(Xt @ w >= 0, 1.0, -1.0), d.y_test), fit_s=time.perf_counter() - t0)
         bar.update()
         for run in range(cfg.runs):
-            est = simplex_estimator(cfg, derive_seed(cfg, "simplex", p, run))
-            t0 = time.perf_counter()
-            est.fit(X, d.y)
-            state.add(stage="simplex", dataset="shuttle", method="simplex", p=p, eps=cfg.simplex_eps, run=run,
-                      acc=accuracy(est.predict(Xt), d.yt), fit_s=time.perf_counter() - t0,
-                      m=int(est.n_draws_))
+            est = score_private(state, simplex_estimator(cfg, derive_seed(cfg.seed, "simplex", p, run)), X, d.y, Xt,
+                                d.y_test, stage="simplex", dataset="shuttle", method="simplex", p=p,
+                                eps=cfg.simplex_eps, run=run)
+            state.rows[-1]["m"] = int(est.n_draws_)
             bar.update()
         for method in methods:
             for run in range(cfg.runs):
-                est = glm_estimator(method, cfg.simplex_eps, cfg, derive_seed(cfg, "simplex-glm", method, p, run))
-                t0 = time.perf_counter()
-                est.fit(X, d.y)
-                state.add(stage="simplex", dataset="shuttle", method=method, p=p, eps=cfg.simplex_eps, run=run,
-                          acc=accuracy(est.predict(Xt), d.yt), fit_s=time.perf_counter() - t0)
+                est = glm_estimator(method, cfg.simplex_eps, cfg, derive_seed(cfg.seed, "simplex-glm", method, p, run))
+                score_private(state, est, X, d.y, Xt, d.y_test, stage="simplex", dataset="shuttle", method=method,
+                              p=p, eps=cfg.simplex_eps, run=run)
                 bar.update()
     bar.close()
 
@@ -300,38 +257,34 @@ def stage_tddl(state: State, data: Dict[str, Data]) -> None:
     n, T = cfg.tddl_n, cfg.tddl_T
     X, y = d.X[:n], d.y[:n]
     dims = sorted(set(cfg.tddl_dims) | set(cfg.dims))
-    bar = _bar(len(cfg.tddl_dims) * cfg.runs + len(dims) * cfg.runs * 2, "tddl shuttle")
+    bar = progress(total=len(cfg.tddl_dims) * cfg.runs + len(dims) * cfg.runs * 2, desc="tddl shuttle")
     lam = 1.0 / (n * cfg.tddl_C)
     for p in dims:
         # the same public split of the test rows into T public points and the evaluation rows, per run
-        splits = [np.random.default_rng(derive_seed(cfg, "tddl-split", run)).permutation(d.Xt.shape[0])
+        splits = [np.random.default_rng(derive_seed(cfg.seed, "tddl-split", run)).permutation(d.X_test.shape[0])
                   for run in range(cfg.runs)]
         if p in cfg.tddl_dims:
             Xp = np.hstack([X, np.zeros((n, p - X.shape[1]))])
-            Xtp = np.hstack([d.Xt, np.zeros((d.Xt.shape[0], p - d.Xt.shape[1]))])
+            Xtp = np.hstack([d.X_test, np.zeros((d.X_test.shape[0], p - d.X_test.shape[1]))])
             svm = dpcore.KernelSVM(lam=lam, kernel="linear", tol=1e-7 * cfg.tddl_C).fit(Xp, y)
             state.add(stage="tddl", dataset="shuttle", method="nonprivate-svm", p=p, eps=None, run=0,
-                      acc=accuracy(svm.predict(Xtp), d.yt), fit_s=None)
+                      acc=accuracy(svm.predict(Xtp), d.y_test), fit_s=None)
             for run, idx in enumerate(splits):
                 Z, rest = idx[:T], idx[T:]
                 t0 = time.perf_counter()
-                rel = dpcore.TDDL(svm, cfg.dim_eps, cfg.delta, 1.0, noise="gaussian", norm_bound="private",
-                                  random_state=derive_seed(cfg, "tddl", p, run)).fit(Xtp[Z])
+                rel = dpcore.TDDL(svm, cfg.dim_eps, cfg.delta, data_norm=1.0, noise="gaussian", norm_bound="private",
+                                  random_state=derive_seed(cfg.seed, "tddl", p, run)).fit(Xtp[Z])
                 state.add(stage="tddl", dataset="shuttle", method="tddl-linear", p=p, eps=cfg.dim_eps, run=run,
-                          acc=accuracy(rel.predict(Xtp[rest]), d.yt[rest]), fit_s=time.perf_counter() - t0)
+                          acc=accuracy(rel.predict(Xtp[rest]), d.y_test[rest]), fit_s=time.perf_counter() - t0)
                 bar.update()
-        Xs, Xts = pad(X, p), pad(d.Xt, p)
-        coef, b0 = nonprivate_glm(Xs, y, cfg)
-        state.add(stage="tddl", dataset="shuttle", method="nonprivate-huber", p=p, eps=None, run=0,
-                  acc=accuracy(predict_linear(Xts, coef, b0), d.yt), fit_s=None)
+        Xs, Xts = pad(X, p), pad(d.X_test, p)
+        score_nonprivate(state, Xs, y, Xts, d.y_test, stage="tddl", dataset="shuttle", method="nonprivate-huber", p=p)
         for run, idx in enumerate(splits):
             rest = idx[T:]
             for method in ("objective-gamma", "objective-gauss"):
-                est = glm_estimator(method, cfg.dim_eps, cfg, derive_seed(cfg, "tddl-glm", method, p, run))
-                t0 = time.perf_counter()
-                est.fit(Xs, y)
-                state.add(stage="tddl", dataset="shuttle", method=method, p=p, eps=cfg.dim_eps, run=run,
-                          acc=accuracy(est.predict(Xts[rest]), d.yt[rest]), fit_s=time.perf_counter() - t0)
+                est = glm_estimator(method, cfg.dim_eps, cfg, derive_seed(cfg.seed, "tddl-glm", method, p, run))
+                score_private(state, est, Xs, y, Xts[rest], d.y_test[rest], stage="tddl", dataset="shuttle",
+                              method=method, p=p, eps=cfg.dim_eps, run=run)
                 bar.update()
     bar.close()
 
@@ -361,15 +314,13 @@ def stage_dpl(state: State, data: Dict[str, Data]) -> None:
     methods = ("objective-gamma", "objective-gauss", "output-gauss", "diffprivlib")
     for name, d in data.items():
         n = d.X.shape[0]
-        t0 = time.perf_counter()
-        coef, b0 = nonprivate_glm(d.X, d.y, cfg, loss="logistic")
-        state.add(stage="dpl", dataset=name, method="nonprivate", eps=None, run=0,
-                  acc=accuracy(predict_linear(d.Xt, coef, b0), d.yt), fit_s=time.perf_counter() - t0)
-        bar = _bar(len(cfg.dpl_eps) * len(methods) * cfg.runs, f"dpl {name}")
+        score_nonprivate(state, d.X, d.y, d.X_test, d.y_test, loss="logistic", stage="dpl", dataset=name,
+                         method="nonprivate")
+        bar = progress(total=len(cfg.dpl_eps) * len(methods) * cfg.runs, desc=f"dpl {name}")
         for eps in cfg.dpl_eps:
             for method in methods:
                 for run in range(cfg.runs):
-                    seed = derive_seed(cfg, "dpl", name, method, eps, run)
+                    seed = derive_seed(cfg.seed, "dpl", name, method, eps, run)
                     if method == "diffprivlib":
                         # Same regularised objective: diffprivlib minimises (1/n)Σℓ + ||w||²/(2nC).
                         est = DPLR(epsilon=eps, data_norm=1.0, C=1.0 / (n * cfg.lam), random_state=seed % 2**32,
@@ -381,11 +332,11 @@ def stage_dpl(state: State, data: Dict[str, Data]) -> None:
                         warnings.simplefilter("ignore")
                         if method == "diffprivlib":
                             est.fit(d.X, np.where(d.y > 0, 1, 0))
-                            pred = np.where(est.predict(d.Xt) == 1, 1.0, -1.0)
+                            pred = np.where(est.predict(d.X_test) == 1, 1.0, -1.0)
                         else:
                             est.fit(d.X, d.y)
-                            pred = est.predict(d.Xt)
-                    state.add(stage="dpl", dataset=name, method=method, eps=eps, run=run, acc=accuracy(pred, d.yt),
+                            pred = est.predict(d.X_test)
+                    state.add(stage="dpl", dataset=name, method=method, eps=eps, run=run, acc=accuracy(pred, d.y_test),
                               fit_s=time.perf_counter() - t0)
                     bar.update()
         bar.close()
@@ -402,34 +353,20 @@ STAGES: Dict[str, Callable[[State, Dict[str, Data]], None]] = {
 
 
 def summarise(rows: List[dict]) -> List[dict]:
-    groups: Dict[tuple, List[dict]] = {}
-    for r in rows:
-        key = (r["stage"], r["dataset"], r["method"], r.get("eps"), r.get("p"))
-        groups.setdefault(key, []).append(r)
     out = []
-    for (stage, dataset, method, eps, p), rs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
-        accs = np.array([r["acc"] for r in rs])
+    for (stage, dataset, method, eps, p), rs in group_rows(
+            rows, lambda r: (r["stage"], r["dataset"], r["method"], r.get("eps"), r.get("p"))):
+        acc_mean, acc_std = mean_std(r["acc"] for r in rs)
         fits = [r["fit_s"] for r in rs if r.get("fit_s") is not None]
         out.append(dict(stage=stage, dataset=dataset, method=method, eps=eps, p=p, runs=len(rs),
-                        acc_mean=float(accs.mean()), acc_std=float(accs.std(ddof=1)) if len(accs) > 1 else 0.0,
-                        fit_s_median=float(np.median(fits)) if fits else None,
+                        acc_mean=acc_mean, acc_std=acc_std, fit_s_median=float(np.median(fits)) if fits else None,
                         m_median=float(np.median([r["m"] for r in rs])) if "m" in rs[0] else None))
     return out
 
 
 def _cell(s: Optional[dict]) -> str:
-    if s is None:
-        return "–"
-    if s["runs"] == 1:
-        return f"{100 * s['acc_mean']:.1f}"
-    return f"{100 * s['acc_mean']:.1f} ± {100 * s['acc_std']:.1f}"
-
-
-def _find(summary, **kw) -> Optional[dict]:
-    for s in summary:
-        if all(s.get(k) == v for k, v in kw.items()):
-            return s
-    return None
+    """Accuracy in %: mean ± sd over runs, the mean alone for a single (non-private) run."""
+    return "—" if s is None else fmt_pm(s["acc_mean"], None if s["runs"] == 1 else s["acc_std"], scale=100)
 
 
 def markdown(state: State, summary: List[dict], majority: Dict[str, float]) -> str:
@@ -443,13 +380,13 @@ def markdown(state: State, summary: List[dict], majority: Dict[str, float]) -> s
     stages = {s["stage"] for s in summary}
     if "eps" in stages:
         for ds in sorted({s["dataset"] for s in summary if s["stage"] == "eps"}):
-            base = _find(summary, stage="eps", dataset=ds, method="nonprivate")
+            base = find(summary, stage="eps", dataset=ds, method="nonprivate")
             lines += ["", f"## Accuracy vs ε — {ds} (Huber-SVM, Λ = {cfg.lam}, δ = {cfg.delta}; "
                           f"non-private {_cell(base)}, majority class {100 * majority[ds]:.1f})", "",
                       "| ε | " + " | ".join(METHOD_LABELS[m] for m in GLM_METHODS) + " |",
                       "|---|" + "---|" * len(GLM_METHODS)]
             for eps in cfg.eps_grid:
-                cells = [_cell(_find(summary, stage="eps", dataset=ds, method=m, eps=eps)) for m in GLM_METHODS]
+                cells = [_cell(find(summary, stage="eps", dataset=ds, method=m, eps=eps)) for m in GLM_METHODS]
                 lines.append(f"| {eps:g} | " + " | ".join(cells) + " |")
     for stage, methods, title in (
         ("dim", ("nonprivate",) + GLM_METHODS, f"Accuracy vs padded dimension p — Shuttle, ε = {cfg.dim_eps}"),
@@ -465,7 +402,7 @@ def markdown(state: State, summary: List[dict], majority: Dict[str, float]) -> s
         lines += ["", f"## {title}", "", "| p | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |",
                   "|---|" + "---|" * len(methods)]
         for p in dims:
-            cells = [_cell(_find(summary, stage=stage, method=m, p=p)) for m in methods]
+            cells = [_cell(find(summary, stage=stage, method=m, p=p)) for m in methods]
             lines.append(f"| {p:,} | " + " | ".join(cells) + " |")
         if stage == "simplex":
             ms = [(s["p"], s["m_median"]) for s in summary if s["stage"] == "simplex" and s["method"] == "simplex"]
@@ -474,25 +411,21 @@ def markdown(state: State, summary: List[dict], majority: Dict[str, float]) -> s
     if "dpl" in stages:
         methods = ("objective-gamma", "objective-gauss", "output-gauss", "diffprivlib")
         for ds in sorted({s["dataset"] for s in summary if s["stage"] == "dpl"}):
-            base = _find(summary, stage="dpl", dataset=ds, method="nonprivate")
+            base = find(summary, stage="dpl", dataset=ds, method="nonprivate")
             lines += ["", f"## Side by side with diffprivlib — {ds} (logistic loss, Λ = {cfg.lam}; accuracy %, median fit time; "
                           f"non-private {_cell(base)})",
                       "", "| ε | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |", "|---|" + "---|" * len(methods)]
             for eps in cfg.dpl_eps:
                 cells = []
                 for m in methods:
-                    s = _find(summary, stage="dpl", dataset=ds, method=m, eps=eps)
-                    cells.append("–" if s is None else f"{_cell(s)} ({1000 * s['fit_s_median']:.0f} ms)")
+                    s = find(summary, stage="dpl", dataset=ds, method=m, eps=eps)
+                    cells.append("—" if s is None else f"{_cell(s)} ({1000 * s['fit_s_median']:.0f} ms)")
                 lines.append(f"| {eps:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def plots(state: State, summary: List[dict], prefix: str) -> List[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cfg = state.cfg
     written = []
     stages = {s["stage"] for s in summary}
@@ -509,10 +442,10 @@ def plots(state: State, summary: List[dict], prefix: str) -> List[str]:
         fig, axes = plt.subplots(1, len(dsets), figsize=(6 * len(dsets), 4.2), squeeze=False)
         for ax, ds in zip(axes[0], dsets):
             for m in GLM_METHODS:
-                rows = [_find(summary, stage="eps", dataset=ds, method=m, eps=e) for e in cfg.eps_grid]
+                rows = [find(summary, stage="eps", dataset=ds, method=m, eps=e) for e in cfg.eps_grid]
                 rows = [r for r in rows if r]
                 curve(ax, [r["eps"] for r in rows], rows, METHOD_LABELS[m])
-            base = _find(summary, stage="eps", dataset=ds, method="nonprivate")
+            base = find(summary, stage="eps", dataset=ds, method="nonprivate")
             if base:
                 ax.axhline(100 * base["acc_mean"], color="k", ls="--", label="non-private")
             ax.set_xscale("log")
@@ -520,11 +453,7 @@ def plots(state: State, summary: List[dict], prefix: str) -> List[str]:
             ax.set_ylabel("test accuracy (%)")
             ax.set_title(f"{ds}: accuracy vs ε")
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = f"{prefix}_accuracy_vs_eps.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, f"{prefix}_accuracy_vs_eps.png"))
     for stage, methods, title in (
         ("dim", ("nonprivate",) + GLM_METHODS, f"Shuttle padded: accuracy vs p (ε = {cfg.dim_eps})"),
         ("simplex", ("simplex-nonprivate", "simplex", "objective-gamma", "objective-gauss"),
@@ -543,51 +472,31 @@ def plots(state: State, summary: List[dict], prefix: str) -> List[str]:
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(title)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = f"{prefix}_{stage}_vs_p.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, f"{prefix}_{stage}_vs_p.png"))
     return written
 
 
 def write_outputs(state: State, data: Dict[str, Data], outdir: str) -> List[str]:
-    os.makedirs(outdir, exist_ok=True)
-    prefix = os.path.join(outdir, "glm_quick" if state.cfg.mode == "quick" else "glm")
+    prefix = output_prefix(outdir, "glm", state.cfg.mode == "quick")
     summary = summarise(state.rows)
     majority = {k: v.majority for k, v in data.items()}
-    with open(prefix + "_results.json", "w") as f:
-        json.dump(dict(config=asdict(state.cfg), notes=state.notes, majority=majority, summary=summary,
-                       rows=state.rows, total_s=time.time() - state.started), f, indent=1)
-    with open(prefix + "_results.md", "w") as f:
-        f.write(markdown(state, summary, majority))
-    return [prefix + "_results.json", prefix + "_results.md"] + plots(state, summary, prefix)
+    doc = dict(config=asdict(state.cfg), notes=state.notes, majority=majority, summary=summary, rows=state.rows,
+               total_s=time.time() - state.started)
+    return [write_json(prefix + "_results.json", doc),
+            write_text(prefix + "_results.md", markdown(state, summary, majority))] + plots(state, summary, prefix)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--stages", default="eps,dim,simplex,tddl,dpl")
-    ap.add_argument("--datasets", default="shuttle,adult")
-    ap.add_argument("--runs", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap = experiment_parser(__doc__, DEFAULT_SEED, quick="small sizes, 2 runs: smoke test, ~1 min", stages=tuple(STAGES),
+                           datasets=("shuttle", "adult"))
     ap.add_argument("--merge", default=None,
                     help="results JSON of an earlier run: keep its rows for the stages not re-run now")
-    ap.add_argument("--outdir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = ap.parse_args(argv)
-    cfg = Config.quick(args.seed) if args.quick else Config(seed=args.seed)
-    if args.runs is not None:
-        from dataclasses import replace
-
-        cfg = replace(cfg, runs=args.runs)
-    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = set(stages) - set(STAGES)
-    if unknown:
-        ap.error(f"unknown stages {sorted(unknown)}; choose from {sorted(STAGES)}")
-    names = [s.strip() for s in args.datasets.split(",") if s.strip()]
+    cfg = configure(Config, args, QUICK)
+    stages, names = args.stages, list(args.datasets)
     if any(s in stages for s in ("dim", "simplex", "tddl")) and "shuttle" not in names:
         names.append("shuttle")
-    data = {name: load_data(name, cfg) for name in names}
+    data = {name: load_data(name, cfg.n_train) for name in names}
     state = State(cfg)
     if args.merge:
         with open(args.merge) as f:
@@ -598,16 +507,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         state.notes = [n for n in old["notes"] if not n.startswith("INTERRUPTED")]
         state.started -= float(old.get("total_s", 0.0))
         state.notes.append(f"stages {', '.join(stages)} re-run and merged into the earlier results")
-    status = 0
-    try:
-        for s in stages:
-            t0 = time.time()
-            STAGES[s](state, {k: v for k, v in data.items()})
-            print(f"stage {s}: {time.time() - t0:.0f} s", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted: writing partial results", file=sys.stderr)
-        state.notes.append("INTERRUPTED: partial results")
-        status = 130
+    status = state.run([(s, lambda s=s: STAGES[s](state, data)) for s in stages])
+    state.notes = list(dict.fromkeys(state.notes))  # a merged run's stages add their notes again
     for path in write_outputs(state, data, args.outdir):
         print("wrote", path)
     return status

@@ -19,8 +19,9 @@ numbers). Methods, each on the same test rows:
   regression by objective perturbation (λ = 1e-3, intercept);
 * ``non-private`` — the KernelSVM itself.
 
-Metrics: accuracy, balanced accuracy and ROC AUC (from the private decision values), mean ± std over
-``--runs`` seeds. Usage::
+Metrics: accuracy, balanced accuracy and ROC AUC (from the private decision values), mean ± std (ddof = 1)
+over ``--runs`` runs. Every random choice (noise, random features, private class proportion) has its own
+seed, derived from the public base seed ``--seed`` and (dataset, method, ε, run). Usage::
 
     .venv/bin/python experiments/gp_accuracy.py --quick     # ~1 min
     .venv/bin/python experiments/gp_accuracy.py             # full (n = 20,000 per dataset, 5 runs)
@@ -28,33 +29,39 @@ Metrics: accuracy, balanced accuracy and ROC AUC (from the private decision valu
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 import dpcore
-from dpcore.datasets import load_adult, load_letter, load_shuttle
 from dpcore.kernel_learning.gp import auto_lam
 from dpcore.mechanisms.noise import private_proportion
 from dpcore.kernel_learning.pinp import PINPBudgetExhausted
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness.py sits next to this script
+from _harness import (  # noqa: E402
+    accuracy, derive_seed, experiment_parser, fmt_pm, load_data, majority_rate, mean_std,
+    output_prefix, write_json, write_text
+)
+
+DEFAULT_SEED = 20260101  # public base seed of every random choice
 #: Public model settings per dataset: kernel parameters and C (λ = 1/(n·C)).
 SETTINGS = {
-    "adult": dict(load=load_adult, kernel=dict(kernel="poly", gamma=1.0, degree=3, coef0=1.0), C=0.01),
-    "shuttle": dict(load=load_shuttle, kernel=dict(kernel="rbf", gamma=4.0), C=0.1),
-    "letter": dict(load=load_letter, kernel=dict(kernel="rbf", gamma=8.0), C=0.1),
+    "adult": dict(kernel=dict(kernel="poly", gamma=1.0, degree=3, coef0=1.0), C=0.01),
+    "shuttle": dict(kernel=dict(kernel="rbf", gamma=4.0), C=0.1),
+    "letter": dict(kernel=dict(kernel="rbf", gamma=8.0), C=0.1),
 }
+METHODS = ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gp+prior (C=auto)", "TDDL-gaussian", "PINP (paper)",
+           "PrivateSVM", "RFF+ObjectivePerturbation")
 
 
 def _pinp_answers(svm, eps, delta, Q, seed):
     """The paper's PINP (β = 0.05) answering Q in order; answers after a refusal count as 0."""
     try:
-        pinp = dpcore.PINP(svm, eps, delta, 0.05, Q.shape[0], 1.0, random_state=seed)
+        pinp = dpcore.PINP(svm, eps, delta, beta=0.05, n_queries=Q.shape[0], data_norm=1.0, random_state=seed)
     except ValueError:  # B < 1: the paper's constants cannot support one update at this ε
         return np.zeros(Q.shape[0])
     try:
@@ -66,58 +73,62 @@ def _pinp_answers(svm, eps, delta, Q, seed):
 def metrics(y, f):
     pred = np.where(f > 0, 1.0, -1.0)
     auc = roc_auc_score(y, f) if np.unique(y).size == 2 and np.ptp(f) > 0 else float("nan")
-    return dict(acc=float(np.mean(pred == y)), bacc=float(balanced_accuracy_score(y, pred)), auc=float(auc))
+    return dict(acc=accuracy(f, y), bacc=float(balanced_accuracy_score(y, pred)), auc=float(auc))
 
 
 def run(args):
     results = {}
     for name in args.datasets:
         cfg = SETTINGS[name]
-        tr, te = cfg["load"]("train"), cfg["load"]("test")
-        n = min(args.n, tr.X.shape[0])
-        X, y = tr.X[:n], tr.y[:n]
+        d = load_data(name, args.n)
+        X, y, n = d.X, d.y, d.y.shape[0]
         lam = 1.0 / (n * cfg["C"])
         t0 = time.time()
         svm = dpcore.KernelSVM(lam=lam, tol=1e-8, **cfg["kernel"]).fit(X, y)
         fit_s = time.time() - t0
-        Z = te.X[: args.T]
-        Q, yq = te.X[args.T: args.T + args.n_test], te.y[args.T: args.T + args.n_test]
+        Z = d.X_test[: args.T]
+        Q, yq = d.X_test[args.T: args.T + args.n_test], d.y_test[args.T: args.T + args.n_test]
         res = {"n": n, "lam": lam, "C": cfg["C"], "fit_seconds": fit_s, "n_test": int(Q.shape[0]),
-               "majority": float(max(np.mean(yq == 1), np.mean(yq == -1))),
-               "non-private": metrics(yq, svm.decision_function(Q)), "eps": {}}
+               "majority": majority_rate(yq), "non-private": metrics(yq, svm.decision_function(Q)), "eps": {}}
         for eps in args.epsilons:
-            rows = {m: [] for m in ("GPService", "TDDL-gp", "TDDL-gp+prior", "TDDL-gp+prior (C=auto)",
-                                    "TDDL-gaussian", "PINP (paper)", "PrivateSVM", "RFF+ObjectivePerturbation")}
+            rows = {m: [] for m in METHODS}
             # the data-independent C = auto(n, ε, δ, R_φ) of dpcore.kernel_learning.gp.auto_lam (public; nothing tuned)
             lam_auto = auto_lam(n, 0.95 * eps, args.delta, data_norm=1.0, **cfg["kernel"])
             svm_auto = dpcore.KernelSVM(lam=lam_auto, tol=1e-8, **cfg["kernel"]).fit(X, y)
             res.setdefault("C_auto", {})[str(eps)] = 1.0 / (n * lam_auto)
             for run_i in range(args.runs):
-                seed = 1000 * run_i + int(eps * 100)
-                svc = dpcore.GPService(svm, eps, args.delta, 1.0, max_exact_queries=Q.shape[0], random_state=seed)
+                def seed(method, *what):
+                    return derive_seed(args.seed, name, method, eps, run_i, *what)
+
+                svc = dpcore.GPService(svm, eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0],
+                                       random_state=seed("GPService"))
                 rows["GPService"].append(metrics(yq, svc.predict(Q)))
                 for noise in ("gp", "gaussian"):
-                    rel = dpcore.TDDL(svm, eps, args.delta, 1.0, noise=noise, random_state=seed).fit(Z)
+                    rel = dpcore.TDDL(svm, eps, args.delta, data_norm=1.0, noise=noise,
+                                      random_state=seed(f"TDDL-{noise}")).fit(Z)
                     rows[f"TDDL-{noise}"].append(metrics(yq, rel.decision_function(Q)))
-                # imbalance remedy: 95 % of ε for the release, 5 % for the class proportion (basic composition)
-                rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, 1.0, noise="gp", random_state=seed).fit(Z).release_
-                p_hat = private_proportion(y, 1.0, 0.05 * eps, random_state=seed + 1)
-                rows["TDDL-gp+prior"].append(metrics(yq, rel.calibrate_prior(p_hat).decision_function(Q)))
-                rel = dpcore.TDDL(svm_auto, 0.95 * eps, args.delta, 1.0, noise="gp", random_state=seed).fit(Z).release_
-                rows["TDDL-gp+prior (C=auto)"].append(metrics(yq, rel.calibrate_prior(p_hat).decision_function(Q)))
-                rows["PINP (paper)"].append(metrics(yq, _pinp_answers(svm, eps, args.delta, Q, seed)))
+                # imbalance remedy: 95 % of ε for the release, 5 % for the class proportion (basic composition);
+                # the one private proportion serves both "+prior" rows
+                p_hat = private_proportion(y, 1.0, 0.05 * eps, random_state=seed("class-proportion"))
+                for m, model in (("TDDL-gp+prior", svm), ("TDDL-gp+prior (C=auto)", svm_auto)):
+                    rel = dpcore.TDDL(model, 0.95 * eps, args.delta, data_norm=1.0, noise="gp",
+                                      random_state=seed(m)).fit(Z).release_
+                    rows[m].append(metrics(yq, rel.calibrate_prior(p_hat).decision_function(Q)))
+                rows["PINP (paper)"].append(metrics(yq, _pinp_answers(svm, eps, args.delta, Q, seed("PINP (paper)"))))
                 gamma = cfg["kernel"]["gamma"] if cfg["kernel"]["kernel"] == "rbf" else 1.0
                 # (a Pipeline needs scikit-learn's estimator tags: issue 15)
-                rff = dpcore.RandomFourierFeatures(2 * args.rff, gamma=gamma, random_state=seed).fit(X)
+                m = "RFF+ObjectivePerturbation"
+                rff = dpcore.RandomFourierFeatures(n_components=2 * args.rff, gamma=gamma,
+                                                   random_state=seed(m, "features")).fit(X)
                 lin = dpcore.ObjectivePerturbation(eps, args.delta, lam=1e-3, data_norm=1.0, loss="logistic",
-                                                   fit_intercept=True, random_state=seed).fit(rff.transform(X), y)
-                rows["RFF+ObjectivePerturbation"].append(metrics(yq, lin.decision_function(rff.transform(Q))))
+                                                   fit_intercept=True, random_state=seed(m, "noise")).fit(rff.transform(X), y)
+                rows[m].append(metrics(yq, lin.decision_function(rff.transform(Q))))
                 ps = dpcore.PrivateSVM(C=cfg["C"], epsilon=eps, n_components=2 * args.rff, gamma=cfg["kernel"].get("gamma", 1.0),
-                                       calibration="tight", random_state=seed).fit(X, y)
+                                       calibration="tight", random_state=seed("PrivateSVM")).fit(X, y)
                 rows["PrivateSVM"].append(metrics(yq, ps.decision_function(Q)))
-            res["eps"][str(eps)] = {m: {k: (float(np.mean([r[k] for r in v])), float(np.std([r[k] for r in v])))
-                                        for k in ("acc", "bacc", "auc")} for m, v in rows.items()}
-            print(f"{name} ε={eps}: " + ", ".join(f"{m} {d['acc'][0]:.3f}±{d['acc'][1]:.3f} (AUC {d['auc'][0]:.3f})"
+            res["eps"][str(eps)] = {m: {k: mean_std(r[k] for r in v) for k in ("acc", "bacc", "auc")}
+                                    for m, v in rows.items()}
+            print(f"{name} ε={eps}: " + ", ".join(f"{m} {fmt_pm(*d['acc'], '.3f')} (AUC {d['auc'][0]:.3f})"
                                                   for m, d in res["eps"][str(eps)].items()), flush=True)
         print(f"{name}: non-private {res['non-private']}, majority {res['majority']:.3f}", flush=True)
         results[name] = res
@@ -127,36 +138,38 @@ def run(args):
 def run_vs_n(args):
     """Accuracy vs n at a *fixed* λ (Δ = 2LR_φ/(λn) shrinks like 1/n only at fixed λ), ε = args.vs_n_epsilon."""
     out = {}
+    eps = args.vs_n_epsilon
     for name in args.datasets:
         cfg = SETTINGS[name]
-        tr, te = cfg["load"]("train"), cfg["load"]("test")
-        lam = 1.0 / (min(args.n, tr.X.shape[0]) * cfg["C"])  # the λ of the main table, held fixed
-        Z = te.X[: args.T]
-        Q, yq = te.X[args.T: args.T + args.n_test], te.y[args.T: args.T + args.n_test]
+        d = load_data(name)
+        N = d.y.shape[0]
+        lam = 1.0 / (min(args.n, N) * cfg["C"])  # the λ of the main table, held fixed
+        Z = d.X_test[: args.T]
+        Q, yq = d.X_test[args.T: args.T + args.n_test], d.y_test[args.T: args.T + args.n_test]
         rows = []
-        for n in [m for m in args.vs_n if m <= tr.X.shape[0]]:
-            X, y = tr.X[:n], tr.y[:n]
+        for n in [m for m in args.vs_n if m <= N]:
+            X, y = d.X[:n], d.y[:n]
             svm = dpcore.KernelSVM(lam=lam, tol=1e-8, **cfg["kernel"]).fit(X, y)
             row = dict(n=n, nonprivate=metrics(yq, svm.decision_function(Q))["acc"])
             for m in ("GPService", "TDDL-gp+prior"):
                 accs = []
                 for run_i in range(args.runs):
-                    seed = 7000 * run_i + n
-                    eps = args.vs_n_epsilon
+                    seed = derive_seed(args.seed, "vs-n", name, m, n, eps, run_i)
                     if m == "GPService":
-                        f = dpcore.GPService(svm, eps, args.delta, 1.0, max_exact_queries=Q.shape[0],
+                        f = dpcore.GPService(svm, eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0],
                                              random_state=seed).predict(Q)
                     else:
-                        rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, 1.0, random_state=seed).fit(Z).release_
-                        f = rel.calibrate_prior(private_proportion(y, 1.0, 0.05 * eps, random_state=seed + 1)) \
-                            .decision_function(Q)
+                        rel = dpcore.TDDL(svm, 0.95 * eps, args.delta, data_norm=1.0, random_state=seed).fit(Z).release_
+                        p_hat = private_proportion(y, 1.0, 0.05 * eps,
+                                                   random_state=derive_seed(args.seed, "vs-n", name, m, n, eps, run_i,
+                                                                            "class-proportion"))
+                        f = rel.calibrate_prior(p_hat).decision_function(Q)
                     accs.append(metrics(yq, f)["acc"])
-                row[m] = (float(np.mean(accs)), float(np.std(accs)))
+                row[m] = mean_std(accs)
             rows.append(row)
             print(f"{name} n={n} λ={lam:.3g}: non-private {row['nonprivate']:.3f}, "
-                  + ", ".join(f"{m} {row[m][0]:.3f}±{row[m][1]:.3f}" for m in ("GPService", "TDDL-gp+prior")),
-                  flush=True)
-        out[name] = dict(lam=lam, epsilon=args.vs_n_epsilon, rows=rows)
+                  + ", ".join(f"{m} {fmt_pm(*row[m], '.3f')}" for m in ("GPService", "TDDL-gp+prior")), flush=True)
+        out[name] = dict(lam=lam, epsilon=eps, rows=rows)
     return out
 
 
@@ -166,14 +179,15 @@ def render_vs_n(res) -> str:
         lines += [f"### {name}: accuracy vs n at fixed λ = {d['lam']:.3g}, ε = {d['epsilon']:g}", "",
                   "| n | non-private | GPService | TDDL-gp+prior |", "|---|---|---|---|"]
         for r in d["rows"]:
-            lines.append(f"| {r['n']} | {r['nonprivate']:.3f} | {r['GPService'][0]:.3f} ± {r['GPService'][1]:.3f} | "
-                         f"{r['TDDL-gp+prior'][0]:.3f} ± {r['TDDL-gp+prior'][1]:.3f} |")
+            lines.append(f"| {r['n']} | {r['nonprivate']:.3f} | {fmt_pm(*r['GPService'], '.3f')} | "
+                         f"{fmt_pm(*r['TDDL-gp+prior'], '.3f')} |")
         lines.append("")
     return "\n".join(lines)
 
 
 def render(results, args) -> str:
-    lines = [f"Config: n = {args.n}, T = {args.T}, δ = {args.delta}, runs = {args.runs}, RFF d̂ = {args.rff}", ""]
+    lines = [f"Config: n = {args.n}, T = {args.T}, δ = {args.delta}, runs = {args.runs}, RFF d̂ = {args.rff}, "
+             f"base seed {args.seed}", ""]
     for name, res in results.items():
         lines += [f"### {name} (n = {res['n']}, C = {res['C']}, λ = {res['lam']:.3g}; majority {res['majority']:.3f}; "
                   f"non-private acc {res['non-private']['acc']:.3f}, bal. acc {res['non-private']['bacc']:.3f}, "
@@ -181,44 +195,37 @@ def render(results, args) -> str:
                   "| ε | method | accuracy | balanced acc. | ROC AUC |", "|---|---|---|---|---|"]
         for eps, d in res["eps"].items():
             for m, v in d.items():
-                lines.append(f"| {eps} | {m} | {v['acc'][0]:.3f} ± {v['acc'][1]:.3f} | {v['bacc'][0]:.3f} ± "
-                             f"{v['bacc'][1]:.3f} | {v['auc'][0]:.3f} ± {v['auc'][1]:.3f} |")
+                lines.append(f"| {eps} | {m} | " + " | ".join(fmt_pm(*v[k], ".3f") for k in ("acc", "bacc", "auc")) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--datasets", nargs="+", default=["adult", "shuttle", "letter"])
+    p = experiment_parser(__doc__, DEFAULT_SEED, quick="n = 3000, T = 300, 1 ε, 2 runs, d̂ = 50: ~1 min", runs=5)
+    p.add_argument("--datasets", nargs="+", default=["adult", "shuttle", "letter"], choices=sorted(SETTINGS))
     p.add_argument("--n", type=int, default=20_000)
     p.add_argument("--n-test", type=int, default=3000)
     p.add_argument("--T", type=int, default=1000)
     p.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.5, 1.0, 2.0, 5.0])
     p.add_argument("--delta", type=float, default=1e-6)
-    p.add_argument("--runs", type=int, default=5)
     p.add_argument("--rff", type=int, default=200)
-    p.add_argument("--outdir", default=str(HERE / "results"))
     p.add_argument("--vs-n", type=int, nargs="*", default=None,
                    help="run the accuracy-vs-n stage instead, for these n (fixed λ), e.g. 2000 5000 10000 20000")
     p.add_argument("--vs-n-epsilon", type=float, default=1.0)
     args = p.parse_args(argv)
     if args.vs_n:
         res = run_vs_n(args)
-        out = Path(args.outdir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "gp_vs_n_results.json").write_text(json.dumps(dict(config=vars(args), results=res), indent=1))
-        (out / "gp_vs_n_results.md").write_text(render_vs_n(res))
+        prefix = output_prefix(args.outdir, "gp_vs_n", False)
+        write_json(prefix + "_results.json", dict(config=vars(args), results=res))
+        write_text(prefix + "_results.md", render_vs_n(res))
         print(render_vs_n(res))
         return
     if args.quick:
         args.n, args.n_test, args.T, args.runs, args.epsilons, args.rff = 3000, 1000, 300, 2, [1.0], 50
     results = run(args)
-    out = Path(args.outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "gp_quick" if args.quick else "gp"
-    (out / f"{stem}_results.json").write_text(json.dumps(dict(config=vars(args), results=results), indent=1))
-    (out / f"{stem}_results.md").write_text(render(results, args))
+    prefix = output_prefix(args.outdir, "gp", args.quick)
+    write_json(prefix + "_results.json", dict(config=vars(args), results=results))
+    write_text(prefix + "_results.md", render(results, args))
     print(render(results, args))
 
 

@@ -52,8 +52,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
 import os
@@ -68,7 +66,13 @@ import numpy as np
 
 import dpcore
 from dpcore import ldp
-from dpcore.datasets import load_adult, load_letter
+from dpcore.datasets import load_letter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness.py sits next to this script
+from _harness import (  # noqa: E402
+    Data, RunLog, accuracy, cell, configure, derive_seed, experiment_parser, find, group_rows,
+    load_data, mean_std, output_prefix, progress, pyplot, save_figure, write_json, write_text
+)
 
 DEFAULT_SEED = 20170806  # ICML 2017
 L1_BOUND = {"adult": math.sqrt(14.0), "letter": 4.0}  # public ℓ1 bounds of an encoded row
@@ -119,44 +123,16 @@ class Config:
             object.__setattr__(self, "logit_n", {"adult": (2_000, 8_000, 32_561),
                                                  "letter": (2_000, 8_000, 16_000, 64_000)})
 
-    @staticmethod
-    def quick(seed: int = DEFAULT_SEED) -> "Config":
-        return Config(mode="quick", seed=seed, runs=2, eps_grid=(2.0, 8.0),
-                      mean_n={"adult": (2_000, 10_000), "letter": (2_000, 10_000)}, paper_n=2_000, paper_runs=1,
-                      dim_n=2_000, dims=(16, 128, 1024), reg_eps_n=4_000, reg_n=(1_000, 4_000),
-                      logit_n={"adult": (2_000, 8_000), "letter": (2_000, 8_000)}, logit_eps=(2.0, 8.0, 64.0),
-                      logit_compare_eps=(8.0,))
 
-
-def derive_seed(cfg: Config, *parts) -> int:
-    h = hashlib.sha256(repr((cfg.seed,) + parts).encode()).digest()
-    return int.from_bytes(h[:8], "little") >> 1
+QUICK = dict(mode="quick", runs=2, eps_grid=(2.0, 8.0), mean_n={"adult": (2_000, 10_000), "letter": (2_000, 10_000)},
+             paper_n=2_000, paper_runs=1, dim_n=2_000, dims=(16, 128, 1024), reg_eps_n=4_000, reg_n=(1_000, 4_000),
+             logit_n={"adult": (2_000, 8_000), "letter": (2_000, 8_000)}, logit_eps=(2.0, 8.0, 64.0),
+             logit_compare_eps=(8.0,))
 
 
 # ------------------------------------------------------------------------------------------------
-# data
+# data (``Data.X_all``, train + test: the users' population of the mean estimation)
 # ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Data:
-    name: str
-    X: np.ndarray  # training rows (unit ball)
-    y: np.ndarray
-    Xt: np.ndarray
-    yt: np.ndarray
-    X_all: np.ndarray  # train + test (mean estimation: the users' population)
-
-    @property
-    def majority(self) -> float:
-        return float(max(np.mean(self.yt == 1), np.mean(self.yt == -1)))
-
-
-def load_data(name: str) -> Data:
-    loader = {"adult": load_adult, "letter": load_letter}[name]
-    tr, te = loader("train"), loader("test")
-    X, Xt = np.asarray(tr.X, float), np.asarray(te.X, float)
-    return Data(name, X, np.asarray(tr.y, float), Xt, np.asarray(te.y, float), np.vstack([X, Xt]))
 
 
 def sample_rows(N: int, n: int, seed: int) -> np.ndarray:
@@ -174,7 +150,7 @@ def letter_regression(d: Data):
     keep = [k for k in range(16) if k != j]
     f = lambda X: (np.clip(X[:, keep] * 4.0 / math.sqrt(15.0) * (1 - 2.0**-40), -1, 1),  # noqa: E731
                    np.clip(X[:, j] * 4.0, -1.0, 1.0))
-    return f(d.X), f(d.Xt)
+    return f(d.X), f(d.X_test)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -182,23 +158,12 @@ def letter_regression(d: Data):
 # ------------------------------------------------------------------------------------------------
 
 
-class State:
+class State(RunLog):
+    """A run's rows, notes and stage timings, plus the non-private baselines and fits."""
+
     def __init__(self, cfg: Config):
-        self.cfg = cfg
-        self.rows: List[dict] = []
-        self.notes: List[str] = []
+        super().__init__(cfg)
         self.fits: Dict[str, dict] = {}
-        self.timings: Dict[str, float] = {}
-        self.started = time.time()
-
-    def add(self, **row):
-        self.rows.append(row)
-
-
-def _bar(total: int, desc: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, leave=False, disable=not sys.stderr.isatty())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,7 +181,7 @@ def projection_mean(X: np.ndarray, eps: float, cfg: Config, seed: int, l1: float
     n, d = X.shape
     kw = {} if paper else dict(projection_dim=cfg.mean_p, n_groups=1)
     proto = ldp.MeanEstimationProtocol(dim=d, n_users=n, epsilon=eps, delta=cfg.delta, l1_radius=l1,
-                                       projection_seed=derive_seed(cfg, "G", d, n, eps) % 2**31, **kw)
+                                       projection_seed=derive_seed(cfg.seed, "G", d, n, eps) % 2**31, **kw)
     Y = ldp.simulate(X, None, proto, random_state=seed)
     with warnings.catch_warnings():  # an all-zero estimate is recorded in the results ("zero"), not printed
         warnings.simplefilter("ignore", ldp.RecoveryRadiusWarning)
@@ -234,7 +199,7 @@ def mean_run(state: State, stage: str, name: str, X: np.ndarray, eps: float, n: 
     target = X.mean(axis=0)
     for method in methods:
         t0 = time.perf_counter()
-        seed = derive_seed(cfg, stage, name, method, eps, n, d_label, run)
+        seed = derive_seed(cfg.seed, stage, name, method, eps, n, d_label, run)
         extra = {}
         if method == "basic":
             z = basic_mean(X, eps, cfg, seed)
@@ -256,10 +221,10 @@ def stage_mean(state: State, data: Dict[str, Data]) -> None:
         N = d.X_all.shape[0]
         jobs = [(cfg.mean_eps, n) for n in cfg.mean_n[name]] + \
             [(e, N) for e in cfg.eps_grid if not (e == cfg.mean_eps and N in cfg.mean_n[name])]
-        bar = _bar(len(jobs) * cfg.runs, f"mean {name}")
+        bar = progress(total=len(jobs) * cfg.runs, desc=f"mean {name}")
         for eps, n in jobs:
             for run in range(cfg.runs):
-                X = d.X_all[sample_rows(N, n, derive_seed(cfg, "rows", name, n, run))]
+                X = d.X_all[sample_rows(N, n, derive_seed(cfg.seed, "rows", name, n, run))]
                 mean_run(state, "mean", name, X, eps, n, run)
                 bar.update()
         bar.close()
@@ -271,16 +236,16 @@ def stage_paper(state: State, data: Dict[str, Data]) -> None:
         d = data[name]
         for eps in cfg.paper_eps:
             for run in range(cfg.paper_runs):
-                X = d.X_all[sample_rows(d.X_all.shape[0], cfg.paper_n, derive_seed(cfg, "rows", name, cfg.paper_n, run))]
+                X = d.X_all[sample_rows(d.X_all.shape[0], cfg.paper_n, derive_seed(cfg.seed, "rows", name, cfg.paper_n, run))]
                 mean_run(state, "paper", name, X, eps, cfg.paper_n, run, methods=("projection",), paper=True)
 
 
 def stage_dim(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     d = data["letter"]
-    bar = _bar(len(cfg.dims) * cfg.runs, "dim letter")
+    bar = progress(total=len(cfg.dims) * cfg.runs, desc="dim letter")
     for run in range(cfg.runs):
-        X0 = d.X_all[sample_rows(d.X_all.shape[0], cfg.dim_n, derive_seed(cfg, "rows", "letter", cfg.dim_n, run))]
+        X0 = d.X_all[sample_rows(d.X_all.shape[0], cfg.dim_n, derive_seed(cfg.seed, "rows", "letter", cfg.dim_n, run))]
         for D in cfg.dims:
             X = np.hstack([X0, np.zeros((X0.shape[0], D - X0.shape[1]))])
             mean_run(state, "dim", "letter", X, cfg.dim_eps, cfg.dim_n, run, d_label=D)
@@ -319,26 +284,26 @@ def stage_reg(state: State, data: Dict[str, Data]) -> None:
     # non-private RFF ridge on the same public feature map and objective: (1/2n)||Fg − y||² + α/2||g||²
     fm_proto = ldp.KernelRidgeProtocol(dim=dim, n_users=N, epsilon=1.0, delta=cfg.delta,
                                        n_components=2 * cfg.reg_components, gamma=cfg.reg_gamma,
-                                       rff_seed=derive_seed(cfg, "rff") % 2**31)
+                                       rff_seed=derive_seed(cfg.seed, "rff") % 2**31)
     F, Ft = fm_proto.features(X), fm_proto.features(Xt)
     state.fits["reg_baselines"]["rff_ridge"] = mse(Ridge(alpha=N * cfg.reg_alpha, fit_intercept=False).fit(F, y).predict(Ft))
     state.fits["reg_baselines"]["rff_ridge_small_alpha"] = mse(Ridge(alpha=1e-6 * N, fit_intercept=False).fit(F, y).predict(Ft))
     jobs = [(e, cfg.reg_eps_n) for e in cfg.eps_grid] + [(cfg.reg_n_eps, n) for n in cfg.reg_n if n != cfg.reg_eps_n]
-    bar = _bar(len(jobs) * cfg.runs, "reg letter")
+    bar = progress(total=len(jobs) * cfg.runs, desc="reg letter")
     for eps, n in jobs:
         for run in range(cfg.runs):
-            idx = sample_rows(N, n, derive_seed(cfg, "reg-rows", n, run))
+            idx = sample_rows(N, n, derive_seed(cfg.seed, "reg-rows", n, run))
             Xn, yn = X[idx], y[idx]
             t0 = time.perf_counter()
             p3 = ldp.SparseRegressionProtocol(dim=dim, n_users=n, epsilon=eps, delta=cfg.delta, projection_dim=dim,
-                                              l1_radius=l1, projection_seed=derive_seed(cfg, "phi", n, eps) % 2**31)
-            Z, v = ldp.simulate(Xn, yn, p3, random_state=derive_seed(cfg, "alg3", eps, n, run))
+                                              l1_radius=l1, projection_seed=derive_seed(cfg.seed, "phi", n, eps) % 2**31)
+            Z, v = ldp.simulate(Xn, yn, p3, random_state=derive_seed(cfg.seed, "alg3", eps, n, run))
             m3 = ldp.LDPSparseRegression(p3, tol=1e-7).fit(Z, v)
             state.add(stage="reg", dataset="letter", method="alg3", eps=eps, n=n, run=run, mse=mse(m3.predict(Xt)),
                       gap=float(m3.gap_), fit_s=time.perf_counter() - t0)
             t0 = time.perf_counter()
             p4 = replace(fm_proto, n_users=n, epsilon=eps)
-            Z, v = ldp.simulate(Xn, yn, p4, random_state=derive_seed(cfg, "alg4", eps, n, run))
+            Z, v = ldp.simulate(Xn, yn, p4, random_state=derive_seed(cfg.seed, "alg4", eps, n, run))
             m4 = ldp.LDPKernelRidge(p4).fit(Z, v)  # the library default, alpha="auto"
             state.add(stage="reg", dataset="letter", method="alg4", eps=eps, n=n, run=run, mse=mse(m4.predict(Xt)),
                       alpha=float(m4.alpha_), fit_s=time.perf_counter() - t0)
@@ -367,32 +332,32 @@ def stage_logit(state: State, data: Dict[str, Data]) -> None:
     for name in ("adult", "letter"):
         d = data[name]
         N = d.X.shape[0]
-        acc = lambda pred: float(np.mean(np.asarray(pred, float) == d.yt))  # noqa: E731
+        acc = lambda pred: accuracy(pred, d.y_test)  # noqa: E731
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lr0 = LogisticRegression(C=1e4, fit_intercept=False, max_iter=2000).fit(d.X, d.y)
             lr1 = LogisticRegression(C=1e4, max_iter=2000).fit(d.X, d.y)
         state.fits[f"logit_baselines_{name}"] = dict(
-            majority=d.majority, logreg_no_intercept=acc(lr0.predict(d.Xt)), logreg_intercept=acc(lr1.predict(d.Xt)),
+            majority=d.majority, logreg_no_intercept=acc(lr0.predict(d.X_test)), logreg_intercept=acc(lr1.predict(d.X_test)),
             # the private model's class: θ = r·w with ||w|| ≤ 1, no intercept; sign of the class-mean difference
-            centroid_direction=acc(np.where(d.Xt @ (d.X.T @ d.y) >= 0, 1.0, -1.0)))
+            centroid_direction=acc(np.where(d.X_test @ (d.X.T @ d.y) >= 0, 1.0, -1.0)))
         main = (cfg.logit_degree, "nonzero")
         jobs = [main + (e, N) for e in cfg.logit_eps] + \
             [main + (cfg.logit_n_eps, n) for n in cfg.logit_n[name] if n != N]
         if name == "letter":
             jobs += [dt + (e, N) for dt in cfg.logit_compare for e in cfg.logit_compare_eps]
-        bar = _bar(len(jobs) * cfg.runs, f"logit {name}")
+        bar = progress(total=len(jobs) * cfg.runs, desc=f"logit {name}")
         for deg, terms, eps, n in jobs:
             for run in range(cfg.runs):
-                idx = sample_rows(N, n, derive_seed(cfg, "logit-rows", name, n, run))
+                idx = sample_rows(N, n, derive_seed(cfg.seed, "logit-rows", name, n, run))
                 t0 = time.perf_counter()
                 proto = ldp.LogisticProtocol(dim=d.X.shape[1], n_users=n, epsilon=eps, delta=cfg.delta,
                                              degree=deg, r=cfg.logit_r, terms=terms)
                 rep = ldp.simulate(d.X[idx], d.y[idx], proto,
-                                   random_state=derive_seed(cfg, "logit", name, deg, eps, n, run))
+                                   random_state=derive_seed(cfg.seed, "logit", name, deg, eps, n, run))
                 model = ldp.LDPLogisticRegression(proto, batch_size=cfg.logit_batch).fit(rep)
                 state.add(stage="logit", dataset=name, method=logit_method(deg, terms), eps=eps, n=n, run=run,
-                          acc=acc(model.predict(d.Xt)), copies=proto.budget().n_releases,
+                          acc=acc(model.predict(d.X_test)), copies=proto.budget().n_releases,
                           fit_s=time.perf_counter() - t0)
                 bar.update()
         bar.close()
@@ -409,18 +374,14 @@ METRICS = ("l2", "l1", "mse", "acc")
 
 
 def summarise(rows: List[dict]) -> List[dict]:
-    groups: Dict[tuple, List[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["stage"], r["dataset"], r["method"], r["eps"], r["n"], r.get("d")), []).append(r)
     out = []
-    for (stage, ds, method, eps, n, d), rs in sorted(groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])):
+    for (stage, ds, method, eps, n, d), rs in group_rows(
+            rows, lambda r: (r["stage"], r["dataset"], r["method"], r["eps"], r["n"], r.get("d"))):
         s = dict(stage=stage, dataset=ds, method=method, eps=eps, n=n, d=d, runs=len(rs),
                  fit_s_median=float(np.median([r["fit_s"] for r in rs])))
         for k in METRICS + ("ref_l2", "ref_l1", "p", "m", "tau", "u_l1", "z_l1", "alpha", "copies"):
             if k in rs[0]:
-                a = np.array([r[k] for r in rs], float)
-                s[k + "_mean"] = float(a.mean())
-                s[k + "_std"] = float(a.std(ddof=1)) if len(a) > 1 else 0.0
+                s[k + "_mean"], s[k + "_std"] = mean_std(float(r[k]) for r in rs)
         if "zero" in rs[0]:
             s["zero_frac"] = float(np.mean([r["zero"] for r in rs]))
         out.append(s)
@@ -450,19 +411,6 @@ def dim_fits(summary: List[dict]) -> Dict[str, dict]:
     return out
 
 
-def _cell(s: Optional[dict], k: str, scale: float = 1.0, fmt: str = ".3f") -> str:
-    if s is None or f"{k}_mean" not in s:
-        return "–"
-    return f"{scale * s[k + '_mean']:{fmt}} ± {scale * s[k + '_std']:{fmt}}"
-
-
-def _find(summary, **kw) -> Optional[dict]:
-    for s in summary:
-        if all(s.get(k) == v for k, v in kw.items()):
-            return s
-    return None
-
-
 def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
     cfg = state.cfg
     L = [f"# Local DP on real data: Adult and Letter ({cfg.mode} run)", "",
@@ -489,10 +437,10 @@ def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
                 for v in vals:
                     kw = dict(stage="mean", dataset=name, n=v, eps=cfg.mean_eps) if key == "n" else \
                         dict(stage="mean", dataset=name, n=N, eps=v)
-                    b, p = _find(summary, method="basic", **kw), _find(summary, method="projection", **kw)
+                    b, p = find(summary, method="basic", **kw), find(summary, method="projection", **kw)
                     lab = (f"{v:,}" + ("*" if v > N else "")) if key == "n" else f"{v:g}"
-                    L.append(f"| {lab} | {_cell(b, 'l2')} | {_cell(p, 'l2')} | {b['ref_l2_mean'] if b else float('nan'):.3f} | "
-                             f"{_cell(b, 'l1')} | {_cell(p, 'l1')} | {b['ref_l1_mean'] if b else float('nan'):.3f} | "
+                    L.append(f"| {lab} | {cell(b, 'l2', '.3f', 1)} | {cell(p, 'l2', '.3f', 1)} | {b['ref_l2_mean'] if b else float('nan'):.3f} | "
+                             f"{cell(b, 'l1', '.3f', 1)} | {cell(p, 'l1', '.3f', 1)} | {b['ref_l1_mean'] if b else float('nan'):.3f} | "
                              f"{p['zero_frac'] if p else float('nan'):.0%} |")
     if "paper" in stages:
         L += ["", "## 1b. Algorithm 2 with the library's paper defaults", "",
@@ -500,17 +448,17 @@ def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
               "| dataset | n | ε | p | m | τ | ‖u‖₁ (median-of-means) | ℓ2 error | zero ℓ2 | LP→0 |", "|---|---|---|---|---|---|---|---|---|---|"]
         for s in [s for s in summary if s["stage"] == "paper"]:
             L.append(f"| {s['dataset']} | {s['n']:,} | {s['eps']:g} | {s['p_mean']:.0f} | {s['m_mean']:.0f} | {s['tau_mean']:.1f} | "
-                     f"{s['u_l1_mean']:.1f} | {_cell(s, 'l2')} | {s['ref_l2_mean']:.3f} | {s['zero_frac']:.0%} |")
+                     f"{s['u_l1_mean']:.1f} | {cell(s, 'l2', '.3f', 1)} | {s['ref_l2_mean']:.3f} | {s['zero_frac']:.0%} |")
     if "dim" in stages:
         L += ["", f"## 2. Dimension dependence — Letter zero-padded, n = {cfg.dim_n:,}, ε = {cfg.dim_eps:g}, "
                   f"Alg. 2 with p = {cfg.mean_p}, m = 1", "",
               "| d | basic ℓ2 | Alg. 2 ℓ2 | basic ℓ1 | Alg. 2 ℓ1 | zero ℓ2 | Alg. 2 fit (s) |", "|---|---|---|---|---|---|---|"]
         for D in cfg.dims:
-            b = _find(summary, stage="dim", method="basic", d=D)
-            p = _find(summary, stage="dim", method="projection", d=D)
+            b = find(summary, stage="dim", method="basic", d=D)
+            p = find(summary, stage="dim", method="projection", d=D)
             if b is None:
                 continue
-            L.append(f"| {D:,} | {_cell(b, 'l2')} | {_cell(p, 'l2')} | {_cell(b, 'l1')} | {_cell(p, 'l1')} | "
+            L.append(f"| {D:,} | {cell(b, 'l2', '.3f', 1)} | {cell(p, 'l2', '.3f', 1)} | {cell(b, 'l1', '.3f', 1)} | {cell(p, 'l1', '.3f', 1)} | "
                      f"{b['ref_l2_mean']:.3f} | {p['fit_s_median'] if p else float('nan'):.2f} |")
         fits = state.fits.get("dim", {})
         if fits:
@@ -537,15 +485,15 @@ def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
               "|---|---|---|---|"]
         for e in cfg.eps_grid:
             kw = dict(stage="reg", eps=e, n=cfg.reg_eps_n)
-            L.append(f"| {e:g} | {_cell(_find(summary, method='alg3', **kw), 'mse', 1, '.4f')} | "
-                     f"{_cell(_find(summary, method='alg4', **kw), 'mse', 1, '.4f')} | "
-                     f"{_cell(_find(summary, method='alg4-adhoc', **kw), 'mse', 1, '.4f')} |")
+            L.append(f"| {e:g} | {cell(find(summary, method='alg3', **kw), 'mse', '.4f', 1)} | "
+                     f"{cell(find(summary, method='alg4', **kw), 'mse', '.4f', 1)} | "
+                     f"{cell(find(summary, method='alg4-adhoc', **kw), 'mse', '.4f', 1)} |")
         L += ["", f"| n (ε = {cfg.reg_n_eps:g}) | Alg. 3 | Alg. 4 (auto α) | Alg. 4 ad hoc α |", "|---|---|---|---|"]
         for n in cfg.reg_n:
             kw = dict(stage="reg", eps=cfg.reg_n_eps, n=n)
-            L.append(f"| {n:,}{'*' if n > 16_000 else ''} | {_cell(_find(summary, method='alg3', **kw), 'mse', 1, '.4f')} | "
-                     f"{_cell(_find(summary, method='alg4', **kw), 'mse', 1, '.4f')} | "
-                     f"{_cell(_find(summary, method='alg4-adhoc', **kw), 'mse', 1, '.4f')} |")
+            L.append(f"| {n:,}{'*' if n > 16_000 else ''} | {cell(find(summary, method='alg3', **kw), 'mse', '.4f', 1)} | "
+                     f"{cell(find(summary, method='alg4', **kw), 'mse', '.4f', 1)} | "
+                     f"{cell(find(summary, method='alg4-adhoc', **kw), 'mse', '.4f', 1)} |")
         L.append("\n(* resampled with replacement from the 16,000 training rows.)")
     if "logit" in stages:
         L += ["", f"## 4. Chebyshev logistic regression (Algorithms 5–6, r = {cfg.logit_r:g}, batch {cfg.logit_batch}) — "
@@ -566,10 +514,10 @@ def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
                   "| ε | n | degree | terms | copies | accuracy |", "|---|---|---|---|---|---|"]
 
             def row(deg, terms, e, n):
-                s_ = _find(summary, stage="logit", dataset=name, method=logit_method(deg, terms), eps=e, n=n)
+                s_ = find(summary, stage="logit", dataset=name, method=logit_method(deg, terms), eps=e, n=n)
                 copies = f"{s_['copies_mean']:.0f}" if s_ and "copies_mean" in s_ else "–"
                 return (f"| {e:g} | {n:,}{'*' if n > N else ''} | {deg} | {terms} | {copies} | "
-                        f"{_cell(s_, 'acc', 100, '.1f')} |")
+                        f"{cell(s_, 'acc')} |")
 
             for e in cfg.logit_eps:
                 L.append(row(cfg.logit_degree, "nonzero", e, N))
@@ -585,11 +533,7 @@ def markdown(state: State, summary: List[dict], data: Dict[str, Data]) -> str:
 
 
 def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str) -> List[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cfg = state.cfg
     written = []
     stages = {s["stage"] for s in summary}
@@ -601,11 +545,7 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
                         yerr=[scale * r[key + "_std"] for _, r in pts], marker="o", capsize=3, label=label, **kw)
 
     def save(fig, name):
-        fig.tight_layout()
-        path = f"{prefix}_{name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, f"{prefix}_{name}.png"))
 
     if "mean" in stages:
         for key, name in (("n", "mean_vs_n"), ("eps", "mean_vs_eps")):
@@ -614,10 +554,10 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
                 N = data[ds].X_all.shape[0]
                 xs = list(cfg.mean_n[ds]) if key == "n" else list(cfg.eps_grid)
                 for m, lab in (("basic", "Alg. 1 averaged"), ("projection", f"Alg. 2 (p = {cfg.mean_p})")):
-                    rows = [_find(summary, stage="mean", dataset=ds, method=m, n=x, eps=cfg.mean_eps) if key == "n" else
-                            _find(summary, stage="mean", dataset=ds, method=m, n=N, eps=x) for x in xs]
+                    rows = [find(summary, stage="mean", dataset=ds, method=m, n=x, eps=cfg.mean_eps) if key == "n" else
+                            find(summary, stage="mean", dataset=ds, method=m, n=N, eps=x) for x in xs]
                     curve(ax, xs, rows, "l2", lab)
-                ref = _find(summary, stage="mean", dataset=ds, method="basic")
+                ref = find(summary, stage="mean", dataset=ds, method="basic")
                 if ref:
                     ax.axhline(ref["ref_l2_mean"], color="k", ls="--", label="estimate 0 (‖x̄‖₂)")
                 ax.set_xscale("log")
@@ -633,7 +573,7 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
         for m, lab in (("basic", "Alg. 1 averaged"), ("projection", f"Alg. 2 (p = {cfg.mean_p})")):
             rows = sorted([s for s in summary if s["stage"] == "dim" and s["method"] == m], key=lambda s: s["d"])
             curve(ax, [r["d"] for r in rows], rows, "l2", lab)
-        ref = _find(summary, stage="dim", method="basic")
+        ref = find(summary, stage="dim", method="basic")
         if ref:
             ax.axhline(ref["ref_l2_mean"], color="k", ls="--", label="estimate 0")
         ax.set_xscale("log")
@@ -649,8 +589,8 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
             xs = list(cfg.eps_grid) if key == "eps" else list(cfg.reg_n)
             for m, lab in (("alg3", "Alg. 3 sparse linear"), ("alg4", "Alg. 4 RFF kernel ridge (auto α)"),
                            ("alg4-adhoc", "Alg. 4, ad hoc α")):
-                rows = [_find(summary, stage="reg", method=m, eps=x, n=cfg.reg_eps_n) if key == "eps" else
-                        _find(summary, stage="reg", method=m, eps=cfg.reg_n_eps, n=x) for x in xs]
+                rows = [find(summary, stage="reg", method=m, eps=x, n=cfg.reg_eps_n) if key == "eps" else
+                        find(summary, stage="reg", method=m, eps=cfg.reg_n_eps, n=x) for x in xs]
                 curve(ax, xs, rows, "mse", lab)
             for k, lab, ls in (("ols_no_intercept", "OLS non-private", "--"), ("rff_ridge", "RFF ridge non-private", ":"),
                                ("trivial_zero", "predict 0", "-."), ("trivial_mean", "predict train mean", "-.")):
@@ -673,7 +613,7 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
             if ds == "letter":
                 series += [(deg, terms, cfg.logit_compare_eps) for deg, terms in cfg.logit_compare]
             for deg, terms, eps_list in series:
-                rows = [_find(summary, stage="logit", dataset=ds, method=logit_method(deg, terms), eps=e, n=N)
+                rows = [find(summary, stage="logit", dataset=ds, method=logit_method(deg, terms), eps=e, n=N)
                         for e in eps_list]
                 curve(ax, list(eps_list), rows, "acc", f"Alg. 5–6, p = {deg}, terms={terms}, n = {N:,}", 100)
             for k, lab, ls in (("logreg_intercept", "logistic reg., non-private", "--"), ("majority", "majority class", ":")):
@@ -689,48 +629,23 @@ def plots(state: State, summary: List[dict], data: Dict[str, Data], prefix: str)
 
 
 def write_outputs(state: State, data: Dict[str, Data], outdir: str) -> List[str]:
-    os.makedirs(outdir, exist_ok=True)
-    prefix = os.path.join(outdir, "ldp_quick" if state.cfg.mode == "quick" else "ldp")
+    prefix = output_prefix(outdir, "ldp", state.cfg.mode == "quick")
     summary = summarise(state.rows)
     state.fits["dim"] = dim_fits(summary)
-    with open(prefix + "_results.json", "w") as f:
-        json.dump(dict(config=asdict(state.cfg), notes=state.notes, fits=state.fits, timings=state.timings,
-                       summary=summary, rows=state.rows, total_s=time.time() - state.started), f, indent=1)
-    with open(prefix + "_results.md", "w") as f:
-        f.write(markdown(state, summary, data))
-    return [prefix + "_results.json", prefix + "_results.md"] + plots(state, summary, data, prefix)
+    doc = dict(config=asdict(state.cfg), notes=state.notes, fits=state.fits, timings=state.timings,
+               summary=summary, rows=state.rows, total_s=time.time() - state.started)
+    return [write_json(prefix + "_results.json", doc),
+            write_text(prefix + "_results.md", markdown(state, summary, data))] + plots(state, summary, data, prefix)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--stages", default=",".join(STAGES))
-    ap.add_argument("--runs", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--outdir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    ap = experiment_parser(__doc__, DEFAULT_SEED, quick="small sizes, 2 runs: smoke test, < 2 min", stages=tuple(STAGES))
     args = ap.parse_args(argv)
-    cfg = Config.quick(args.seed) if args.quick else Config(seed=args.seed)
-    if args.runs is not None:
-        cfg = replace(cfg, runs=args.runs)
-    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = set(stages) - set(STAGES)
-    if unknown:
-        ap.error(f"unknown stages {sorted(unknown)}; choose from {sorted(STAGES)}")
-    cfg = replace(cfg, stages=tuple(stages))
+    cfg = configure(Config, args, QUICK)
     data = {name: load_data(name) for name in ("adult", "letter")}
     data["letter_names"] = list(load_letter("test").feature_names)  # type: ignore[assignment]
     state = State(cfg)
-    status = 0
-    try:
-        for s in stages:
-            t0 = time.time()
-            STAGES[s](state, data)
-            state.timings[s] = time.time() - t0
-            print(f"stage {s}: {state.timings[s]:.0f} s", flush=True)
-    except KeyboardInterrupt:
-        print("interrupted: writing partial results", file=sys.stderr)
-        state.notes.append("INTERRUPTED: partial results")
-        status = 130
+    status = state.run([(s, lambda s=s: STAGES[s](state, data)) for s in cfg.stages])
     for path in write_outputs(state, data, args.outdir):
         print("wrote", path)
     return status

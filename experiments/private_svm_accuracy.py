@@ -69,26 +69,29 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import dpcore
-from dpcore.datasets import load_adult, load_shuttle
 from dpcore.kernel_learning.svm import ConvergenceWarning
 from dpcore.glm.perturbation import ConvergenceError
 from dpcore.mechanisms.noise import ChaChaRng
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness.py sits next to this script
+from _harness import (  # noqa: E402
+    Data, accuracy, cell, configure, derive_seed, environment, experiment_parser,
+    failures_and_timings, find, fmt, fmt_pm, git_state, group_rows, load_data, lookup,
+    majority_rate, mean_std, output_prefix, progress, public_sample, pyplot, run_stages,
+    save_figure, write_json, write_text
+)
 
 DEFAULT_SEED = 20130616  # the TDDL experiment's: same training prefix and public samples
 DATASET_LABELS = {"adult": "Adult", "shuttle": "Shuttle"}
@@ -129,63 +132,20 @@ QUICK = dict(mode="quick", n=2000, T=200, epsilons=(0.5, 5.0, 50.0), runs=2, n_c
              csweep_C=(0.01, 0.1), csweep_components=(50,))
 
 
-def derive_seed(cfg: Config, *parts) -> int:
-    """A reproducible 64-bit seed for one random choice, derived from the public base seed."""
-    digest = hashlib.sha256("|".join(str(p) for p in (cfg.seed,) + parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
 # ------------------------------------------------------------------------------------------------
 # data
 # ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Data:
-    name: str
-    X: np.ndarray  # training rows (public fixed prefix of a fixed order)
-    y: np.ndarray
-    X_val: np.ndarray  # remaining train rows: never fitted on (csweep diagnostics only)
-    y_val: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    radius: float
-
-
-def load_data(name: str, cfg: Config) -> Data:
-    """As the TDDL experiment: Adult in a fixed public permutation, Shuttle in its (already random) order."""
-    if name == "adult":
-        tr, te = load_adult("train"), load_adult("test")
-        order = np.random.default_rng(derive_seed(cfg, "adult-train-order")).permutation(tr.y.shape[0])
-    elif name == "shuttle":
-        tr, te = load_shuttle("train"), load_shuttle("test")
-        order = np.arange(tr.y.shape[0])
-    else:
-        raise ValueError(f"unknown dataset {name!r}")
-    n = min(cfg.n, tr.y.shape[0])
-    X = np.asarray(tr.X, dtype=np.float64)
-    y = np.asarray(tr.y, dtype=np.float64)
-    return Data(name, X[order[:n]], y[order[:n]], X[order[n:]], y[order[n:]],
-                np.asarray(te.X, dtype=np.float64), np.asarray(te.y, dtype=np.float64), float(tr.radius))
+def load(name: str, cfg: Config) -> Data:
+    """As the TDDL experiment: the first n rows of Adult in a fixed public permutation, of Shuttle in its
+    (already random) order; the other training rows are validation rows (csweep diagnostics only)."""
+    return load_data(name, cfg.n, order_seed=derive_seed(cfg.seed, "adult-train-order") if name == "adult" else None)
 
 
 def public_split(d: Data, T: int, run: int, cfg: Config):
     """TDDL's T public points (test split, without replacement; as the TDDL experiment) and the scored rest."""
-    rng = np.random.default_rng(derive_seed(cfg, d.name, "public-sample", T, run))
-    m = d.y_test.shape[0]
-    pub = rng.choice(m, size=T, replace=False)
-    rest = np.setdiff1d(np.arange(m), pub, assume_unique=True)
-    return pub, rest
-
-
-def majority_rate(y: np.ndarray) -> float:
-    p = float(np.mean(y > 0))
-    return max(p, 1.0 - p)
-
-
-def accuracy(decision: np.ndarray, y: np.ndarray) -> float:
-    """Sign accuracy, ``f > 0`` → +1 (dpcore's convention; classes_[1] = +1 for ±1 labels)."""
-    return float(np.mean(np.where(decision > 0, 1.0, -1.0) == y))
+    return public_sample(d.y_test.shape[0], T, derive_seed(cfg.seed, d.name, "public-sample", T, run))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -222,7 +182,7 @@ def make_psvm(cfg: Config, kernel: str, D: int, C: float, n: int, eps: float, ra
 
 def rff_seed(cfg: Config, ds: str, kernel: str, D: int, run: int) -> int:
     # independent of C and ε: the RFF draw of a run is shared by every C and ε
-    return derive_seed(cfg, ds, "psvm-rff", kernel, D, run if kernel == "rbf" else 0)
+    return derive_seed(cfg.seed, ds, "psvm-rff", kernel, D, run if kernel == "rbf" else 0)
 
 
 @dataclass
@@ -312,12 +272,6 @@ class State:
     git: dict = field(default_factory=dict)
 
 
-def _bar(total: int, desc: str, unit: str = "step"):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
-
-
 def fit_kernel_svm(cfg: Config, d: Data, C: float):
     n = d.y.shape[0]
     lam = 1.0 / (n * C)
@@ -346,7 +300,7 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                                                   calibration))
             print(f"equivalence check {ds} {calibration}: identical = {state.checks[-1]['identical']}",
                   file=sys.stderr)
-    with _bar(n_rel, "PrivateSVM + TDDL releases", "release") as bar:
+    with progress(total=n_rel, desc="PrivateSVM + TDDL releases", unit="release") as bar:
         for ds in cfg.datasets:
             d = data[ds]
             models = {}
@@ -401,7 +355,7 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                         for eps in cfg.epsilons:
                             bar.set_postfix_str(f"{ds} {mc} run={run} ε={eps:g}", refresh=False)
                             # spec keeps its historical seed label (method name without suffix)
-                            seed = derive_seed(cfg, ds, mc, cfg.C_psvm, "noise", run, eps)
+                            seed = derive_seed(cfg.seed, ds, mc, cfg.C_psvm, "noise", run, eps)
                             w, cal, rel_s = psvm_release(s, eps, seed, d, calibration)
                             dec = PQ @ w
                             state.records.append(dict(
@@ -426,10 +380,10 @@ def stage_main(state: State, data: Dict[str, Data]) -> None:
                                            pred_rms_Z=float(np.sqrt(np.mean(dec_Z ** 2)))))
                     for eps in cfg.epsilons:
                         bar.set_postfix_str(f"{ds} {m} run={run} ε={eps:g}", refresh=False)
-                        seed = derive_seed(cfg, ds, m, "noise", run, eps)
+                        seed = derive_seed(cfg.seed, ds, m, "noise", run, eps)
                         t0 = time.perf_counter()
                         try:
-                            tddl = dpcore.TDDL(model, eps, cfg.delta, d.radius, noise="gaussian", norm_bound="private",
+                            tddl = dpcore.TDDL(model, eps, cfg.delta, data_norm=d.data_norm, noise="gaussian", norm_bound="private",
                                                norm_epsilon_share=cfg.norm_epsilon_share, random_state=seed)
                             with warnings.catch_warnings():
                                 warnings.simplefilter("ignore", UserWarning)  # zero-model warning at tiny ε
@@ -455,7 +409,7 @@ def stage_csweep(state: State, data: Dict[str, Data]) -> None:
     cfg = state.cfg
     configs = [("rbf", D) for D in cfg.csweep_components] + [("linear", 0)]
     todo = [(ds, k, D, C) for ds in cfg.datasets for k, D in configs for C in cfg.csweep_C]
-    with _bar(len(todo), "non-private C sweep", "solve") as bar:
+    with progress(total=len(todo), desc="non-private C sweep", unit="solve") as bar:
         for ds, kernel, D, C in todo:
             d = data[ds]
             bar.set_postfix_str(f"{ds} {method_name(kernel, D)} C={C:g}", refresh=True)
@@ -484,59 +438,32 @@ def stage_csweep(state: State, data: Dict[str, Data]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _ms(values: Sequence[float]) -> Tuple[float, float]:
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-
-
 def summarise(state: State) -> dict:
-    groups = defaultdict(list)
-    for r in state.records:
-        if "error" not in r:
-            groups[(r["dataset"], r["method"], r["epsilon"])].append(r)
     rows = []
-    for (ds, m, eps), recs in sorted(groups.items()):
-        a = _ms([r["accuracy"] for r in recs])
+    for (ds, m, eps), recs in group_rows([r for r in state.records if "error" not in r],
+                                          lambda r: (r["dataset"], r["method"], r["epsilon"]), by_text=False):
+        a = mean_std([r["accuracy"] for r in recs])
         rows.append(dict(dataset=ds, method=m, epsilon=eps, n_runs=len(recs), accuracy_mean=a[0], accuracy_std=a[1],
-                         agreement_mean=_ms([r["agreement"] for r in recs])[0],
-                         noise_scale=_ms([r["noise_scale"] for r in recs])[0],
-                         fit_seconds_mean=_ms([r["fit_seconds"] for r in recs])[0],
-                         release_seconds_mean=_ms([r["release_seconds"] for r in recs])[0]))
-    base = defaultdict(list)
-    for r in state.runs:
-        if "error" not in r:
-            base[(r["dataset"], r["method"])].append(r)
+                         agreement_mean=mean_std([r["agreement"] for r in recs])[0],
+                         noise_scale=mean_std([r["noise_scale"] for r in recs])[0],
+                         fit_seconds_mean=mean_std([r["fit_seconds"] for r in recs])[0],
+                         release_seconds_mean=mean_std([r["release_seconds"] for r in recs])[0]))
     methods = []
-    for (ds, m), rr in sorted(base.items()):
+    for (ds, m), rr in group_rows([r for r in state.runs if "error" not in r], lambda r: (r["dataset"], r["method"]),
+                                  by_text=False):
         row = dict(dataset=ds, method=m, n_runs=len(rr))
         for k in ("nonprivate_accuracy", "majority", "w_norm", "w_rms_coord", "w_max_abs", "decision_rms", "pred_rms_Z",
                   "solve_seconds", "nonprivate_val_accuracy"):
             vals = [r[k] for r in rr if k in r and r[k] is not None]
             if k == "solve_seconds":
                 vals = [v for v in vals if v > 0]  # the linear w* is solved once and reused
-            row[k + "_mean"], row[k + "_std"] = _ms(vals) if vals else (float("nan"), float("nan"))
+            row[k + "_mean"], row[k + "_std"] = mean_std(vals) if vals else (float("nan"), float("nan"))
         for k in ("C", "C_psvm", "F", "n"):
             if k in rr[0]:
                 row[k] = rr[0][k]
         methods.append(row)
     failures = [r for r in state.records + state.runs if "error" in r]
     return dict(rows=rows, methods=methods, failures=failures)
-
-
-def _lookup(rows, **kw):
-    return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
-
-
-def _fmt_acc(m: float, s: float) -> str:
-    return "—" if m is None or math.isnan(m) else f"{100 * m:.1f} ± {100 * s:.1f}"
-
-
-def _fmt(x, spec=".3g") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return format(x, spec)
 
 
 def method_order(cfg: Config) -> List[str]:
@@ -578,7 +505,7 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
                              f"{'identical release' if c['identical'] else 'MISMATCH'} (public fit {c['public_fit_seconds']:.1f} s)"
                              for c in state.checks) + "\n")
     for ds in cfg.datasets:
-        mm = {r["method"]: r for r in _lookup(methods, dataset=ds)}
+        mm = {r["method"]: r for r in lookup(methods, dataset=ds)}
         if not mm:
             continue
         some = next(iter(mm.values()))
@@ -592,11 +519,10 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
                 continue
             cells = []
             for e in cfg.epsilons:
-                rr = _lookup(rows, dataset=ds, method=m, epsilon=e)
-                cells.append(_fmt_acc(rr[0]["accuracy_mean"], rr[0]["accuracy_std"]) if rr else "—")
+                cells.append(cell(find(rows, dataset=ds, method=m, epsilon=e), "accuracy"))
             delta = "0" if m.startswith("psvm") else f"{cfg.delta:g}"
             L.append(f"| {method_label(m)} | {delta} | " + " | ".join(cells) + " | "
-                     f"{_fmt_acc(mm[m]['nonprivate_accuracy_mean'], mm[m]['nonprivate_accuracy_std'])} |")
+                     f"{cell(mm[m], 'nonprivate_accuracy')} |")
         exact = [x for x in state.models if x["dataset"] == ds]
         if exact:
             L.append("")
@@ -617,21 +543,21 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
             if m not in mm:
                 continue
             r = mm[m]
-            at1 = _lookup(rows, dataset=ds, method=m, epsilon=1.0)
+            at1 = lookup(rows, dataset=ds, method=m, epsilon=1.0)
             if at1:
                 ns1 = at1[0]["noise_scale"]
             else:  # scale ∝ 1/ε
-                rr = _lookup(rows, dataset=ds, method=m)
+                rr = lookup(rows, dataset=ds, method=m)
                 ns1 = rr[0]["noise_scale"] * rr[0]["epsilon"] if rr and m.startswith("psvm") else float("nan")
             if m.startswith("psvm"):
                 dec_std = math.sqrt(2.0) * ns1
-                L.append(f"| {method_label(m)} | {r.get('F', '—')} | {_fmt(r['w_norm_mean'])} | {_fmt(r['w_rms_coord_mean'])} | "
-                         f"{_fmt(r['w_max_abs_mean'])} | {_fmt(r['decision_rms_mean'])} | b = {_fmt(ns1)} | {_fmt(dec_std)} | "
-                         f"{_fmt(ns1 / r['w_rms_coord_mean'])} | {_fmt(dec_std / r['decision_rms_mean'])} |")
+                L.append(f"| {method_label(m)} | {r.get('F', '—')} | {fmt(r['w_norm_mean'])} | {fmt(r['w_rms_coord_mean'])} | "
+                         f"{fmt(r['w_max_abs_mean'])} | {fmt(r['decision_rms_mean'])} | b = {fmt(ns1)} | {fmt(dec_std)} | "
+                         f"{fmt(ns1 / r['w_rms_coord_mean'])} | {fmt(dec_std / r['decision_rms_mean'])} |")
             else:
-                L.append(f"| {method_label(m)} | ∞ (T = {cfg.T} coords released) | {_fmt(r['w_norm_mean'])} | — | — | "
-                         f"{_fmt(r['decision_rms_mean'])} (on Z: {_fmt(r['pred_rms_Z_mean'])}) | σ = {_fmt(ns1)} | {_fmt(ns1)} | — | "
-                         f"≈ {_fmt(ns1 / r['pred_rms_Z_mean'])} (σ ∝ 1/ε only roughly: (ε, δ) Gaussian) |")
+                L.append(f"| {method_label(m)} | ∞ (T = {cfg.T} coords released) | {fmt(r['w_norm_mean'])} | — | — | "
+                         f"{fmt(r['decision_rms_mean'])} (on Z: {fmt(r['pred_rms_Z_mean'])}) | σ = {fmt(ns1)} | {fmt(ns1)} | — | "
+                         f"≈ {fmt(ns1 / r['pred_rms_Z_mean'])} (σ ∝ 1/ε only roughly: (ε, δ) Gaussian) |")
         L.append("")
         L.append("Noise scale per coordinate by ε (PrivateSVM b; TDDL σ):\n")
         L.append("| method | " + " | ".join(f"ε={e:g}" for e in cfg.epsilons) + " |")
@@ -639,7 +565,7 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
         for m in method_order(cfg):
             if m not in mm:
                 continue
-            cells = [_fmt((_lookup(rows, dataset=ds, method=m, epsilon=e) or [dict(noise_scale=None)])[0]["noise_scale"])
+            cells = [fmt((lookup(rows, dataset=ds, method=m, epsilon=e) or [dict(noise_scale=None)])[0]["noise_scale"])
                      for e in cfg.epsilons]
             L.append(f"| {method_label(m)} | " + " | ".join(cells) + " |")
         L.append("")
@@ -650,18 +576,18 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
         for m in method_order(cfg):
             if m not in mm:
                 continue
-            rr = _lookup(rows, dataset=ds, method=m)
-            rel = _ms([r["release_seconds_mean"] for r in rr])[0]
+            rr = lookup(rows, dataset=ds, method=m)
+            rel = mean_std([r["release_seconds_mean"] for r in rr])[0]
             if m.startswith("psvm"):
                 owner = solve_owner(cfg, m)  # the calibrations of a feature map share one solve
                 solve = mm[owner]["solve_seconds_mean"] if owner in mm else float("nan")
-                cell = (f"{_fmt(solve, '.2f')} ± {_fmt(mm[owner]['solve_seconds_std'], '.2f')}" if owner == m
-                        else f"shared with {method_label(owner)}")
-                L.append(f"| {method_label(m)} | {cell} | {_fmt(rel, '.3f')} | ≈ {_fmt(solve + rel, '.2f')} |")
+                solve_cell = (fmt_pm(solve, mm[owner]["solve_seconds_std"], ".2f") if owner == m
+                              else f"shared with {method_label(owner)}")
+                L.append(f"| {method_label(m)} | {solve_cell} | {fmt(rel, '.3f')} | ≈ {fmt(solve + rel, '.2f')} |")
             else:
                 fit = [x["fit_seconds"] for x in state.models if x["dataset"] == ds and f"tddl-C{x['C']:g}" == m]
-                L.append(f"| {method_label(m)} | KernelSVM fit {_fmt(fit[0] if fit else None, '.1f')} (once) | "
-                         f"{_fmt(rel, '.3f')} (TDDL.fit) | — |")
+                L.append(f"| {method_label(m)} | KernelSVM fit {fmt(fit[0] if fit else None, '.1f')} (once) | "
+                         f"{fmt(rel, '.3f')} (TDDL.fit) | — |")
         L.append("")
     if state.csweep:
         L.append("## Non-private C sensitivity (one RFF draw; NOT used to choose the private runs' C)\n")
@@ -675,29 +601,22 @@ def markdown(state: State, summary: dict, total_s: float) -> str:
                 L.append(f"| {r['dataset']} | {csweep_label(r['method'])} | {r['C']:g} | — | error: {r['error'][:60]} ||||||||")
                 continue
             L.append(f"| {r['dataset']} | {csweep_label(r['method'])} | {r['C']:g} | {r['C_psvm']:g} | "
-                     f"{_fmt(100 * r['val_acc'] if r['val_acc'] is not None else None, '.2f')} | "
-                     f"{_fmt(100 * r['val_majority'] if r['val_majority'] is not None else None, '.2f')} | "
+                     f"{fmt(100 * r['val_acc'] if r['val_acc'] is not None else None, '.2f')} | "
+                     f"{fmt(100 * r['val_majority'] if r['val_majority'] is not None else None, '.2f')} | "
                      f"{100 * r['test_acc']:.2f} | {r['w_norm']:.3g} | {r['w_rms_coord']:.3g} | {r['noise_scale_eps1']:.3g} | "
-                     f"{_fmt(r.get('noise_scale_eps1_tight'))} | {r['solve_seconds']:.1f} |")
+                     f"{fmt(r.get('noise_scale_eps1_tight'))} | {r['solve_seconds']:.1f} |")
         L.append("")
-    if summary["failures"]:
-        L.append(f"## Failures: {len(summary['failures'])}\n")
-        for r in summary["failures"][:10]:
-            L.append(f"- {r.get('dataset')} {r.get('method')} run={r.get('run')} ε={r.get('epsilon')}: {r['error']}")
-        L.append("")
-    L.append("Timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in state.timings.items()) + "\n")
+    L += failures_and_timings(
+        "Failures", summary["failures"],
+        lambda r: f"{r.get('dataset')} {r.get('method')} run={r.get('run')} ε={r.get('epsilon')}", state.timings)
     return "\n".join(L)
 
 
 def plots(state: State, summary: dict, prefix: str) -> List[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cfg = state.cfg
     rows, methods = summary["rows"], summary["methods"]
-    dss = [ds for ds in cfg.datasets if _lookup(rows, dataset=ds)]
+    dss = [ds for ds in cfg.datasets if lookup(rows, dataset=ds)]
     if not dss:
         return []
     fig, axes = plt.subplots(1, len(dss), figsize=(6.2 * len(dss), 4.6), squeeze=False)
@@ -708,9 +627,9 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
     for C, c in zip(cfg.C_tddl, ("C3", "C5", "C6")):
         colors[f"tddl-C{C:g}"] = c
     for ax, ds in zip(axes[0], dss):
-        mm = {r["method"]: r for r in _lookup(methods, dataset=ds)}
+        mm = {r["method"]: r for r in lookup(methods, dataset=ds)}
         for m in method_order(cfg):
-            rr = sorted(_lookup(rows, dataset=ds, method=m), key=lambda r: r["epsilon"])
+            rr = sorted(lookup(rows, dataset=ds, method=m), key=lambda r: r["epsilon"])
             if not rr:
                 continue
             ls = "--" if m.startswith("tddl") else ("-." if m.endswith("-tight") else "-")
@@ -736,54 +655,27 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
         ax.set_xscale("log")
         ax.set_xlabel("ε")
         ax.set_ylabel("test accuracy (%)")
-        lo = min([100 * (r["accuracy_mean"] - r["accuracy_std"]) for r in _lookup(rows, dataset=ds)]
+        lo = min([100 * (r["accuracy_mean"] - r["accuracy_std"]) for r in lookup(rows, dataset=ds)]
                  + [100 * some["majority_mean"]]) - 2
         ax.set_ylim(max(0.0, lo), 100.5)
         ax.set_title(f"{DATASET_LABELS[ds]}: n={some.get('n', cfg.n):,}, PrivateSVM C={cfg.C_psvm:g}, "
                      f"TDDL T={cfg.T}, {cfg.runs} runs", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="lower right")
-    fig.tight_layout()
-    path = f"{prefix}accuracy_vs_eps.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
-
-
-def _git_state() -> dict:
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
-                               timeout=10).stdout.splitlines()
-        return dict(commit=head, modified=[line.strip() for line in dirty])
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    return [save_figure(fig, f"{prefix}_accuracy_vs_eps.png", dpi=120)]
 
 
 def write_outputs(state: State, outdir: str, total_s: float) -> List[str]:
-    os.makedirs(outdir, exist_ok=True)
-    prefix = os.path.join(outdir, "private_svm_quick_" if state.cfg.mode == "quick" else "private_svm_")
+    prefix = output_prefix(outdir, "private_svm", state.cfg.mode == "quick")
     summary = summarise(state)
     doc = dict(
         config=asdict(state.cfg), interrupted=state.interrupted, total_seconds=total_s, timings=state.timings,
-        environment=dict(dpcore=dpcore.__version__, numpy=np.__version__, python=sys.version.split()[0],
-                         platform=platform.platform(), cpu_count=os.cpu_count(), git=state.git),
-        equivalence_checks=state.checks, kernel_svm_models=state.models, csweep=state.csweep,
-        summary=summary["rows"], methods=summary["methods"], runs=state.runs, releases=state.records,
+        environment=environment(state.git), equivalence_checks=state.checks, kernel_svm_models=state.models,
+        csweep=state.csweep, summary=summary["rows"], methods=summary["methods"], runs=state.runs,
+        releases=state.records,
     )
-    paths = []
-    with open(prefix + "results.json", "w") as fh:
-        json.dump(doc, fh, indent=1, default=float)
-    paths.append(prefix + "results.json")
-    with open(prefix + "results.md", "w") as fh:
-        fh.write(markdown(state, summary, total_s))
-    paths.append(prefix + "results.md")
-    paths += plots(state, summary, prefix)
-    return paths
+    return [write_json(prefix + "_results.json", doc),
+            write_text(prefix + "_results.md", markdown(state, summary, total_s))] + plots(state, summary, prefix)
 
 
 def render(path: str, outdir: str) -> int:
@@ -793,11 +685,10 @@ def render(path: str, outdir: str) -> int:
     state = State(Config(**conf), records=doc["releases"], runs=doc["runs"], models=doc["kernel_svm_models"],
                   csweep=doc["csweep"], checks=doc["equivalence_checks"], timings=doc["timings"],
                   interrupted=doc["interrupted"])
-    prefix = os.path.join(outdir, "private_svm_quick_" if state.cfg.mode == "quick" else "private_svm_")
+    prefix = output_prefix(outdir, "private_svm", state.cfg.mode == "quick")
     summary = summarise(state)
-    with open(prefix + "results.md", "w") as fh:
-        fh.write(markdown(state, summary, doc["total_seconds"]))
-    paths = [prefix + "results.md"] + plots(state, summary, prefix)
+    paths = [write_text(prefix + "_results.md", markdown(state, summary, doc["total_seconds"]))]
+    paths += plots(state, summary, prefix)
     print("re-rendered:\n  " + "\n  ".join(paths))
     return 0
 
@@ -807,53 +698,20 @@ def render(path: str, outdir: str) -> int:
 # ------------------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="n=2000, T=200, 2 runs, 3 ε: smoke test, < 1 min")
-    p.add_argument("--outdir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="public base seed of every random choice")
-    p.add_argument("--runs", type=int, default=None, help="runs per cell (default 10, quick 2)")
-    p.add_argument("--stages", default="main,csweep", help="comma-separated subset of main,csweep")
-    p.add_argument("--datasets", default=None, help="comma-separated subset of adult,shuttle")
-    p.add_argument("--render", metavar="RESULTS_JSON", default=None,
-                   help="only re-write the tables and the plot from a saved private_svm_*results.json")
-    return p
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = experiment_parser(__doc__, DEFAULT_SEED, quick="n=2000, T=200, 2 runs, 3 ε: smoke test, < 1 min",
+                             stages=("main", "csweep"), datasets=tuple(DATASET_LABELS),
+                             render="private_svm_*results.json").parse_args(argv)
     if args.render:
         return render(args.render, args.outdir)
-    cfg = Config(seed=args.seed)
-    if args.quick:
-        cfg = replace(cfg, **QUICK)
-    stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    if any(s not in ("main", "csweep") for s in stages):
-        raise SystemExit("--stages: choose from main,csweep")
-    cfg = replace(cfg, stages=stages)
-    if args.runs is not None:
-        if args.runs < 2:
-            raise SystemExit("--runs must be >= 2")
-        cfg = replace(cfg, runs=args.runs)
-    if args.datasets:
-        ds = tuple(s.strip() for s in args.datasets.split(","))
-        if any(d not in DATASET_LABELS for d in ds):
-            raise SystemExit(f"--datasets: choose from {sorted(DATASET_LABELS)}")
-        cfg = replace(cfg, datasets=ds)
+    cfg = configure(Config, args, QUICK, min_runs=2)
 
     t_start = time.perf_counter()
-    state = State(cfg, git=_git_state())
-    try:
-        data = {name: load_data(name, cfg) for name in cfg.datasets}
-        for name, fn in (("main", stage_main), ("csweep", stage_csweep)):
-            if name in cfg.stages:
-                t0 = time.perf_counter()
-                fn(state, data)
-                state.timings[name] = time.perf_counter() - t0
-    except KeyboardInterrupt:
-        state.interrupted = True
-        print("\ninterrupted: writing partial results", file=sys.stderr)
+    state = State(cfg, git=git_state())
+    data = {name: load(name, cfg) for name in cfg.datasets}
+    stages = [(name, lambda fn=fn: fn(state, data))
+              for name, fn in (("main", stage_main), ("csweep", stage_csweep)) if name in cfg.stages]
+    state.interrupted = run_stages(stages, state.timings)
     total = time.perf_counter() - t_start
     state.timings["total"] = total
     paths = write_outputs(state, args.outdir, total)

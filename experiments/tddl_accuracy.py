@@ -38,24 +38,27 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
-from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 import dpcore
-from dpcore.datasets import load_adult, load_shuttle
 from dpcore.kernel_learning.svm import ConvergenceWarning
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _harness.py sits next to this script
+from _harness import (  # noqa: E402
+    Data, accuracy, cell, configure, derive_seed, environment, experiment_parser,
+    failures_and_timings, find, fmt, fmt_pm, git_state, group_rows, load_data, lookup,
+    majority_rate, mean_std, output_prefix, progress, public_sample, pyplot, run_stages,
+    save_figure, write_json, write_text
+)
 
 DEFAULT_SEED = 20130616
 DATASET_LABELS = {"adult": "Adult", "shuttle": "Shuttle"}
@@ -118,52 +121,16 @@ QUICK = dict(
 )
 
 
-def derive_seed(cfg: Config, *parts) -> int:
-    """A reproducible 64-bit seed for one random choice, derived from the public base seed."""
-    digest = hashlib.sha256("|".join(str(p) for p in (cfg.seed,) + parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
 # ------------------------------------------------------------------------------------------------
 # data and models
 # ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Data:
-    name: str
-    X_pool: np.ndarray  # training rows in a fixed public order (prefixes = nested training sets)
-    y_pool: np.ndarray
-    X_val: np.ndarray  # training rows never used for fitting (C selection only)
-    y_val: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    radius: float
-
-
-def load_data(name: str, cfg: Config) -> Data:
-    if name == "adult":
-        tr, te = load_adult("train"), load_adult("test")
-        order = np.random.default_rng(derive_seed(cfg, "adult-train-order")).permutation(tr.y.shape[0])
-    elif name == "shuttle":
-        tr, te = load_shuttle("train"), load_shuttle("test")
-        order = np.arange(tr.y.shape[0])  # load_shuttle's split is already a fixed permutation
-    else:
-        raise ValueError(f"unknown dataset {name!r}")
-    n_fit = min(cfg.n_max, tr.y.shape[0])
-    fit_idx, val_idx = order[:n_fit], order[n_fit:]
-    return Data(name, tr.X[fit_idx], tr.y[fit_idx], tr.X[val_idx], tr.y[val_idx], te.X, te.y,
-                float(tr.radius))
-
-
-def majority_rate(y: np.ndarray) -> float:
-    p = float(np.mean(y > 0))
-    return max(p, 1.0 - p)
-
-
-def accuracy(decision: np.ndarray, y: np.ndarray) -> float:
-    """Sign accuracy with ``f > 0`` → +1 (dpcore's convention: ``f ≤ 0`` predicts classes_[0] = −1)."""
-    return float(np.mean(np.where(decision > 0, 1.0, -1.0) == y))
+def load(name: str, cfg: Config) -> Data:
+    """The first ``n_max`` training rows (prefixes = nested training sets) of Adult in a fixed public
+    permutation, of Shuttle in its order (``load_shuttle``'s split is already a fixed permutation); the
+    other training rows are validation rows (C selection only)."""
+    return load_data(name, cfg.n_max, order_seed=derive_seed(cfg.seed, "adult-train-order") if name == "adult" else None)
 
 
 class ModelCache:
@@ -178,7 +145,7 @@ class ModelCache:
         cfg = self.cfg
         gamma = cfg.gamma if gamma is None else gamma
         d = self.data[dataset]
-        n = min(n, d.y_pool.shape[0])
+        n = min(n, d.y.shape[0])
         key = (dataset, kernel, n, float(C), float(gamma))
         if key in self.models:
             return self.models[key], self.meta[key]
@@ -188,9 +155,9 @@ class ModelCache:
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            model.fit(d.X_pool[:n], d.y_pool[:n])
+            model.fit(d.X[:n], d.y[:n])
         fit_s = time.perf_counter() - t0
-        r_phi = float(dpcore.feature_map_radius(d.radius, kernel=kernel, gamma=gamma, degree=cfg.degree,
+        r_phi = float(dpcore.feature_map_radius(d.data_norm, kernel=kernel, gamma=gamma, degree=cfg.degree,
                                                 coef0=cfg.coef0))
         solver_err = math.sqrt(2.0 * cfg.tol(C) / lam)
         sens = 2.0 * 1.0 * r_phi / (lam * n)
@@ -212,10 +179,7 @@ class ModelCache:
 
 def public_split(d: Data, T: int, run: int, cfg: Config):
     """``T`` public points sampled without replacement from the test split; the rest is for scoring."""
-    rng = np.random.default_rng(derive_seed(cfg, d.name, "public-sample", T, run))
-    m = d.y_test.shape[0]
-    pub = rng.choice(m, size=T, replace=False)
-    rest = np.setdiff1d(np.arange(m), pub, assume_unique=True)
+    pub, rest = public_sample(d.y_test.shape[0], T, derive_seed(cfg.seed, d.name, "public-sample", T, run))
     return d.X_test[pub], d.X_test[rest], d.y_test[rest]
 
 
@@ -225,9 +189,9 @@ def public_split(d: Data, T: int, run: int, cfg: Config):
 
 
 def release(model, Z, Q, yQ, dec_Q, *, eps: float, noise: str, norm: str, seed: int, cfg: Config,
-            radius: float) -> dict:
+            data_norm: float) -> dict:
     t0 = time.perf_counter()
-    tddl = dpcore.TDDL(model, eps, cfg.delta, radius, noise=noise, norm_bound=norm,
+    tddl = dpcore.TDDL(model, eps, cfg.delta, data_norm=data_norm, noise=noise, norm_bound=norm,
                        norm_epsilon_share=cfg.norm_epsilon_share, random_state=seed)
     tddl.fit(Z)
     fit_s = time.perf_counter() - t0
@@ -264,12 +228,6 @@ class State:
     git: dict = field(default_factory=dict)  # source tree at the start of the run
 
 
-def _bar(total: int, desc: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="release", dynamic_ncols=True)
-
-
 def run_releases(state: State, cache: ModelCache, data: Dict[str, Data], stage: str,
                  jobs: Sequence[Tuple[str, str, int, float, int]], epsilons: Sequence[float],
                  variants: Sequence[Tuple[str, str]], bar) -> None:
@@ -290,10 +248,10 @@ def run_releases(state: State, cache: ModelCache, data: Dict[str, Data], stage: 
                 for noise, norm in variants:
                     bar.set_postfix_str(f"{dataset} {kernel} n={meta['n']} C={C:g} T={T} run={run} "
                                         f"ε={eps:g} {noise}/{norm}", refresh=False)
-                    seed = derive_seed(cfg, stage, dataset, kernel, meta["n"], C, T, run, eps, noise, norm)
+                    seed = derive_seed(cfg.seed, stage, dataset, kernel, meta["n"], C, T, run, eps, noise, norm)
                     try:
                         rec = release(model, Z, Q, yQ, dec_Q, eps=eps, noise=noise, norm=norm, seed=seed,
-                                      cfg=cfg, radius=d.radius)
+                                      cfg=cfg, data_norm=d.data_norm)
                     except ValueError as exc:  # e.g. a model whose certificate misses its tol
                         rec = dict(error=str(exc))
                     state.records.append(dict(base, epsilon=eps, noise=noise, norm=norm, seed=seed, **rec))
@@ -309,10 +267,8 @@ def stage_baseline(state: State, cache: ModelCache, data: Dict[str, Data]) -> No
     """Fit the C grid, decide the C values of the private runs, investigate the Adult baseline."""
     cfg = state.cfg
     grid = (cfg.C_paper,) + tuple(cfg.C_alternatives)
-    from tqdm.auto import tqdm
-
     todo = [(ds, k, C) for ds in cfg.datasets for k in cfg.kernels for C in grid]
-    for ds, k, C in tqdm(todo, desc="baseline SVM fits", unit="fit", dynamic_ncols=True):
+    for ds, k, C in progress(todo, desc="baseline SVM fits", unit="fit"):
         cache.get(ds, k, cfg.n, C)
     for ds in cfg.datasets:
         for k in cfg.kernels:
@@ -339,13 +295,11 @@ def select_C(cfg: Config, cache: ModelCache, dataset: str, kernel: str) -> List[
 def investigate_adult(state: State, cache: ModelCache, d: Data) -> None:
     """Why is the Adult baseline at C = 0.001 so weak? C grid, an unregularised bias, γ."""
     cfg = state.cfg
-    from tqdm.auto import tqdm
-
     items = [("dpcore", C, cfg.gamma) for C in cfg.investigate_C]
     items += [("dpcore", cfg.C_paper, g) for g in cfg.investigate_gamma]
     items += [("sklearn-SVC", C, cfg.gamma) for C in cfg.investigate_svc_C]
-    n = min(cfg.n, d.y_pool.shape[0])
-    for what, C, g in tqdm(items, desc="Adult baseline investigation", unit="fit", dynamic_ncols=True):
+    n = min(cfg.n, d.y.shape[0])
+    for what, C, g in progress(items, desc="Adult baseline investigation", unit="fit"):
         row = dict(solver=what, kernel="poly", n=n, C=C, lam=1.0 / (n * C), gamma=g)
         if what == "dpcore":
             _, meta = cache.get("adult", "poly", n, C, gamma=g)
@@ -360,7 +314,7 @@ def investigate_adult(state: State, cache: ModelCache, d: Data) -> None:
                 continue
             t0 = time.perf_counter()
             svc = SVC(C=C, kernel="poly", degree=cfg.degree, gamma=g, coef0=cfg.coef0, tol=1e-3,
-                      cache_size=2000).fit(d.X_pool[:n], d.y_pool[:n])
+                      cache_size=2000).fit(d.X[:n], d.y[:n])
             row.update(bias=True, intercept=float(svc.intercept_[0]),
                        test_acc=accuracy(svc.decision_function(d.X_test), d.y_test),
                        val_acc=accuracy(svc.decision_function(d.X_val), d.y_val) if d.y_val.size else None,
@@ -392,7 +346,7 @@ def stage_eps(state: State, cache: ModelCache, data: Dict[str, Data]) -> None:
         chosen = selected_Cs(state, cfg.sweep_dataset, cfg.sweep_kernel)
         jobs += [(cfg.sweep_dataset, cfg.sweep_kernel, cfg.n, C, cfg.T) for C in cfg.extra_C if C not in chosen]
     variants = [(a, b) for a, b in VARIANTS if a in cfg.noises and b in cfg.norms]
-    with _bar(len(jobs) * cfg.runs * len(cfg.epsilons) * len(variants), "accuracy vs ε") as bar:
+    with progress(total=len(jobs) * cfg.runs * len(cfg.epsilons) * len(variants), desc="accuracy vs ε", unit="release") as bar:
         run_releases(state, cache, data, "eps", jobs, cfg.epsilons, variants, bar)
 
 
@@ -401,7 +355,7 @@ def stage_T(state: State, cache: ModelCache, data: Dict[str, Data]) -> None:
     ds, k = cfg.sweep_dataset, cfg.sweep_kernel
     jobs = [(ds, k, cfg.n, C, T) for C in selected_Cs(state, ds, k) for T in cfg.T_sweep]
     variants = [(noise, "private") for noise in cfg.noises]
-    with _bar(len(jobs) * cfg.runs * len(variants), "accuracy vs T") as bar:
+    with progress(total=len(jobs) * cfg.runs * len(variants), desc="accuracy vs T", unit="release") as bar:
         run_releases(state, cache, data, "T", jobs, (cfg.sweep_epsilon,), variants, bar)
 
 
@@ -410,7 +364,7 @@ def stage_n(state: State, cache: ModelCache, data: Dict[str, Data]) -> None:
     ds, k = cfg.sweep_dataset, cfg.sweep_kernel
     jobs = [(ds, k, n, C, cfg.T) for C in selected_Cs(state, ds, k) for n in cfg.n_sweep]
     variants = [(noise, "private") for noise in cfg.noises]
-    with _bar(len(jobs) * cfg.runs * len(variants), "accuracy vs n") as bar:
+    with progress(total=len(jobs) * cfg.runs * len(variants), desc="accuracy vs n", unit="release") as bar:
         run_releases(state, cache, data, "n", jobs, (cfg.sweep_epsilon,), variants, bar)
 
 
@@ -419,55 +373,28 @@ def stage_n(state: State, cache: ModelCache, data: Dict[str, Data]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _mean_std(values: Sequence[float]) -> Tuple[float, float]:
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=float)  # ρ may be inf
-    if v.size == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-
-
 def summarise(state: State) -> dict:
     """Mean ± std (ddof=1, over runs) per stage × dataset × kernel × n × C × T × ε × noise × norm."""
-    groups = defaultdict(list)
-    for r in state.records:
-        if "error" in r:
-            continue
-        groups[(r["stage"], r["dataset"], r["kernel"], r["n"], r["C"], r["T"], r["epsilon"], r["noise"],
-                r["norm"])].append(r)
-    base = defaultdict(list)
-    for r in state.runs:
-        base[(r["stage"], r["dataset"], r["kernel"], r["n"], r["C"], r["T"])].append(r)
+    base = dict(group_rows(state.runs, lambda r: (r["stage"], r["dataset"], r["kernel"], r["n"], r["C"], r["T"])))
     rows = []
-    for key, recs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+    for key, recs in group_rows([r for r in state.records if "error" not in r],
+                                lambda r: (r["stage"], r["dataset"], r["kernel"], r["n"], r["C"], r["T"], r["epsilon"],
+                                           r["noise"], r["norm"])):
         stage, ds, k, n, C, T, eps, noise, norm = key
         b = base[(stage, ds, k, n, C, T)]
-        acc_m, acc_s = _mean_std([r["accuracy"] for r in recs])
-        agr_m, agr_s = _mean_std([r["agreement"] for r in recs])
-        np_m, np_s = _mean_std([r["nonprivate_accuracy"] for r in b])
+        acc_m, acc_s = mean_std([r["accuracy"] for r in recs])
+        agr_m, agr_s = mean_std([r["agreement"] for r in recs])
+        np_m, np_s = mean_std([r["nonprivate_accuracy"] for r in b])
         row = dict(stage=stage, dataset=ds, kernel=k, n=n, C=C, T=T, epsilon=eps, noise=noise, norm=norm,
                    runs=len(recs), accuracy_mean=acc_m, accuracy_std=acc_s, agreement_mean=agr_m,
                    agreement_std=agr_s, nonprivate_mean=np_m, nonprivate_std=np_s,
-                   majority_mean=_mean_std([r["majority"] for r in b])[0],
-                   pred_rms_Z=_mean_std([r["pred_rms_Z"] for r in b])[0])
+                   majority_mean=mean_std([r["majority"] for r in b])[0],
+                   pred_rms_Z=mean_std([r["pred_rms_Z"] for r in b])[0])
         for name in ("noise_scale", "sensitivity", "weight_sensitivity", "w_error_bound", "lambda_max_upper",
                      "norm_bound", "norm_bound_public", "release_norm", "rho", "seconds"):
-            row[name + "_mean"] = _mean_std([r[name] for r in recs])[0]
+            row[name + "_mean"] = mean_std([r[name] for r in recs])[0]
         rows.append(row)
     return dict(rows=rows, failures=[r for r in state.records if "error" in r])
-
-
-def _fmt_acc(m: float, s: float) -> str:
-    return "—" if math.isnan(m) else f"{100 * m:.1f} ± {100 * s:.1f}"
-
-
-def _fmt(x, spec=".3g") -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    return format(x, spec)
-
-
-def _lookup(rows, **kw):
-    return [r for r in rows if all(r[k] == v for k, v in kw.items())]
 
 
 def goal_check(state: State, summary: dict) -> List[dict]:
@@ -476,7 +403,7 @@ def goal_check(state: State, summary: dict) -> List[dict]:
     out = []
     for kernel in cfg.kernels:
         for C in eps_Cs(state, "adult", kernel):
-            rows = _lookup(summary["rows"], stage="eps", dataset="adult", kernel=kernel, n=min(cfg.n, 30_000), C=C,
+            rows = lookup(summary["rows"], stage="eps", dataset="adult", kernel=kernel, n=min(cfg.n, 30_000), C=C,
                            epsilon=1.0, noise="gaussian", norm="private")
             if not rows:
                 continue
@@ -540,27 +467,26 @@ def markdown(state: State, cache: ModelCache, summary: dict, goal: List[dict], t
         L.append("")
     rows = summary["rows"]
     # -- ε sweep
-    eps_rows = _lookup(rows, stage="eps")
+    eps_rows = lookup(rows, stage="eps")
     if eps_rows:
         L.append(f"## Accuracy vs ε (n = {cfg.n:,} or all of train, T = {cfg.T}; accuracy in %)\n")
         for ds in cfg.datasets:
             for k in cfg.kernels:
                 for C in eps_Cs(state, ds, k):
-                    cell = _lookup(eps_rows, dataset=ds, kernel=k, C=C)
-                    if not cell:
+                    panel = lookup(eps_rows, dataset=ds, kernel=k, C=C)
+                    if not panel:
                         continue
-                    r0 = cell[0]
+                    r0 = panel[0]
                     L.append(f"### {DATASET_LABELS[ds]}, {KERNEL_LABELS[k]}, C = {C:g} (λ = {1 / (r0['n'] * C):.3g}, "
                              f"n = {r0['n']:,})\n")
-                    L.append(f"non-private {_fmt_acc(r0['nonprivate_mean'], r0['nonprivate_std'])}, majority class "
+                    L.append(f"non-private {cell(r0, 'nonprivate')}, majority class "
                              f"{100 * r0['majority_mean']:.1f}, RMS of w*'s predictions on Z {r0['pred_rms_Z']:.3f}\n")
                     L.append("| noise / norm bound | " + " | ".join(f"ε={e:g}" for e in cfg.epsilons) + " |")
                     L.append("|---|" + "---|" * len(cfg.epsilons))
                     for noise, norm in VARIANTS:
                         cells = []
                         for e in cfg.epsilons:
-                            rr = _lookup(cell, epsilon=e, noise=noise, norm=norm)
-                            cells.append(_fmt_acc(rr[0]["accuracy_mean"], rr[0]["accuracy_std"]) if rr else "—")
+                            cells.append(cell(find(panel, epsilon=e, noise=noise, norm=norm), "accuracy"))
                         L.append(f"| {noise} / {norm} | " + " | ".join(cells) + " |")
                     L.append("")
                     L.append("Noise scale per coordinate (Gaussian σ or Laplace ν) and mean norm bound C used:\n")
@@ -569,7 +495,7 @@ def markdown(state: State, cache: ModelCache, summary: dict, goal: List[dict], t
                     for noise, norm in VARIANTS:
                         cells = []
                         for e in cfg.epsilons:
-                            rr = _lookup(cell, epsilon=e, noise=noise, norm=norm)
+                            rr = lookup(panel, epsilon=e, noise=noise, norm=norm)
                             cells.append(f"{rr[0]['noise_scale_mean']:.3g} / C={rr[0]['norm_bound_mean']:.3g}"
                                          if rr else "—")
                         L.append(f"| {noise} / {norm} | " + " | ".join(cells) + " |")
@@ -578,16 +504,16 @@ def markdown(state: State, cache: ModelCache, summary: dict, goal: List[dict], t
         L.append("| dataset | kernel | C | noise / norm | Δw (incl. 2·err) | solver err | sensitivity | "
                  "λ_max upper (K_ZZ) | noise scale | RMS w*(Z) | norm bound C | public C | ‖ŵ‖ | agreement with w* |")
         L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in _lookup(eps_rows, epsilon=cfg.sweep_epsilon):
+        for r in lookup(eps_rows, epsilon=cfg.sweep_epsilon):
             L.append(f"| {r['dataset']} | {r['kernel']} | {r['C']:g} | {r['noise']} / {r['norm']} | "
                      f"{r['weight_sensitivity_mean']:.3e} | {r['w_error_bound_mean']:.2e} | {r['sensitivity_mean']:.3g} | "
-                     f"{_fmt(r['lambda_max_upper_mean'], '.4g')} | {r['noise_scale_mean']:.3g} | {r['pred_rms_Z']:.3f} | "
+                     f"{fmt(r['lambda_max_upper_mean'], '.4g')} | {r['noise_scale_mean']:.3g} | {r['pred_rms_Z']:.3f} | "
                      f"{r['norm_bound_mean']:.3f} | {r['norm_bound_public_mean']:.3f} | {r['release_norm_mean']:.3f} | "
-                     f"{_fmt_acc(r['agreement_mean'], r['agreement_std'])} |")
+                     f"{cell(r, 'agreement')} |")
         L.append("")
     # -- T and n sweeps
     for stage, var, label in (("T", "T", "T"), ("n", "n", "n")):
-        srows = _lookup(rows, stage=stage)
+        srows = lookup(rows, stage=stage)
         if not srows:
             continue
         values = sorted({r[var] for r in srows})
@@ -600,25 +526,24 @@ def markdown(state: State, cache: ModelCache, summary: dict, goal: List[dict], t
             for noise in cfg.noises:
                 cells = []
                 for v in values:
-                    rr = _lookup(srows, C=C, noise=noise, **{var: v})
-                    cells.append(_fmt_acc(rr[0]["accuracy_mean"], rr[0]["accuracy_std"]) if rr else "—")
+                    cells.append(cell(find(srows, C=C, noise=noise, **{var: v}), "accuracy"))
                 L.append(f"| {C:g} | {noise} | " + " | ".join(cells) + " |")
             for name, key in (("non-private", "nonprivate"), ("σ or ν (gaussian / laplace)", None),
                               ("majority", "majority")):
                 cells = []
                 for v in values:
-                    rr = _lookup(srows, C=C, **{var: v})
+                    rr = lookup(srows, C=C, **{var: v})
                     if not rr:
                         cells.append("—")
                     elif key == "nonprivate":
-                        cells.append(_fmt_acc(rr[0]["nonprivate_mean"], rr[0]["nonprivate_std"]))
+                        cells.append(cell(rr[0], "nonprivate"))
                     elif key == "majority":
                         cells.append(f"{100 * rr[0]['majority_mean']:.1f}")
                     else:
                         g = [x for x in rr if x["noise"] == "gaussian"]
                         l = [x for x in rr if x["noise"] == "laplace"]
-                        cells.append(f"{_fmt(g[0]['noise_scale_mean'] if g else None)} / "
-                                     f"{_fmt(l[0]['noise_scale_mean'] if l else None)}")
+                        cells.append(f"{fmt(g[0]['noise_scale_mean'] if g else None)} / "
+                                     f"{fmt(l[0]['noise_scale_mean'] if l else None)}")
                 L.append(f"| {C:g} | {name} | " + " | ".join(cells) + " |")
         L.append("")
     if goal:
@@ -627,17 +552,13 @@ def markdown(state: State, cache: ModelCache, summary: dict, goal: List[dict], t
                  f"baseline degenerate (< {100 * cfg.degenerate_margin:g}% of the majority error removed)? |")
         L.append("|---|---|---|---|---|---|---|---|---|")
         for g in goal:
-            L.append(f"| {g['kernel']} | {g['C']:g} | {g['n']:,} | {_fmt_acc(g['private'], g['private_std'])} | "
+            L.append(f"| {g['kernel']} | {g['C']:g} | {g['n']:,} | {fmt_pm(g['private'], g['private_std'], scale=100)} | "
                      f"{100 * g['nonprivate']:.1f} | {100 * g['majority']:.1f} | {g['gap_points']:.1f} | "
                      f"{'yes' if g['within_2_5_points'] else 'no'} | "
                      f"{'yes (the check is vacuous)' if g['degenerate_baseline'] else 'no'} |")
         L.append("")
-    if summary["failures"]:
-        L.append(f"## Refused releases: {len(summary['failures'])}\n")
-        for r in summary["failures"][:10]:
-            L.append(f"- {r['dataset']} {r['kernel']} n={r['n']} C={r['C']:g}: {r['error']}")
-        L.append("")
-    L.append("Timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in state.timings.items()) + "\n")
+    L += failures_and_timings("Refused releases", summary["failures"],
+                              lambda r: f"{r['dataset']} {r['kernel']} n={r['n']} C={r['C']:g}", state.timings)
     return "\n".join(L)
 
 
@@ -654,10 +575,7 @@ def _ylim(ax, values: Sequence[float]) -> None:
 
 
 def plots(state: State, summary: dict, prefix: str) -> List[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import matplotlib.ticker
 
     cfg = state.cfg
@@ -667,7 +585,7 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
              ("laplace", "private"): ("C3", "^", "-"), ("laplace", "public"): ("C3", "v", "--")}
     # -- accuracy vs ε
     panels = [(ds, C, k) for ds in cfg.datasets for k in cfg.kernels for C in eps_Cs(state, ds, k)
-              if _lookup(rows, stage="eps", dataset=ds, kernel=k, C=C)]
+              if lookup(rows, stage="eps", dataset=ds, kernel=k, C=C)]
     if panels:
         row_keys = sorted({(ds, eps_Cs(state, ds, k).index(C)) for ds, C, k in panels},
                           key=lambda x: (cfg.datasets.index(x[0]), x[1]))
@@ -679,49 +597,46 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
             i = row_keys.index((ds, eps_Cs(state, ds, k).index(C)))
             ax = axes[i, cfg.kernels.index(k)]
             ax.set_visible(True)
-            cell = _lookup(rows, stage="eps", dataset=ds, kernel=k, C=C)
-            _ylim(ax, [100 * (r["accuracy_mean"] + sgn * r["accuracy_std"]) for r in cell for sgn in (-1, 1)]
-                  + [100 * cell[0]["nonprivate_mean"], 100 * cell[0]["majority_mean"]])
+            panel = lookup(rows, stage="eps", dataset=ds, kernel=k, C=C)
+            _ylim(ax, [100 * (r["accuracy_mean"] + sgn * r["accuracy_std"]) for r in panel for sgn in (-1, 1)]
+                  + [100 * panel[0]["nonprivate_mean"], 100 * panel[0]["majority_mean"]])
             for noise, norm in VARIANTS:
-                rr = sorted(_lookup(cell, noise=noise, norm=norm), key=lambda r: r["epsilon"])
+                rr = sorted(lookup(panel, noise=noise, norm=norm), key=lambda r: r["epsilon"])
                 if not rr:
                     continue
                 c, mk, ls = style[(noise, norm)]
                 ax.errorbar([r["epsilon"] for r in rr], [100 * r["accuracy_mean"] for r in rr],
                             yerr=[100 * r["accuracy_std"] for r in rr], color=c, marker=mk, ls=ls, ms=4, capsize=2,
                             label=f"TDDL {noise}, {norm} ‖w‖ bound")
-            ax.axhline(100 * cell[0]["nonprivate_mean"], color="k", lw=1.2, label="non-private SVM")
-            ax.axhline(100 * cell[0]["majority_mean"], color="gray", lw=1, ls=":", label="majority class")
+            ax.axhline(100 * panel[0]["nonprivate_mean"], color="k", lw=1.2, label="non-private SVM")
+            ax.axhline(100 * panel[0]["majority_mean"], color="gray", lw=1, ls=":", label="majority class")
             ax.set_xscale("log")
             ax.set_xlabel("ε  (δ = 1e-6)")
             ax.set_ylabel("test accuracy (%)")
-            ax.set_title(f"{DATASET_LABELS[ds]}, {k}, C={C:g}, n={cell[0]['n']:,}, T={cell[0]['T']}", fontsize=9)
+            ax.set_title(f"{DATASET_LABELS[ds]}, {k}, C={C:g}, n={panel[0]['n']:,}, T={panel[0]['T']}", fontsize=9)
             ax.grid(alpha=0.3)
         handles, labels = next(ax for ax in axes.ravel() if ax.get_visible()).get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-        fig.tight_layout(rect=(0, 0.75 / (3.6 * nrows), 1, 1))  # ~0.75 inch for the legend
-        path = f"{prefix}accuracy_vs_eps.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, f"{prefix}_accuracy_vs_eps.png", dpi=120,
+                                   rect=(0, 0.75 / (3.6 * nrows), 1, 1)))  # ~0.75 inch for the legend
     # -- T and n sweeps
     for stage, var, xlabel in (("T", "T", "number of public points T"), ("n", "n", "training set size n")):
-        srows = _lookup(rows, stage=stage)
+        srows = lookup(rows, stage=stage)
         if not srows:
             continue
         Cs = sorted({r["C"] for r in srows})
         fig, axes = plt.subplots(1, len(Cs), figsize=(5.2 * len(Cs), 3.8), squeeze=False)
         for ax, C in zip(axes[0], Cs):
-            cc = _lookup(srows, C=C)
+            cc = lookup(srows, C=C)
             _ylim(ax, [100 * (r["accuracy_mean"] + sgn * r["accuracy_std"]) for r in cc for sgn in (-1, 1)]
                   + [100 * r[k] for r in cc for k in ("nonprivate_mean", "majority_mean")])
             for noise in cfg.noises:
-                rr = sorted(_lookup(cc, noise=noise), key=lambda r: r[var])
+                rr = sorted(lookup(cc, noise=noise), key=lambda r: r[var])
                 c, mk, ls = style[(noise, "private")]
                 ax.errorbar([r[var] for r in rr], [100 * r["accuracy_mean"] for r in rr],
                             yerr=[100 * r["accuracy_std"] for r in rr], color=c, marker=mk, ls=ls, ms=4, capsize=2,
                             label=f"TDDL {noise}, private ‖w‖ bound")
-            g = sorted(_lookup(cc, noise=cfg.noises[0]), key=lambda r: r[var])
+            g = sorted(lookup(cc, noise=cfg.noises[0]), key=lambda r: r[var])
             ax.plot([r[var] for r in g], [100 * r["nonprivate_mean"] for r in g], "k-", lw=1.2, label="non-private SVM")
             ax.plot([r[var] for r in g], [100 * r["majority_mean"] for r in g], color="gray", ls=":", label="majority")
             ax.set_xscale("log")
@@ -736,69 +651,27 @@ def plots(state: State, summary: dict, prefix: str) -> List[str]:
                          f"{fixed}", fontsize=9)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = f"{prefix}accuracy_vs_{stage}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, f"{prefix}_accuracy_vs_{stage}.png", dpi=120))
     return written
 
 
-def _git_state() -> dict:
-    """Commit and locally modified files of the source tree the run used (for provenance)."""
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True,
-                               timeout=10).stdout.splitlines()
-        return dict(commit=head, modified=[line.strip() for line in dirty])
-    except (OSError, subprocess.SubprocessError):
-        return {}
-
-
 def write_outputs(state: State, cache: ModelCache, outdir: str, total_s: float) -> List[str]:
-    os.makedirs(outdir, exist_ok=True)
-    prefix = os.path.join(outdir, "tddl_quick_" if state.cfg.mode == "quick" else "tddl_")
+    prefix = output_prefix(outdir, "tddl", state.cfg.mode == "quick")
     summary = summarise(state)
     goal = goal_check(state, summary)
     doc = dict(
         config=asdict(state.cfg), interrupted=state.interrupted, total_seconds=total_s, timings=state.timings,
-        environment=dict(dpcore=dpcore.__version__, numpy=np.__version__, python=sys.version.split()[0],
-                         platform=platform.platform(), cpu_count=os.cpu_count(), git=state.git),
-        models=list(cache.meta.values()), selection=state.selection, investigation=state.investigation,
-        goal_check=goal, summary=summary["rows"], runs=state.runs, releases=state.records,
+        environment=environment(state.git), models=list(cache.meta.values()), selection=state.selection,
+        investigation=state.investigation, goal_check=goal, summary=summary["rows"], runs=state.runs,
+        releases=state.records,
     )
-    paths = []
-    with open(prefix + "results.json", "w") as fh:
-        json.dump(doc, fh, indent=1, default=float)
-    paths.append(prefix + "results.json")
-    with open(prefix + "results.md", "w") as fh:
-        fh.write(markdown(state, cache, summary, goal, total_s))
-    paths.append(prefix + "results.md")
-    paths += plots(state, summary, prefix)
-    return paths
+    return [write_json(prefix + "_results.json", doc),
+            write_text(prefix + "_results.md", markdown(state, cache, summary, goal, total_s))] + plots(state, summary, prefix)
 
 
 # ------------------------------------------------------------------------------------------------
 # main
 # ------------------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="tiny sizes (n=2000, T=200, 3 ε, 2 runs): smoke test, < 2 min")
-    p.add_argument("--outdir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="public base seed of every random choice")
-    p.add_argument("--runs", type=int, default=None, help="runs per cell (default 5, quick 2)")
-    p.add_argument("--stages", default="baseline,eps,T,n", help="comma-separated subset of baseline,eps,T,n")
-    p.add_argument("--datasets", default=None, help="comma-separated subset of adult,shuttle")
-    p.add_argument("--render", metavar="RESULTS_JSON", default=None,
-                   help="only re-write the tables and plots from a saved tddl_*results.json (no fitting)")
-    return p
 
 
 def render(path: str, outdir: str) -> int:
@@ -812,53 +685,32 @@ def render(path: str, outdir: str) -> int:
     class _Saved:
         meta = {i: m for i, m in enumerate(doc["models"])}
 
-    prefix = os.path.join(outdir, "tddl_quick_" if state.cfg.mode == "quick" else "tddl_")
+    prefix = output_prefix(outdir, "tddl", state.cfg.mode == "quick")
     summary = summarise(state)
-    with open(prefix + "results.md", "w") as fh:
-        fh.write(markdown(state, _Saved, summary, goal_check(state, summary), doc["total_seconds"]))
-    paths = [prefix + "results.md"] + plots(state, summary, prefix)
+    paths = [write_text(prefix + "_results.md", markdown(state, _Saved, summary, goal_check(state, summary),
+                                                          doc["total_seconds"]))]
+    paths += plots(state, summary, prefix)
     print("re-rendered:\n  " + "\n  ".join(paths))
     return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = experiment_parser(__doc__, DEFAULT_SEED, quick="tiny sizes (n=2000, T=200, 3 ε, 2 runs): smoke test, < 2 min",
+                             stages=("baseline", "eps", "T", "n"), datasets=tuple(DATASET_LABELS),
+                             render="tddl_*results.json").parse_args(argv)
     if args.render:
         return render(args.render, args.outdir)
-    cfg = Config(seed=args.seed)
-    if args.quick:
-        cfg = replace(cfg, **QUICK)
-    stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
-    bad = [s for s in stages if s not in ("baseline", "eps", "T", "n")]
-    if bad:
-        raise SystemExit(f"--stages: unknown stage(s) {bad}")
-    cfg = replace(cfg, stages=stages)
-    if args.runs is not None:
-        if args.runs < 1:
-            raise SystemExit("--runs must be >= 1")
-        cfg = replace(cfg, runs=args.runs)
-    if args.datasets:
-        ds = tuple(s.strip() for s in args.datasets.split(","))
-        if any(d not in DATASET_LABELS for d in ds):
-            raise SystemExit(f"--datasets: choose from {sorted(DATASET_LABELS)}")
-        cfg = replace(cfg, datasets=ds)
+    cfg = configure(Config, args, QUICK, min_runs=1)
     if cfg.sweep_dataset not in cfg.datasets:
         cfg = replace(cfg, stages=tuple(s for s in cfg.stages if s not in ("T", "n")))
 
     t_start = time.perf_counter()
-    state = State(cfg, git=_git_state())
-    data = {name: load_data(name, cfg) for name in cfg.datasets}
+    state = State(cfg, git=git_state())
+    data = {name: load(name, cfg) for name in cfg.datasets}
     cache = ModelCache(cfg, data)
     stage_fns = dict(baseline=stage_baseline, eps=stage_eps, T=stage_T, n=stage_n)
-    try:
-        for name in ("baseline", "eps", "T", "n"):
-            if name in cfg.stages:
-                t0 = time.perf_counter()
-                stage_fns[name](state, cache, data)
-                state.timings[name] = time.perf_counter() - t0
-    except KeyboardInterrupt:
-        state.interrupted = True
-        print("\ninterrupted: writing partial results", file=sys.stderr)
+    state.interrupted = run_stages([(name, lambda fn=stage_fns[name]: fn(state, cache, data))
+                                    for name in ("baseline", "eps", "T", "n") if name in cfg.stages], state.timings)
     total = time.perf_counter() - t_start
     state.timings["total"] = total
     paths = write_outputs(state, cache, args.outdir, total)
