@@ -88,9 +88,25 @@ def encode_binary_labels(y, classes: Sequence[Any], n: int, *, name: str = "y",
         raise ValueError(
             f"{name} contains {int((~known).sum())} label(s) outside the declared {classes_name}="
             f"{classes_.tolist()!r} (e.g. {bad!r}); the label set is a public parameter — pass "
-            f"{classes_name}=[a, b] listing the two labels your data use"
+            f"{classes_name}=[a, b] listing the two labels your data use" + _label_kind_note(y)
         )
     return classes_, np.where(is_pos, 1.0, -1.0)
+
+
+def _label_kind_note(y: np.ndarray) -> str:
+    """scikit-learn's wording for the two common causes of labels outside the declared set
+    (a continuous target, or more than two classes), so tools that match on it recognise them."""
+    try:
+        from sklearn.utils.multiclass import type_of_target
+
+        kind = type_of_target(y)
+    except (ValueError, TypeError):
+        return ""
+    if kind == "continuous":
+        return " (Unknown label type: continuous; a regression target?)"
+    if kind == "multiclass":
+        return " (Only binary classification is supported.)"
+    return ""
 
 
 def _equals(y: np.ndarray, label) -> np.ndarray:

@@ -1,15 +1,28 @@
 """Prediction shared by dpcore's released linear models (GLM perturbation, SimplexERM, PrivateSVM).
 
-Subclasses provide ``decision_function`` (which calls :meth:`_check_fitted`) and set ``coef_`` in
+Subclasses provide ``_decision_values`` (which calls :meth:`_check_fitted`) and set ``coef_`` in
 ``fit``; classifiers also set ``classes_`` (two labels, ``classes_[1]`` for positive decision values).
-Everything here post-processes the private release only.
+Everything here post-processes the private release only. As in scikit-learn, ``decision_function``
+exists only on classifiers and ``predict_proba`` / ``predict_log_proba`` only on classifiers fitted
+with the logistic loss (whose model is ``P(y = classes_[1] | x) = σ(<coef_, x> + intercept_)``); which
+of them exist depends on the public parameters only.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit, log_expit
+from sklearn.utils.metaestimators import available_if
 
 from dpcore.kernel_learning.svm import NotFittedError
+
+
+def _is_classifier(estimator) -> bool:
+    return estimator.__sklearn_tags__().estimator_type == "classifier"
+
+
+def _has_proba(estimator) -> bool:
+    return _is_classifier(estimator) and getattr(estimator, "loss", None) == "logistic"
 
 
 class LinearPredictorMixin:
@@ -29,10 +42,60 @@ class LinearPredictorMixin:
                              "rescale X to the declared data domain")
         return f
 
+    def _decision_values(self, X) -> np.ndarray:
+        raise NotImplementedError
+
+    @available_if(_is_classifier)
+    def decision_function(self, X) -> np.ndarray:
+        """Decision values ``<coef_, x> + intercept_`` (classifiers; ``> 0`` predicts ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._decision_values(X)
+
+    @available_if(_has_proba)
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of the logistic model, ``σ(decision)`` for ``classes_[1]``.
+
+        Post-processing of the private release (no further privacy cost).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``.
+        """
+        f = self._decision_values(X)
+        return np.column_stack([expit(-f), expit(f)])
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`, computed stably (``log σ(±f)``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        f = self._decision_values(X)
+        return np.column_stack([log_expit(-f), log_expit(f)])
+
     def predict(self, X) -> np.ndarray:
         """Classification: ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``.
         Regression (no ``classes_``): the decision values."""
-        f = self.decision_function(X)
+        f = self._decision_values(X)
         if not hasattr(self, "classes_"):
             return f
         return self.classes_[(f > 0).astype(np.intp)]

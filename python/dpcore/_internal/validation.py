@@ -13,6 +13,7 @@ import warnings
 from typing import Optional
 
 import numpy as np
+from sklearn.utils.validation import validate_data
 from sklearn.exceptions import DataConversionWarning
 
 from dpcore._internal.fp import PARAM_RANGE
@@ -99,6 +100,7 @@ def check_array(
     ndim: int = 2,
     n_features: Optional[int] = None,
     dtypes=(np.float64, np.float32),
+    estimator: Optional[str] = None,
 ) -> np.ndarray:
     """Validate a numeric array without copying when it already has an accepted dtype.
 
@@ -135,9 +137,7 @@ def check_array(
         raise ValueError(f"{name} must not be empty: 0 {what} (shape={arr.shape}) while a minimum of 1 "
                          f"is required.")
     if n_features is not None and ndim == 2 and arr.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {arr.shape[1]} features, expected {n_features} (shape {arr.shape})"
-        )
+        raise ValueError(_n_features_message(name, arr.shape, n_features, estimator))
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
@@ -149,7 +149,14 @@ def _is_sparse(array) -> bool:
     return sparse.issparse(array)
 
 
-def check_X(X, name: str = "X", *, n_features: Optional[int] = None, accept_sparse: bool = False):
+def _n_features_message(name: str, shape, n_features: int, estimator: Optional[str]) -> str:
+    """scikit-learn's wording ("X has 1 features, but KernelSVM is expecting 4 features as input")."""
+    who = estimator if estimator else "the fitted model"
+    return f"{name} has {shape[1]} features, but {who} is expecting {n_features} features as input (shape {shape})"
+
+
+def check_X(X, name: str = "X", *, n_features: Optional[int] = None, accept_sparse: bool = False,
+            estimator: Optional[str] = None):
     """The one validation of a feature matrix at every public entry point (fit, predict,
     decision_function, transform, score, releases).
 
@@ -159,18 +166,20 @@ def check_X(X, name: str = "X", *, n_features: Optional[int] = None, accept_spar
     ``TypeError`` whose message says "sparse". Every message starts with ``name``.
     """
     if not _is_sparse(X):
-        return check_array(X, name, n_features=n_features)
+        return check_array(X, name, n_features=n_features, estimator=estimator)
     if not accept_sparse:
         check_array(X, name)  # raises the "sparse" TypeError
     from scipy import sparse
 
     if X.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a numeric sparse matrix, got dtype {X.dtype}")
-    X = sparse.csr_matrix(X, dtype=np.float64)
+    if not (X.format == "csr" and X.dtype == np.float64):  # already CSR float64: no copy
+        X = sparse.csr_matrix(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D matrix, got shape {X.shape}")
+        what = "sample(s)" if X.shape[0] == 0 else "feature(s)"
+        raise ValueError(f"{name} must not be empty: 0 {what} (shape={X.shape}) while a minimum of 1 is required.")
     if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{name} has {X.shape[1]} features, expected {n_features} (shape {X.shape})")
+        raise ValueError(_n_features_message(name, X.shape, n_features, estimator))
     if not np.isfinite(X.data).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return X
@@ -207,10 +216,26 @@ def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) 
     return value
 
 
+def record_feature_names(estimator, X) -> None:
+    """Set ``feature_names_in_`` (string column names of a DataFrame ``X``; removed otherwise) and
+    ``n_features_in_`` exactly as scikit-learn's ``validate_data`` does. Call at the end of a
+    successful ``fit`` with the caller's original ``X`` (already validated). Column names are schema,
+    not records: they are public metadata of the release."""
+    validate_data(estimator, X, skip_check_array=True, reset=True)
+
+
+def check_feature_names(estimator, X) -> None:
+    """At prediction: scikit-learn's warning when ``X``'s column names differ from those seen in
+    ``fit`` (or are present/absent only in one of them). Call after ``X`` itself was validated."""
+    validate_data(estimator, X, skip_check_array=True, reset=False)
+
+
 def as_1d_target(y, name: str = "y") -> np.ndarray:
     """``y`` as a 1-D array; a column vector ``(n, 1)`` is accepted with scikit-learn's
     ``DataConversionWarning`` (as ``sklearn.utils.column_or_1d(warn=True)``). Other shapes are left for
     the caller's own check."""
+    if y is None:
+        raise ValueError(f"{name} is None: this estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn(f"A column-vector {name} was passed when a 1d array was expected. Please change the shape "

@@ -66,9 +66,9 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
-from dpcore._internal.params import ParamsMixin
 from dpcore.accounting.calibrate import per_step_epsilon
 from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
@@ -215,7 +215,7 @@ class FTRLRegret:
     bound: float
 
 
-class PrivateFTRL(ParamsMixin):
+class PrivateFTRL(BaseEstimator):
     r"""Differentially private entropic FTRL over the simplex with linear costs (one draw per round).
 
     See :mod:`dpcore.glm.ftrl` for the algorithm, the privacy proof, the floating-point terms and the
@@ -268,8 +268,6 @@ class PrivateFTRL(ParamsMixin):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _lam_factor = 1.0
 
-    _PARAMS = ("horizon", "epsilon", "delta", "data_norm_inf", "lam", "n_features", "clip", "random_state",
-               "accountant")
 
     def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
                  random_state=None, accountant=None):
@@ -289,9 +287,6 @@ class PrivateFTRL(ParamsMixin):
             raise ValueError("parameters of a started PrivateFTRL cannot change (the guarantee is fixed); clone it")
         return super().set_params(**params)
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("horizon", "epsilon", "delta", "data_norm_inf", "lam"))
-        return f"{type(self).__name__}({shown})"
 
     # -- state -----------------------------------------------------------------------------------
     def calibration(self, n_features: Optional[int] = None) -> FTRLCalibration:

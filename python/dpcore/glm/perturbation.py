@@ -120,7 +120,9 @@ from typing import Optional
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import BaseEstimator
 
+from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
 from dpcore.glm._losses import LOSSES, make_loss
 from dpcore.glm._solver import (
@@ -129,8 +131,9 @@ from dpcore.glm._solver import (
 )
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
-from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import as_1d_target, check_X, check_delta, check_epsilon, check_positive, check_scale
+from dpcore._internal.validation import (
+    as_1d_target, check_X, check_delta, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+)
 from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
@@ -346,12 +349,21 @@ class _Prepared:
         self.__dict__.update(kw)
 
 
-class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
+class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
     """Shared implementation of :class:`OutputPerturbation` and :class:`ObjectivePerturbation`."""
 
     _mechanism = ""
     #: Test hook for deliberately broken copies; must stay 1.0.
     _noise_scale_factor = 1.0
+
+    #: the fitted model is a DP release (see dpcore._internal.tags.expected_failed_checks)
+    _dp_release = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.loss == "squared":
+            return regressor_tags(tags, sparse=True)
+        return binary_classifier_tags(tags, sparse=True)
 
     def __init__(
         self,
@@ -447,26 +459,14 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         pass
 
     def _validate_data(self, X, y, p: dict):
+        X = check_X(X, "X", accept_sparse=True)
         if sparse.issparse(X):
-            X = sparse.csr_matrix(X, dtype=np.float64, copy=True)  # never modify the caller's matrix
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D, got shape {X.shape}")
-            if not np.isfinite(X.data).all():
-                raise ValueError("X contains NaN or infinite values")
+            X = X.copy()  # never modify the caller's matrix
             X.sum_duplicates()
             X.sort_indices()
         else:
-            X = np.asarray(X)
-            if X.dtype.kind not in "biuf":
-                raise TypeError(f"X must be a numeric array, got dtype {X.dtype}")
             X = np.ascontiguousarray(X, dtype=np.float64)
-            if X.ndim != 2:
-                raise ValueError(f"X must be a 2-D array, got shape {X.shape}")
-            if not np.isfinite(X).all():
-                raise ValueError("X contains NaN or infinite values")
         n, d = X.shape
-        if n == 0 or d == 0:
-            raise ValueError(f"X must not be empty, got shape {X.shape}")
         y = as_1d_target(y)
         if y.ndim != 1:
             raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
@@ -483,7 +483,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         else:
             classes = None
             if y.dtype.kind not in "biuf":
-                raise ValueError(f"y must be numeric for loss='squared', got dtype {y.dtype}")
+                raise ValueError(f"Unknown label type: y must be numeric for loss='squared', got dtype {y.dtype}")
             y_pm = np.asarray(y, dtype=np.float64)
             B = loss.label_bound
             out = np.abs(y_pm) > B
@@ -661,6 +661,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         ConvergenceError
             The solver did not reach ``tol`` (nothing is released).
         """
+        X_in = X
         prep = self._prepare(X, y)
         cal = prep.cal
         rng = check_random_state(self.random_state)
@@ -683,16 +684,19 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         # The solver certificate (gradient norm / duality gap, iteration count) is a function of the
         # data that the proof does not cover: it was checked against the public bound
         # privacy_.residual_bound and is discarded, never stored on the released model.
+        record_feature_names(self, X_in)
         return self
 
     def _fit_release(self, prep, rng):
         raise NotImplementedError
 
     # -- prediction ----------------------------------------------------------------------------
-    def decision_function(self, X) -> np.ndarray:
+    def _decision_values(self, X) -> np.ndarray:
         """``<coef_, x> + intercept_`` for every row of ``X`` (dense or sparse)."""
         self._check_fitted()
-        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True)
+        X_in = X
+        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True, estimator=type(self).__name__)
+        check_feature_names(self, X_in)
         return self._linear_decision(X, self.intercept_)
 
     # -- audit support -------------------------------------------------------------------------

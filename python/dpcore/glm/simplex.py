@@ -136,13 +136,16 @@ import numbers
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import BaseEstimator
 
 from dpcore.glm._solver import check_certifiable
+from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
-from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import as_1d_target, check_X, check_positive
+from dpcore._internal.validation import (
+    as_1d_target, check_X, check_feature_names, check_positive, record_feature_names,
+)
 from dpcore.exceptions import SimplexCertificationError
 
 
@@ -171,7 +174,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 # the estimator
 # ------------------------------------------------------------------------------------------------
-class SimplexERM(LinearPredictorMixin, ParamsMixin):
+class SimplexERM(LinearPredictorMixin, BaseEstimator):
     r"""Private ERM over the (scaled) simplex by sampling from the entropy-regularised optimum.
 
     Jain & Thakurta (2014) §5.1. ``fit`` computes the certified minimiser ``θ̂`` of
@@ -268,8 +271,6 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _epsilon0_factor = 1.0
 
-    _PARAMS = ("epsilon", "delta", "lam", "data_norm_inf", "loss", "task", "label_bound", "huber_width", "scale",
-               "signed", "tol", "max_iter", "max_draws", "clip", "classes", "verbose", "random_state", "accountant")
     _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
 
     def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
@@ -294,11 +295,21 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         self.random_state = random_state
         self.accountant = accountant
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("epsilon", "delta", "lam", "data_norm_inf", "loss"))
-        return f"{type(self).__name__}({shown})"
 
     # -- validation ------------------------------------------------------------------------------
+    #: the fitted model is a DP release (see dpcore._internal.tags.expected_failed_checks)
+    _dp_release = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        try:
+            task = self._resolved_task()
+        except ValueError:  # invalid parameters are reported by fit, not by the tags
+            task = "classification"
+        if task == "regression":
+            return regressor_tags(tags, sparse=True)
+        return binary_classifier_tags(tags, sparse=True)
+
     def _resolved_task(self) -> str:
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
@@ -328,16 +339,9 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         )
 
     def _check_X(self, X, r_inf: float, clip: bool, name: str = "X"):
+        X = check_X(X, name, accept_sparse=True)
         if sparse.issparse(X):
-            if X.format != "csr":
-                X = X.tocsr()
-            if X.dtype != np.float64:
-                X = X.astype(np.float64)
-            if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-                raise ValueError(f"{name} must be a non-empty 2-D matrix, got shape {X.shape}")
             data = X.data
-            if not np.isfinite(data).all():
-                raise ValueError(f"{name} contains NaN or infinite values")
             if data.size and float(np.max(np.abs(data))) > r_inf:
                 if not clip:
                     raise ValueError(
@@ -347,16 +351,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
                 X = X.copy()
                 np.clip(X.data, -r_inf, r_inf, out=X.data)
             return X
-        arr = np.asarray(X)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
-        arr = arr.astype(np.float64, copy=False)
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}")
-        if arr.size == 0:
-            raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
-        if not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains NaN or infinite values")
+        arr = np.asarray(X, dtype=np.float64)
         mx = float(np.max(np.abs(arr)))
         if mx > r_inf:
             if not clip:
@@ -380,7 +375,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
             classes, y_pm = encode_binary_labels(y, self.classes, n)
             return y_pm, classes
         if y.dtype.kind not in "biuf":
-            raise ValueError(f"y must be numeric for regression, got dtype {y.dtype}")
+            raise ValueError(f"Unknown label type: y must be numeric for regression, got dtype {y.dtype}")
         y = y.astype(np.float64)
         B = float(self.label_bound)
         if y.size and float(np.max(np.abs(y))) > B:
@@ -478,6 +473,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         BudgetExceededError
             The accountant cannot afford ``(ε, δ)`` (checked before the solve).
         """
+        X_in = X
 
         self._reset_fitted()
         prep = self._prepare(X, y)
@@ -507,13 +503,16 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         self.n_features_in_ = int(pdim)
         if prep["classes"] is not None:
             self.classes_ = prep["classes"]
+        record_feature_names(self, X_in)
         return self
 
     # -- prediction ------------------------------------------------------------------------------
-    def decision_function(self, X) -> np.ndarray:
+    def _decision_values(self, X) -> np.ndarray:
         """``<x, w>`` for the rows of ``X`` (dense or sparse)."""
         self._check_fitted()
-        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True)
+        X_in = X
+        X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True, estimator=type(self).__name__)
+        check_feature_names(self, X_in)
         return self._linear_decision(X)
 
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from dpcore._internal.params import ParamsMixin
+from sklearn.base import BaseEstimator
 
 from dpcore import __version__ as _version
 from dpcore import _core
@@ -95,7 +95,7 @@ class KernelRelease:
 
     def decision_function(self, X) -> np.ndarray:
         """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine)."""
-        X = check_array(X, "X", n_features=self.n_features_in_)
+        X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
         if self.points.shape[0] == 0:
             return np.full(X.shape[0], self.intercept)
         k = self.kernel
@@ -197,10 +197,10 @@ class KernelRelease:
                 f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
 
 
-class ReleasingEstimator(ParamsMixin):
+class ReleasingEstimator(BaseEstimator):
     """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
 
-    Subclasses set ``_PARAMS`` (constructor parameter names) and, in ``fit``, ``release_``.
+    Subclasses set ``release_`` in ``fit``; parameters follow scikit-learn (``BaseEstimator``).
     """
 
 

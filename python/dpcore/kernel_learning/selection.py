@@ -63,9 +63,10 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from dpcore import _core
-from dpcore._internal.params import ParamsMixin
+from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.mechanisms.noise import check_random_state
@@ -234,7 +235,7 @@ class SelectionPrivacy:
     prior_epsilon: float
 
 
-class PrivateGridSearch(ParamsMixin):
+class PrivateGridSearch(BaseEstimator):
     """Private selection of a kernel learner's hyper-parameters and release of the selected model.
 
     See :mod:`dpcore.kernel_learning.selection` for the algorithm and its proof.
@@ -296,8 +297,9 @@ class PrivateGridSearch(ParamsMixin):
     (True, True)
     """
 
-    _PARAMS = ("param_grid", "epsilon", "delta", "Z", "data_norm", "base_params", "strategy", "score_share",
-               "prior_epsilon_share", "mean_runs", "random_state", "accountant")
+
+    def __sklearn_tags__(self):
+        return binary_classifier_tags(super().__sklearn_tags__())
 
     def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
                  score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None, accountant=None):

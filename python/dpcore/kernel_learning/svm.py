@@ -50,11 +50,14 @@ import warnings
 from typing import Optional
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from dpcore import _core
+from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
-from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import check_array, check_positive, check_scale
+from dpcore._internal.validation import (
+    check_array, check_feature_names, check_positive, check_scale, record_feature_names,
+)
 from dpcore.kernels.evaluation import as_f64, check_kernel_params, check_kernel_domain
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
 
@@ -73,8 +76,11 @@ def _check_int(value, name: str, *, minimum: int = 1) -> int:
     return value
 
 
-class KernelERM(ParamsMixin):
+class KernelERM(ClassifierMixin, BaseEstimator):
     """Shared implementation of the kernel ERM estimators (scikit-learn conventions)."""
+
+    def __sklearn_tags__(self):
+        return binary_classifier_tags(super().__sklearn_tags__(), private=False)
 
     _loss: str = ""
 
@@ -144,6 +150,7 @@ class KernelERM(ParamsMixin):
             ``tol`` or ``cache_size`` not finite and positive, invalid ``max_iter`` or kernel
             parameters. The message names the parameter.
         """
+        X_in = X
         X = check_array(X, "X")
         # The label set is declared (``classes``), never read off the data: a training set with
         # one class trains like any other (see dpcore._internal.labels).
@@ -222,6 +229,7 @@ class KernelERM(ParamsMixin):
                 ConvergenceWarning,
                 stacklevel=2,
             )
+        record_feature_names(self, X_in)
         return self
 
     _FITTED = (
@@ -249,7 +257,9 @@ class KernelERM(ParamsMixin):
         Positive values predict ``classes_[1]``.
         """
         self._check_fitted()
-        X = check_array(X, "X", n_features=self.n_features_in_)
+        X_in = X
+        X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
+        check_feature_names(self, X_in)
         if self._mu_sv.shape[0] == 0:
             return np.zeros(X.shape[0])
         p = self.kernel_params_

@@ -409,8 +409,6 @@ class TDDL(ReleasingEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    _PARAMS = ("model", "epsilon", "delta", "data_norm", "noise", "norm_bound", "norm_epsilon_share",
-               "norm_beta", "ridge", "clip", "random_state", "accountant")
 
     # -- fitting ----------------------------------------------------------------------------------
     def _norm_mode(self):

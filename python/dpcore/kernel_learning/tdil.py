@@ -324,8 +324,6 @@ class TDIL(ReleasingEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    _PARAMS = ("model", "epsilon", "delta", "beta", "data_norm", "calibration", "sampler", "net_radius", "norm_bound",
-               "max_candidates", "max_kernel_evaluations", "verbose", "random_state", "accountant")
 
     # ------------------------------------------------------------------ planning
     def plan(self) -> dict:

@@ -57,9 +57,9 @@ from typing import Union
 
 import numpy as np
 from scipy import linalg
+from sklearn.base import BaseEstimator
 
 from dpcore.mechanisms import noise
-from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp._solvers import debiased_gram
@@ -183,7 +183,7 @@ def _check_alpha(alpha) -> Union[str, float]:
     return value
 
 
-class LDPKernelRidge(ParamsMixin):
+class LDPKernelRidge(BaseEstimator):
     """Server side of Algorithm 4: ridge regression in the random-feature space from reports only.
 
     Parameters

@@ -61,9 +61,9 @@ from typing import Optional, Tuple
 
 import numpy as np
 from numpy.polynomial import chebyshev as C
+from sklearn.base import BaseEstimator
 
 from dpcore.mechanisms import noise
-from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp.regression import check_label
@@ -261,7 +261,7 @@ def _gradients(w, z0, zy, zx, proto: LogisticProtocol) -> np.ndarray:
     return proto.r * mag[:, None] * z0
 
 
-class LDPLogisticRegression(ParamsMixin):
+class LDPLogisticRegression(BaseEstimator):
     """Server side of Algorithm 6: logistic regression from the users' reports only.
 
     Parameters

@@ -50,9 +50,9 @@ from typing import Optional, Union
 
 import numpy as np
 from scipy import optimize, sparse
+from sklearn.base import BaseEstimator
 
 from dpcore.mechanisms import noise
-from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_count, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
@@ -211,7 +211,7 @@ def l1_recovery(G: np.ndarray, u: np.ndarray, tau: float):
     return x[:d] - x[d:2 * d], tau
 
 
-class LDPMeanEstimator(ParamsMixin):
+class LDPMeanEstimator(BaseEstimator):
     """Server side of Algorithm 2: estimate the mean from the users' reports only.
 
     Parameters

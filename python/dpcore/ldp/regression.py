@@ -28,9 +28,9 @@ from fractions import Fraction
 from typing import Optional
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from dpcore.mechanisms import noise
-from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
@@ -146,7 +146,7 @@ def check_zv_reports(Z, v, n_users, m):
     return Z, v
 
 
-class LDPSparseRegression(ParamsMixin):
+class LDPSparseRegression(BaseEstimator):
     """Server side of Algorithm 3: fit from the users' reports ``(Z, v)`` only.
 
     Parameters

@@ -109,8 +109,10 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from dpcore import _core
+from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from dpcore.glm._losses import make_loss
@@ -120,8 +122,9 @@ from dpcore.glm._solver import (
 )
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
-from dpcore._internal.params import ParamsMixin
-from dpcore._internal.validation import check_array, check_epsilon, check_positive, check_scale
+from dpcore._internal.validation import (
+    check_array, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+)
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
 
@@ -310,7 +313,7 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
     )
 
 
-class PrivateSVM(LinearPredictorMixin, ParamsMixin):
+class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     r"""ε-DP SVM by output perturbation in a finite feature space (Rubinstein et al. 2009).
 
     See :mod:`dpcore.private_svm.estimator` for the mechanism, the sensitivity derivation (and why the SPEC's
@@ -399,6 +402,12 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     def _l1_from_l2_factor(F: int) -> float:
         """``√F``: ``||v||₁ ≤ √F ||v||₂`` (test hook)."""
         return math.sqrt(F)
+
+    #: the fitted model is a DP release (see dpcore._internal.tags.expected_failed_checks)
+    _dp_release = True
+
+    def __sklearn_tags__(self):
+        return binary_classifier_tags(super().__sklearn_tags__())
 
     def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
@@ -630,6 +639,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         ConvergenceError
             The solver did not reach ``tol`` (nothing is released).
         """
+        X_in = X
         rng = check_random_state(self.random_state)
         prep = self._prepare(X, y, rng)
         cal = prep.cal
@@ -650,16 +660,16 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         self.privacy_ = cal
         # the certificate (data-dependent, not covered by the proof) was checked against the public
         # privacy_.residual_bound in _solve and is not kept on the released model
+        record_feature_names(self, X_in)
         return self
 
     # -- prediction ----------------------------------------------------------------------------
-    def decision_function(self, X) -> np.ndarray:
+    def _decision_values(self, X) -> np.ndarray:
         """``<coef_, φ(x)> + intercept_`` (post-processing of the release; queries need no domain check)."""
         self._check_fitted()
-        X = self._validate_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
-                             f"n_features_in_ = {self.n_features_in_}")
+        X_in = X
+        X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
+        check_feature_names(self, X_in)
         Phi = X if self.random_features_ is None else self.random_features_.transform(X)
         return self._linear_decision(Phi, self.intercept_)
 
