@@ -167,8 +167,7 @@ class PINP(NotPicklableService):
     The session answers at most ``T = n_queries`` queries and makes at most ``B`` updates; after
     the ``B``-th update every further query is refused (:class:`PINPBudgetExhausted`).
 
-    Calibration (all logs natural)
-    ------------------------------
+    **Calibration (all logs natural).**
     ``R_φ² = max_{||z||≤r} K(z, z)`` for the declared ``data_norm`` r; the model's λ, L, n.
 
     * Sensitivity (supplement eq. 3): ``S = 2 L R_φ² / (λ n)``. The solver is inexact, so its
@@ -185,8 +184,7 @@ class PINP(NotPicklableService):
       (``dpcore.mechanisms.noise.laplace_plan``); ``noise_scale_ = 1/epsilon0_``.
     * ``σ = (4/ε0) log(2T/β)``, ``η = σ / (4 R_φ²)``.
 
-    Proof sketch
-    ------------
+    **Proof sketch.**
     (1) For datasets differing in one record, λ-strong convexity and L-Lipschitzness give
     ``||w*_G − w*_G'|| ≤ 2 L R_φ/(λ n)`` (supplement eq. 3), hence
     ``|<w*_G − w*_G', φ(z)>| ≤ S`` for every z in the domain — this needs every training point and
@@ -217,8 +215,7 @@ class PINP(NotPicklableService):
     early (a warning is issued when the model exposes ``w_norm_``). C must be public — never set
     it from the data (``B`` and hence the noise depend on it).
 
-    Error bound (``error_bound_``)
-    ------------------------------
+    **Error bound (``error_bound_``).**
     With probability ≥ 1 − β, simultaneously for every answered query,
     ``|ŷ_t − <w*, φ(z_t)>| ≤ σ + log(2T/β)/ε0 + g/2 + R_φ·err``. Derivation: ``ζ_t = g(Y_t) +``
     snapping error, ``|snap error| ≤ g/2``, and for discrete Laplace of scale τ,
@@ -229,8 +226,7 @@ class PINP(NotPicklableService):
     ``w*``. The paper's Theorem 3 is only ``O(C R_φ² sqrt(L log(T/β)) log²(1/δ) / sqrt(n ε λ))``;
     that expression without constant is ``theorem3_rate_``.
 
-    Utility, honestly
-    -----------------
+    **Utility, honestly.**
     The constants (200, √B, log(4/δ)·log(2T/β)) are loose. For Adult-like settings
     (n = 30,000, λn = 1000, R_φ² = 8, L = 1, ε = 1, δ = 1e-6, β = 0.05, T = 1000) the calibration
     gives B = 727, ε0 ≈ 7.6e-4 (noise scale ≈ 1312) and σ ≈ 5.6e4, while the predictions
@@ -398,7 +394,7 @@ class PINP(NotPicklableService):
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The calibration is recomputed from the stored parameters and must equal the stored one;
-        the model fingerprint (hash of μ, X_fit_, kernel parameters, λ, L, n, certificate) must
+        the model fingerprint (hash of μ, ``X_fit_``, kernel parameters, λ, L, n, certificate) must
         match. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
 

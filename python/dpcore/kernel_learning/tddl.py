@@ -299,8 +299,7 @@ class TDDL(ReleasingEstimator):
     function of ``ŷ``, ``Z`` and ``C`` (solved exactly: :func:`ball_constrained_lstsq`), so
     privacy is that of releasing ``ŷ`` (and of ``C`` when it is estimated privately).
 
-    Sensitivity (supplement eq. 3, with the solver and floating point accounted for)
-    -------------------------------------------------------------------------------------
+    **Sensitivity (supplement eq. 3, with the solver and floating point accounted for).**
     ``||w*_G − w*_G'|| ≤ 2 L R_φ / (λ n)`` for training sets differing in one record (every
     training point in the declared ball). The model's ``w`` satisfies ``||w − w*|| ≤ err`` with
     ``err = sqrt(2·tol/λ)`` from the model's *public* tolerance (checked against its certificate,
@@ -351,6 +350,7 @@ class TDDL(ReleasingEstimator):
           ``(1 − share)·ε``; basic composition gives (ε, δ) overall.
         * a number: a public bound the user vouches for (no budget spent). The paper assumes
           ``||w*||`` public "for clarity"; dpcore never reads it from the data for free.
+
         ``C`` affects utility only: ``ŵ`` is post-processing of the released quantities.
 
     Parameters

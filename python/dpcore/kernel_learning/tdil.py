@@ -208,8 +208,7 @@ class TDIL(ReleasingEstimator):
     (The paper also outputs a noisy answer ``â_t`` in update rounds; nothing here needs it, so it is
     not computed and costs no budget.)
 
-    Calibration (``calibration="paper"``, SPEC constants)
-    ---------------------------------------------------
+    **Calibration (``calibration="paper"``, SPEC constants).**
     ``S = R_φ (2 L R_φ/(λ n) + 2 err) + 2 e_fp`` (score/distinguisher sensitivity with the solver
     certificate and float error, as in :class:`dpcore.TDDL`),
     ``B = ⌊n ε / (100 L R_φ log(4/δ))⌋``, ``ε0 = n ε λ / (10 L R_φ² √B log(4/δ))``,
@@ -229,8 +228,7 @@ class TDIL(ReleasingEstimator):
     ``2 κ S = ε0 S / 2``, exactly the paper's intended "ε0/2" in the same units as its Laplace step.
     ``epsilon0_printed_em_scale`` records the printed factor for reference.
 
-    Proof sketch
-    ------------
+    **Proof sketch.**
     (1) For neighbouring training sets ``|<φ(z), w_G − w_G'>| ≤ S`` for every z in the ball
     (supplement eq. 3, Cauchy–Schwarz, certificate, float error). The score ``κ|<φ(z), w_t − w>|``
     changes by at most ``κ S`` given the same history, so the EM step is ``2κS``-DP
@@ -247,8 +245,7 @@ class TDIL(ReleasingEstimator):
     ``ε_spent = ε`` (same composition theorem, same proof) — more accurate, still (ε, δ)-DP.
     (4) ŵ is a function of the z_t's and the signs of d̂_t: post-processing.
 
-    Cost
-    ----
+    **Cost.**
     Each round scores every net point: ``|S| ≈ vol(ball)/h^d`` with ``h = 2ν/√d`` candidates, each
     costing ``d`` flops (linear kernel: ``w_t − w*`` collapses to a d-vector) or
     ``n_sv + t`` kernel evaluations (RBF/poly). :meth:`plan` reports both before anything runs, and
@@ -281,7 +278,7 @@ class TDIL(ReleasingEstimator):
         Public ``C ≥ ||w*||`` (default ``min(2 L R_φ/λ, sqrt(2 ℓ(0)/λ)) + err``); enters only the
         exponent bound used for the float analysis.
     max_candidates : float, default 2e10
-        Refuse runs scoring more than this many net points in total (B·|S|).
+        Refuse runs scoring more than this many net points in total (``B·|S|``).
     max_kernel_evaluations : float, default 2e10
         Refuse kernel-sum runs above this many kernel evaluations in total.
     verbose : bool, default False
@@ -331,8 +328,8 @@ class TDIL(ReleasingEstimator):
     def plan(self) -> dict:
         """Validate, calibrate and count the work; draws no randomness and releases nothing.
 
-        Returns a dict with ``calibration`` (:class:`TDILCalibration`), ``net_size`` (|S|),
-        ``candidates`` (B·|S|), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
+        Returns a dict with ``calibration`` (:class:`TDILCalibration`), ``net_size`` (``|S|``),
+        ``candidates`` (``B·|S|``), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
         the internal state used by :meth:`fit`.
         """
         info = model_info(self.model, "TDIL")

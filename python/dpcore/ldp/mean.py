@@ -181,7 +181,7 @@ def median_of_means_l1(Y: np.ndarray, m: int):
 
 
 def l1_recovery(G: np.ndarray, u: np.ndarray, tau: float):
-    """``argmin ||z||_1 s.t. ||G z − u||_1 ≤ τ`` as an LP (HiGHS). Variables ``[z⁺, z⁻, t]``.
+    """``argmin ||z||_1`` subject to ``||G z − u||_1 ≤ τ``, solved as an LP (HiGHS). Variables ``[z⁺, z⁻, t]``.
 
     If the constraint is infeasible (possible when p > d), τ is raised to the smallest feasible
     ``min ||Gz − u||_1`` (times 1 + 1e-9). Returns ``(z, tau_used)``."""
