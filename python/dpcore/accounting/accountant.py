@@ -37,7 +37,17 @@ __all__ = ["BudgetAccountant", "BudgetExceededError", "BudgetRecord"]
 
 @dataclass(frozen=True)
 class BudgetRecord:
-    """One accepted spend: ``epsilon``, ``delta``, ``label`` and wall-clock ``timestamp`` (``time.time()``)."""
+    """One accepted spend: ``epsilon``, ``delta``, ``label`` and wall-clock ``timestamp`` (``time.time()``).
+
+    Examples
+    --------
+    >>> from dpcore import BudgetAccountant
+    >>> acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    >>> acc.spend(0.5, 1e-7, label="counts")
+    >>> rec = acc.records[0]
+    >>> rec.epsilon, rec.delta, rec.label
+    (0.5, 1e-07, 'counts')
+    """
 
     epsilon: float
     delta: float

@@ -91,6 +91,15 @@ class LinearBallEM:
     ----------
     rng : dpcore.mechanisms.noise.ChaChaRng
         Source of randomness (64-bit words).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+    >>> em = LinearBallEM(check_random_state(0))
+    >>> z = em.sample(np.array([1.0, 0.0, 0.0]), kappa=5.0, r=1.0)
+    >>> z.shape, bool(np.linalg.norm(z) <= 1.0)
+    ((3,), True)
     """
 
     def __init__(self, rng):
