@@ -87,6 +87,15 @@ class FTRLCalibration:
     ``epsilon_step`` is the per-round budget from the composition theorem, ``per_round_epsilon``
     the per-round cost at the chosen ``lam`` (``≤ epsilon_step``), ``lam_privacy_min`` and
     ``lam_sampler_min`` the two lower bounds on λ.
+
+    Examples
+    --------
+    The calibration needs no data:
+
+    >>> from dpcore import PrivateFTRL
+    >>> cal = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0, n_features=4).calibration()
+    >>> cal.horizon, cal.n_features, cal.epsilon
+    (100, 4, 1.0)
     """
 
     epsilon: float
@@ -263,6 +272,16 @@ class PrivateFTRL(ParamsMixin):
     -----
     The learner necessarily holds the cumulative cost vector (the private state); only
     ``indices_`` and the values returned by :meth:`predict` are covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import PrivateFTRL
+    >>> costs = np.random.default_rng(0).uniform(0.0, 1.0, size=(50, 4))  # |cost| <= data_norm_inf
+    >>> ftrl = PrivateFTRL(horizon=50, epsilon=1.0, data_norm_inf=1.0, n_features=4, random_state=0)
+    >>> ftrl = ftrl.partial_fit(costs[:30]).partial_fit(costs[30:])
+    >>> ftrl.indices_.shape, bool(set(ftrl.indices_.tolist()) <= {0, 1, 2, 3})
+    ((50,), True)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.

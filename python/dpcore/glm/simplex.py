@@ -263,6 +263,16 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
 
     A Ctrl-C (``KeyboardInterrupt``) during the solve leaves the estimator unfitted and the
     accountant uncharged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import SimplexERM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1.0, 1.0, size=(2000, 5)); y = np.sign(X[:, 0] + 0.1)
+    >>> est = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y)
+    >>> est.coef_.shape, est.n_draws_
+    ((5,), 507)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.

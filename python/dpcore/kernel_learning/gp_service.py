@@ -80,7 +80,19 @@ _RESIDUAL_MU_SHARE = 1e-3
 
 @dataclass(frozen=True)
 class GPServiceCalibration:
-    """Every public number of a :class:`GPService` (formulas in the module docstring)."""
+    """Every public number of a :class:`GPService` (formulas in the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np, dpcore
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> cal = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
+    >>> cal.epsilon, cal.delta, cal.n
+    (1.0, 1e-06, 300)
+    """
 
     epsilon: float
     delta: float

@@ -39,6 +39,19 @@ class PINPCalibration:
     per-round Laplace mechanism of Theorem 9 and ``epsilon0 = 1/noise_scale``; ``sensitivity`` is
     the sensitivity the noise is calibrated for (S + 2 R_φ·err + grid slack);
     ``scale_num/scale_den`` the exact discrete Laplace scale in grid units.
+
+    Examples
+    --------
+    The calibration of a session is public (it uses no data beyond ``n`` and the declared bounds):
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, PINP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> cal = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0).privacy_
+    >>> cal.n, cal.n_queries, cal.B >= 1
+    (200, 10, True)
     """
 
     n: int
@@ -278,6 +291,22 @@ class PINP(NotPicklableService):
     n_answered, n_updates, remaining_updates, remaining_queries : session counters.
     state_seq : sequence number of the last committed state (record it outside the state's
         storage and pass it to ``load(min_seq=...)`` to detect a rollback).
+
+    Examples
+    --------
+    The paper's calibration needs ``n·λ·ε`` large; a public ``norm_bound`` (a utility parameter,
+    never read from the data) makes this tiny session affordable:
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, PINP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> session = PINP(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0,
+    ...                random_state=0)
+    >>> answers = session.predict(X[:4])
+    >>> answers.shape, session.n_answered, session.remaining_queries
+    ((4,), 4, 6)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.

@@ -66,6 +66,23 @@ class KernelRelease:
         The declared domain ``||q|| ≤ data_norm`` the guarantee and the utility analysis refer to.
     intercept : float, default 0.0
         Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+    >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+    >>> rel.mechanism, rel.points.shape, rel.predict(X[:3]).shape
+    ('TDDL', (200, 2), (3,))
+    >>> d = rel.to_dict()                               # public: points, coefficients, privacy record
+    >>> sorted(d)[:3]
+    ['calibration', 'checksum', 'classes']
     """
 
     def __init__(self, points, mu, kernel: dict, *, classes=None, mechanism: str, epsilon: float,

@@ -373,6 +373,18 @@ class KernelLogisticRegression(KernelERM):
     (2011), kernelised, with the same certified duality gap.
 
     Methods ``predict_proba`` returns ``sigma(f(z))`` for ``classes_[1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelLogisticRegression
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
+    >>> clf = KernelLogisticRegression(lam=0.1, kernel="linear").fit(X, [1, 1, -1, -1])
+    >>> clf.predict(X).tolist()
+    [1, 1, -1, -1]
+    >>> proba = clf.predict_proba(X)
+    >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+    ((4, 2), True)
     """
 
     _loss = "logistic"

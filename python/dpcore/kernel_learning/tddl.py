@@ -54,6 +54,20 @@ class TDDLCalibration:
     twice the public solver error); ``sensitivity`` is the per-coordinate sensitivity (Laplace) or
     the L2 sensitivity of the prediction vector (Gaussian) the noise is calibrated for;
     ``noise_scale`` is the Laplace scale ν or the Gaussian σ per coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(100, 2))
+    >>> cal = TDDL(svm, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=0).fit(Z).privacy_
+    >>> cal.noise, cal.n, cal.n_points, cal.epsilon
+    ('gaussian', 2000, 100, 1.0)
     """
 
     noise: str
@@ -388,6 +402,22 @@ class TDDL(ReleasingEstimator):
         The radius ``C`` used.
     lstsq_info_ : dict
         ``rho``, ``norm``, ``constrained``, ``rank`` of the constrained least squares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))       # public, unlabelled points
+    >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z)  # noise="gp"
+    >>> type(tddl.release_).__name__, tddl.privacy_.noise, tddl.privacy_.n_points
+    ('KernelRelease', 'gp', 200)
+    >>> tddl.predict(X[:3]).shape                       # delegates to the release
+    (3,)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
