@@ -53,3 +53,68 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# Docstrings often name an object by a re-export (``dpcore.TDDL``, ``dpcore.KernelRelease.save``)
+# or by its defining module (``dpcore.kernel_learning.tddl.TDDL``); the reference documents each
+# object once, under the public subpackage that exports it. Resolve such names to that page.
+# ---------------------------------------------------------------------------------------------
+def _resolve_alias(app, env, node, contnode):
+    import importlib
+
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if not target.startswith("dpcore."):
+        return None
+    parts = target.split(".")
+    obj, attrs = None, []
+    for i in range(len(parts) - 1, 0, -1):  # longest importable module prefix, then attributes
+        try:
+            mod = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        obj, attrs = mod, parts[i:]
+        break
+    if obj is None or not attrs:
+        return None
+    try:
+        head = getattr(obj, attrs[0])
+    except AttributeError:
+        return None
+    canonical = _CANONICAL.get(id(head))
+    if canonical is None:
+        return None
+    new_target = ".".join([canonical] + attrs[1:])
+    if new_target == target:
+        return None
+    domain = env.get_domain("py")
+    return domain.resolve_xref(env, node.get("refdoc"), app.builder, node.get("reftype"), new_target, node,
+                               contnode)
+
+
+def _canonical_names():
+    import importlib
+    import re
+    from pathlib import Path
+
+    names = {}
+    for page in sorted((Path(__file__).parent / "api").glob("*.rst")):
+        text = page.read_text(encoding="utf-8")
+        mod = re.search(r"^\.\. currentmodule:: (\S+)", text, re.M)
+        if mod is None:
+            continue
+        module = importlib.import_module(mod.group(1))
+        for block in re.findall(r"\.\. autosummary::\n(?:   :.*\n)*\n((?:   \S.*\n)+)", text):
+            for line in block.splitlines():
+                name = line.strip()
+                names[id(getattr(module, name))] = f"{mod.group(1)}.{name}"
+    return names
+
+
+_CANONICAL = _canonical_names()
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_alias)
