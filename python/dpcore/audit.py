@@ -227,7 +227,20 @@ class AuditResult:
         return self.count_num, self.count_den
 
     def check(self, claimed_epsilon) -> bool:
-        """True iff the lower bound does not contradict the claim (``lower bound ≤ claimed ε``)."""
+        """True iff the lower bound does not contradict the claim (``lower bound ≤ claimed ε``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.audit import audit
+        >>> from dpcore.mechanisms import noise
+        >>> def sampler(value, n_samples, seed):
+        ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+        >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=[0.5, 1.0], alpha=1e-3,
+        ...             random_state=0)
+        >>> res.check(1.0), res.check(0.01)   # consistent with ε = 1; ε = 0.01 is refuted
+        (True, False)
+        """
         claimed = float(claimed_epsilon)
         if not claimed >= 0.0:
             raise ValueError(f"claimed_epsilon must be >= 0, got {claimed_epsilon!r}")
