@@ -374,6 +374,16 @@ class PrivateFTRL(ParamsMixin):
 
         Calling it any number of times returns the same index until the round is completed by
         :meth:`partial_fit`; the draw counts as that round's release (within the horizon).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=10, epsilon=1.0, data_norm_inf=1.0, n_features=3, random_state=0)
+        >>> a = ftrl.predict()
+        >>> a == ftrl.predict()            # the same action until the round is played
+        True
+        >>> _ = ftrl.partial_fit(np.array([[0.2, 0.9, 0.5]]))  # incur the cost of the action played
         """
         self._ensure_started(None)
         if self.t_ >= self.privacy_.horizon:
@@ -409,6 +419,16 @@ class PrivateFTRL(ParamsMixin):
         returned by :meth:`predict`) and recorded, the cost ``x_t[a_t]`` is incurred, then the
         cumulative costs are updated. The whole batch is refused (:class:`FTRLHorizonExceeded`)
         if it would exceed the horizon. The first call charges the accountant ``(ε, δ)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=20, epsilon=1.0, data_norm_inf=1.0, n_features=3, random_state=0)
+        >>> for costs in np.random.default_rng(0).uniform(size=(4, 5, 3)):    # 4 batches of 5 rounds
+        ...     ftrl = ftrl.partial_fit(costs)
+        >>> ftrl.indices_.shape
+        (20,)
         """
         X = self._check_costs(X)
         self._ensure_started(X.shape[1])

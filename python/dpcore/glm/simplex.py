@@ -326,6 +326,13 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
 
         Uses no data (``n`` and ``p`` are public); raises the same ``ValueError`` as :meth:`fit`
         when no draw is affordable.
+
+        Examples
+        --------
+        >>> from dpcore import SimplexERM
+        >>> cal = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0).calibration(2000, 5)
+        >>> cal.n, cal.n_features
+        (2000, 5)
         """
         task = self._resolved_task()
         if not isinstance(self.clip, (bool, np.bool_)):

@@ -430,6 +430,24 @@ class PINP(NotPicklableService):
         ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
         smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
         edited or truncated state fails its checksum (``ValueError``).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, PINP
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "pinp.json")
+        >>> session = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, state_path=path,
+        ...                random_state=0)
+        >>> _ = session.predict(X[:3]); seq = session.state_seq; session.close()
+        >>> resumed = PINP.load(path, svm, min_seq=seq)       # e.g. after a restart
+        >>> resumed.n_answered, resumed.remaining_queries
+        (3, 7)
+        >>> resumed.close(); tmp.cleanup()
         """
         store = open_state_store(state_path, _STATE_FORMAT, state_backend)
         path = store.path
@@ -494,6 +512,17 @@ class PINP(NotPicklableService):
         PINPBudgetExhausted
             When B updates or T queries are used up before the end of the batch; its ``answers``
             attribute holds the answers for the leading queries (already committed).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, PINP
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> session = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0)
+        >>> session.predict(X[:3]).shape, session.remaining_queries
+        ((3,), 7)
         """
         if return_details and not self._seeded:
             raise ValueError(

@@ -210,11 +210,13 @@ class KernelRelease:
         >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
         >>> import os, tempfile
         >>> from dpcore import KernelRelease
-        >>> path = os.path.join(tempfile.mkdtemp(), "release.json")
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "release.json")
         >>> rel.save(path)                 # public: points, coefficients, privacy record
         >>> same = KernelRelease.load(path)
         >>> bool(np.array_equal(same.predict(X[:5]), rel.predict(X[:5])))
         True
+        >>> tmp.cleanup()
         """
         atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
 
@@ -233,10 +235,12 @@ class KernelRelease:
         >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
         >>> import os, tempfile
         >>> from dpcore import KernelRelease
-        >>> path = os.path.join(tempfile.mkdtemp(), "release.json")
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "release.json")
         >>> rel.save(path)
         >>> KernelRelease.load(path).mechanism
         'TDDL'
+        >>> tmp.cleanup()
         """
         path = os.fspath(path)
         with open(path, "rb") as f:

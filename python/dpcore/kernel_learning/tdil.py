@@ -357,6 +357,17 @@ class TDIL(ReleasingEstimator):
         Returns a dict with ``calibration`` (:class:`TDILCalibration`), ``net_size`` (``|S|``),
         ``candidates`` (``B·|S|``), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
         the internal state used by :meth:`fit`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDIL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+        >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+        >>> plan = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0).plan()
+        >>> plan["calibration"].B, "candidates" in plan, "kernel_evaluations" in plan
+        (1, True, True)
         """
         info = model_info(self.model, "TDIL")
         X = info["X"]
