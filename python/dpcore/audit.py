@@ -247,7 +247,24 @@ class AuditResult:
         return self.epsilon_lower_bound <= claimed
 
     def assert_private(self, claimed_epsilon) -> None:
-        """Raise ``AssertionError`` if the audit refutes the claimed ε (at confidence 1 − α)."""
+        """Raise ``AssertionError`` if the audit refutes the claimed ε (at confidence 1 − α).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.audit import audit
+        >>> from dpcore.mechanisms import noise
+        >>> def sampler(value, n_samples, seed):
+        ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+        >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=[0.5, 1.0], alpha=1e-3,
+        ...             random_state=0)
+        >>> res.assert_private(1.0)          # silent: the claim is not refuted
+        >>> try:
+        ...     res.assert_private(0.01)
+        ... except AssertionError:
+        ...     print("refuted")
+        refuted
+        """
         if not self.check(claimed_epsilon):
             raise AssertionError(
                 f"privacy claim refuted: claimed epsilon={float(claimed_epsilon):g} "

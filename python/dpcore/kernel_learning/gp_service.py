@@ -423,7 +423,19 @@ class GPService(NotPicklableService):
             return out
 
     def decision_function(self, X) -> np.ndarray:
-        """Alias of :meth:`predict` (the private decision values)."""
+        """Alias of :meth:`predict` (the private decision values).
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> bool(np.array_equal(service.decision_function(X[:3]), service.predict(X[:3])))
+        True
+        """
         return self.predict(X)
 
     def predict_labels(self, X) -> np.ndarray:
@@ -507,7 +519,25 @@ class GPService(NotPicklableService):
 
     @classmethod
     def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "GPService":
-        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit."""
+        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> import os, tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "gp.json")
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, state_path=path, random_state=0)
+        >>> a = service.predict(X[:3]); seq = service.state_seq; service.close()
+        >>> resumed = dpcore.GPService.load(path, svm, min_seq=seq)
+        >>> bool(np.array_equal(resumed.predict(X[:3]), a))   # the same path: stored answers again
+        True
+        >>> resumed.close(); tmp.cleanup()
+        """
         store = open_state_store(state_path, _STATE_FORMAT, state_backend)
         doc = store.read()
         if min_seq is not None and doc["seq"] < int(min_seq):

@@ -111,7 +111,20 @@ class KernelRelease:
         return int(self.points.shape[1])
 
     def decision_function(self, X) -> np.ndarray:
-        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine)."""
+        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> rel.decision_function(X[:3]).shape
+        (3,)
+        """
         X = check_array(X, "X", n_features=self.n_features_in_)
         if self.points.shape[0] == 0:
             return np.full(X.shape[0], self.intercept)
@@ -160,15 +173,55 @@ class KernelRelease:
                              intercept=-t)
 
     def predict(self, X) -> np.ndarray:
-        """Class labels: ``classes_[1]`` where the decision value is > 0."""
+        """Class labels: ``classes_[1]`` where the decision value is > 0.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> set(rel.predict(X[:10]).tolist()) <= {-1, 1}
+        True
+        """
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
     def score(self, X, y) -> float:
-        """Mean accuracy on ``(X, y)``."""
+        """Mean accuracy on ``(X, y)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> acc = rel.score(X, y)                         # mean accuracy
+        >>> 0.0 <= acc <= 1.0
+        True
+        """
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def norm(self) -> float:
-        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release)."""
+        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> bool(rel.norm() > 0)                           # a function of the release only
+        True
+        """
         if self.points.shape[0] == 0:
             return 0.0
         k = self.kernel

@@ -456,6 +456,19 @@ class TDDL(ReleasingEstimator):
 
         Returns the state :meth:`fit` uses (exposed for audits and experiments; nothing private is
         released by this method).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0)
+        >>> _ = tddl.prepare(Z)                            # validates and calibrates; draws no noise
+        >>> hasattr(tddl, "release_")
+        False
         """
         info = model_info(self.model, "TDDL")
         d = info["X"].shape[1]
@@ -555,6 +568,18 @@ class TDDL(ReleasingEstimator):
         """Release the private model for the public points ``Z`` (``y`` is ignored).
 
         Charges the accountant ``(ε, δ)`` before drawing any noise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z)
+        >>> tddl.release_.points.shape                   # the release is an expansion over Z only
+        (200, 2)
         """
         prep = self.prepare(Z)
         cal = prep["cal"]

@@ -437,7 +437,19 @@ class TDIL(ReleasingEstimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X=None, y=None):
-        """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data)."""
+        """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDIL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+        >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+        >>> tdil = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit()
+        >>> tdil.release_.mechanism, tdil.predict(X[:3]).shape
+        ('TDIL', (3,))
+        """
         plan = self.plan()
         cal, info, r = plan["calibration"], plan["info"], plan["radius"]
         k = info["kernel"]

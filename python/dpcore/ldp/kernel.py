@@ -132,7 +132,16 @@ class KernelRidgeProtocol(ProtocolMixin):
         return self.n_components
 
     def features(self, X) -> np.ndarray:
-        """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding)."""
+        """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+        >>> proto.features(np.zeros((2, 3))).shape     # public: the same map on every device and the server
+        (2, 20)
+        """
         F = self.feature_map.transform(check_array(X, "X", n_features=self.dim))
         return clip_rows(F, 1.0)
 
@@ -288,5 +297,16 @@ class LDPKernelRidge(ParamsMixin):
         Returns
         -------
         numpy.ndarray, shape (n_queries,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])
+        >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+        >>> model = ldp.LDPKernelRidge(proto).fit(*ldp.simulate(X, y, proto, random_state=0))
+        >>> model.predict(X[:4]).shape
+        (4,)
         """
         return self.protocol.features(X) @ self.coef_

@@ -311,6 +311,17 @@ class LDPMeanEstimator(ParamsMixin):
         -----
         RecoveryRadiusWarning
             If ``τ ≥ ||u||_1``, i.e. the estimate is identically zero because of the radius.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)
+        >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+        >>> est = ldp.LDPMeanEstimator(proto).fit(ldp.simulate(X, None, proto, random_state=0))
+        >>> est.mean_.shape
+        (3,)
         """
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):

@@ -128,7 +128,15 @@ class LinearBallEM:
 
     # -- the t marginal ---------------------------------------------------------------------------
     def sample_t(self, a: float, d: int, r: float) -> float:
-        """One draw of ``t ∈ [0, r]`` with log-density ``a t + ((d−1)/2) log(r² − t²)``."""
+        """One draw of ``t ∈ [0, r]`` with log-density ``a t + ((d−1)/2) log(r² − t²)``.
+
+        Examples
+        --------
+        >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+        >>> t = LinearBallEM(check_random_state(0)).sample_t(a=5.0, d=3, r=1.0)
+        >>> 0.0 <= t <= 1.0
+        True
+        """
         if a < 0 or not math.isfinite(a):
             raise ValueError(f"a must be finite and >= 0, got {a!r}")
         k = (d - 1) / 2.0

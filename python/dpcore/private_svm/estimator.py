@@ -639,6 +639,17 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
             Invalid parameters or data (the message names the parameter).
         ConvergenceError
             The solver did not reach ``tol`` (nothing is released).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateSVM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+        >>> clf = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, calibration="tight",
+        ...                  random_state=0).fit(X, y)
+        >>> clf.coef_.shape, clf.privacy_.calibration
+        ((100,), 'tight')
         """
         rng = check_random_state(self.random_state)
         prep = self._prepare(X, y, rng)
@@ -664,7 +675,18 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
 
     # -- prediction ----------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:
-        """``<coef_, φ(x)> + intercept_`` (post-processing of the release; queries need no domain check)."""
+        """``<coef_, φ(x)> + intercept_`` (post-processing of the release; queries need no domain check).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateSVM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+        >>> clf = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y)
+        >>> clf.decision_function(X[:3]).shape
+        (3,)
+        """
         self._check_fitted()
         X = self._validate_X(X)
         if X.shape[1] != self.n_features_in_:
