@@ -303,7 +303,15 @@ class PrivateFTRL(ParamsMixin):
         self.accountant = accountant
 
     def set_params(self, **params):
-        """Set parameters; refused once the learner has started (the guarantee is fixed then)."""
+        """Set parameters; refused once the learner has started (the guarantee is fixed then).
+
+        Examples
+        --------
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0, n_features=4)
+        >>> ftrl.set_params(epsilon=0.5).epsilon          # allowed before the first round
+        0.5
+        """
         if getattr(self, "_started", False):
             raise ValueError("parameters of a started PrivateFTRL cannot change (the guarantee is fixed); clone it")
         return super().set_params(**params)
@@ -314,7 +322,15 @@ class PrivateFTRL(ParamsMixin):
 
     # -- state -----------------------------------------------------------------------------------
     def calibration(self, n_features: Optional[int] = None) -> FTRLCalibration:
-        """The public calibration (no data needed; ``n_features`` overrides the parameter)."""
+        """The public calibration (no data needed; ``n_features`` overrides the parameter).
+
+        Examples
+        --------
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0)
+        >>> ftrl.calibration(n_features=4).n_features      # no data needed
+        4
+        """
         p = n_features if n_features is not None else self.n_features
         if p is None:
             raise ValueError("n_features is unknown: pass n_features= or call partial_fit first")

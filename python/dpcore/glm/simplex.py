@@ -494,6 +494,16 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
             The solver could not certify ``τ ≤ tol`` (nothing charged, nothing released).
         BudgetExceededError
             The accountant cannot afford ``(ε, δ)`` (checked before the solve).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import SimplexERM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1.0, 1.0, size=(2000, 5)); y = np.sign(X[:, 0] + 0.1)
+        >>> est = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y)
+        >>> est.privacy_.epsilon, est.coef_.shape
+        (1.0, (5,))
         """
 
         self._reset_fitted()
@@ -528,7 +538,18 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
 
     # -- prediction ------------------------------------------------------------------------------
     def decision_function(self, X) -> np.ndarray:
-        """``<x, w>`` for the rows of ``X`` (dense or sparse)."""
+        """``<x, w>`` for the rows of ``X`` (dense or sparse).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import SimplexERM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1.0, 1.0, size=(2000, 5)); y = np.sign(X[:, 0] + 0.1)
+        >>> est = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y)
+        >>> est.decision_function(X[:3]).shape
+        (3,)
+        """
         self._check_fitted()
         X = check_X(X, "X", n_features=self.n_features_in_, accept_sparse=True)
         return self._linear_decision(X)

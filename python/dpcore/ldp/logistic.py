@@ -365,7 +365,20 @@ class LDPLogisticRegression(ParamsMixin):
         return check_array(X, "X", n_features=self.protocol.dim) @ self.coef_
 
     def predict_proba(self, X):
-        """Probability of the label +1 under the fitted logistic model."""
+        """Probability of the label +1 under the fitted logistic model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+        >>> clf = ldp.LDPLogisticRegression(proto).fit(ldp.simulate(X, y, proto, random_state=0))
+        >>> p = clf.predict_proba(X[:4])
+        >>> p.shape, bool(((0 <= p) & (p <= 1)).all())
+        ((4,), True)
+        """
         return 1.0 / (1.0 + np.exp(-self.decision_function(X)))
 
     def predict(self, X):

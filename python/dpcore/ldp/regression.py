@@ -213,6 +213,18 @@ class LDPSparseRegression(ParamsMixin):
         return self
 
     def predict(self, X):
-        """``X @ coef_`` (X are query points, not reports)."""
+        """``X @ coef_`` (X are query points, not reports).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]
+        >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+        >>> model = ldp.LDPSparseRegression(proto).fit(*ldp.simulate(X, y, proto, random_state=0))
+        >>> model.predict(X[:4]).shape
+        (4,)
+        """
         X = check_array(X, "X", n_features=self.protocol.dim)
         return X @ self.coef_

@@ -196,7 +196,17 @@ class LinearBallEM:
         raise RuntimeError("LinearBallEM: rejection sampler did not accept in 100000 trials")  # pragma: no cover
 
     def sample(self, u: np.ndarray, kappa: float, r: float) -> np.ndarray:
-        """One draw of ``z`` with density ∝ ``exp(κ|<z, u>|)`` on the ball of radius ``r``."""
+        """One draw of ``z`` with density ∝ ``exp(κ|<z, u>|)`` on the ball of radius ``r``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+        >>> em = LinearBallEM(check_random_state(0))
+        >>> z = em.sample(np.array([0.0, 1.0]), kappa=10.0, r=2.0)
+        >>> z.shape, bool(np.linalg.norm(z) <= 2.0)
+        ((2,), True)
+        """
         u = np.asarray(u, dtype=np.float64)
         d = u.shape[0]
         norm = float(np.linalg.norm(u))
