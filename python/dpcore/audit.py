@@ -98,6 +98,13 @@ def clopper_pearson(k, n, alpha) -> Tuple[float, float]:
     -------
     (float, float)
         ``(lo, hi)``.
+
+    Examples
+    --------
+    >>> from dpcore.audit import clopper_pearson
+    >>> lo, hi = clopper_pearson(50, 100, 0.05)
+    >>> round(lo, 3), round(hi, 3)
+    (0.414, 0.586)
     """
     k, n = _check_count(k, n, "k", "n")
     alpha = check_probability(alpha, "alpha")
@@ -138,6 +145,14 @@ def epsilon_lower_bound(k_a, n_a, k_b, n_b, *, delta=0.0, alpha=1e-6) -> float:
     -------
     float
         The lower bound on ε (0.0 when the bound is vacuous).
+
+    Examples
+    --------
+    An event seen 600 times out of 1000 on one input and 400 times on its neighbour:
+
+    >>> from dpcore.audit import epsilon_lower_bound
+    >>> round(epsilon_lower_bound(600, 1000, 400, 1000, alpha=0.05), 3)
+    0.277
     """
     k_a, n_a = _check_count(k_a, n_a, "k_a", "n_a")
     k_b, n_b = _check_count(k_b, n_b, "k_b", "n_b")
@@ -178,6 +193,19 @@ class AuditResult:
         Number of (event, ordering) tests the Bonferroni correction covered.
     p_num_lower, p_den_upper : float
         The Clopper–Pearson bounds behind the reported value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.audit import audit
+    >>> from dpcore.mechanisms import noise
+    >>> def sampler(value, n_samples, seed):
+    ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+    >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=[0.5, 1.0], alpha=1e-3,
+    ...             random_state=0)
+    >>> res.check(1.0)  # the lower bound does not exceed the claimed ε
+    True
+    >>> res.assert_private(1.0)
     """
 
     epsilon_lower_bound: float
@@ -199,14 +227,44 @@ class AuditResult:
         return self.count_num, self.count_den
 
     def check(self, claimed_epsilon) -> bool:
-        """True iff the lower bound does not contradict the claim (``lower bound ≤ claimed ε``)."""
+        """True iff the lower bound does not contradict the claim (``lower bound ≤ claimed ε``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.audit import audit
+        >>> from dpcore.mechanisms import noise
+        >>> def sampler(value, n_samples, seed):
+        ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+        >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=[0.5, 1.0], alpha=1e-3,
+        ...             random_state=0)
+        >>> res.check(1.0), res.check(0.01)   # consistent with ε = 1; ε = 0.01 is refuted
+        (True, False)
+        """
         claimed = float(claimed_epsilon)
         if not claimed >= 0.0:
             raise ValueError(f"claimed_epsilon must be >= 0, got {claimed_epsilon!r}")
         return self.epsilon_lower_bound <= claimed
 
     def assert_private(self, claimed_epsilon) -> None:
-        """Raise ``AssertionError`` if the audit refutes the claimed ε (at confidence 1 − α)."""
+        """Raise ``AssertionError`` if the audit refutes the claimed ε (at confidence 1 − α).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.audit import audit
+        >>> from dpcore.mechanisms import noise
+        >>> def sampler(value, n_samples, seed):
+        ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+        >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=[0.5, 1.0], alpha=1e-3,
+        ...             random_state=0)
+        >>> res.assert_private(1.0)          # silent: the claim is not refuted
+        >>> try:
+        ...     res.assert_private(0.01)
+        ... except AssertionError:
+        ...     print("refuted")
+        refuted
+        """
         if not self.check(claimed_epsilon):
             raise AssertionError(
                 f"privacy claim refuted: claimed epsilon={float(claimed_epsilon):g} "
@@ -389,6 +447,20 @@ def audit(
     Returns
     -------
     AuditResult
+
+    Examples
+    --------
+    Audit the exact Laplace mechanism (sensitivity 1, ε = 1) on the neighbouring inputs 0 and 1:
+
+    >>> import numpy as np
+    >>> from dpcore.audit import audit
+    >>> from dpcore.mechanisms import noise
+    >>> def sampler(value, n_samples, seed):
+    ...     return noise.sample_laplace_mechanism(value, 1.0, 1.0, n_samples, random_state=seed)
+    >>> res = audit(sampler, 0.0, 1.0, n_samples=20_000, thresholds=np.linspace(-1, 3, 9),
+    ...             alpha=1e-3, random_state=0)
+    >>> bool(res.epsilon_lower_bound <= 1.0)
+    True
     """
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")

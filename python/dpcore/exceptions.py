@@ -40,11 +40,32 @@ __all__ = [
 
 
 class DpcoreError(Exception):
-    """Base class of every exception raised by dpcore on purpose."""
+    """Base class of every exception raised by dpcore on purpose.
+
+    Examples
+    --------
+    Every exception dpcore raises on purpose derives from it, so one ``except`` clause catches
+    them all:
+
+    >>> from dpcore import BudgetAccountant, DpcoreError
+    >>> acc = BudgetAccountant(epsilon=1.0)
+    >>> try:
+    ...     acc.spend(2.0)
+    ... except DpcoreError as exc:
+    ...     print(type(exc).__name__)
+    BudgetExceededError
+    """
 
 
 class BudgetError(DpcoreError):
-    """Base class of every refusal because a privacy budget or a calibrated limit is used up."""
+    """Base class of every refusal because a privacy budget or a calibrated limit is used up.
+
+    Examples
+    --------
+    >>> from dpcore.exceptions import BudgetError, BudgetExceededError, PINPBudgetExhausted
+    >>> issubclass(BudgetExceededError, BudgetError), issubclass(PINPBudgetExhausted, BudgetError)
+    (True, True)
+    """
 
 
 class BudgetExceededError(BudgetError, RuntimeError):
@@ -58,6 +79,19 @@ class BudgetExceededError(BudgetError, RuntimeError):
         The (ε, δ) left in the budget at the time of the request (rounded down).
     label : str
         The label of the rejected spend.
+
+    Examples
+    --------
+    >>> from dpcore import BudgetAccountant, BudgetExceededError
+    >>> acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    >>> acc.spend(0.75, label="mean")
+    >>> try:
+    ...     acc.spend(0.5, label="histogram")
+    ... except BudgetExceededError as exc:
+    ...     print(exc.requested, exc.remaining, exc.label)
+    (0.5, 0.0) (0.25, 1e-06) histogram
+    >>> acc.remaining()  # the refused spend recorded nothing
+    (0.25, 1e-06)
     """
 
     def __init__(self, requested: Tuple[float, float], remaining: Tuple[float, float], label: str = ""):
@@ -79,6 +113,18 @@ class RestoredAccountantError(BudgetError, RuntimeError):
     remaining budget a second time while the original is still in use. Call
     :meth:`~dpcore.BudgetAccountant.resume` on it only where the original no longer exists (e.g. a
     curator's checkpoint after a restart).
+
+    Examples
+    --------
+    >>> import pickle
+    >>> from dpcore import BudgetAccountant, RestoredAccountantError
+    >>> copy = pickle.loads(pickle.dumps(BudgetAccountant(epsilon=1.0)))
+    >>> try:
+    ...     copy.spend(0.1)
+    ... except RestoredAccountantError:
+    ...     print("refused: the original ledger may still be in use")
+    refused: the original ledger may still be in use
+    >>> copy.resume().spend(0.1)  # only where the original no longer exists
     """
 
 
@@ -96,6 +142,22 @@ class PINPBudgetExhausted(BudgetError, RuntimeError):
         (already committed to the state file, if any). The remaining queries were not answered.
     n_answered : int
         ``len(answers)``.
+
+    Examples
+    --------
+    A session calibrated for two queries answers two, then refuses:
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, PINP, PINPBudgetExhausted
+    >>> X = np.array([[0.6, 0.0], [0.0, 0.6], [-0.6, 0.0], [0.0, -0.6]])
+    >>> svm = KernelSVM(lam=1.0, kernel="rbf", gamma=1.0).fit(X, [1, 1, -1, -1])
+    >>> session = PINP(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, n_queries=2, norm_bound=100.0,
+    ...                random_state=0)
+    >>> try:
+    ...     session.predict(X[:3])
+    ... except PINPBudgetExhausted as exc:
+    ...     print(exc.reason, exc.n_answered)
+    queries 2
     """
 
     def __init__(self, reason: str, answers: np.ndarray, message: str):
@@ -110,6 +172,18 @@ class FTRLHorizonExceeded(BudgetError, RuntimeError):
 
     Attributes: ``horizon``, ``rounds_done``, ``rounds_requested``. Nothing of the offending batch
     was processed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import FTRLHorizonExceeded, PrivateFTRL
+    >>> ftrl = PrivateFTRL(horizon=2, epsilon=1.0, data_norm_inf=1.0, n_features=3, random_state=0)
+    >>> costs = np.full((3, 3), 0.5)
+    >>> try:
+    ...     ftrl.partial_fit(costs)
+    ... except FTRLHorizonExceeded as exc:
+    ...     print(exc.horizon, exc.rounds_done, exc.rounds_requested)
+    2 0 3
     """
 
     def __init__(self, horizon: int, rounds_done: int, rounds_requested: int):
@@ -124,7 +198,17 @@ class FTRLHorizonExceeded(BudgetError, RuntimeError):
 
 
 class ProtocolBudgetError(BudgetError, ValueError):
-    """A local-DP protocol's user would send more than its declared (ε, δ) allows."""
+    """A local-DP protocol's user would send more than its declared (ε, δ) allows.
+
+    Examples
+    --------
+    Raised when a local-DP protocol's composed per-user budget would exceed its declared (ε, δ);
+    it is both a :class:`BudgetError` and a ``ValueError``:
+
+    >>> from dpcore.exceptions import BudgetError, ProtocolBudgetError
+    >>> issubclass(ProtocolBudgetError, BudgetError), issubclass(ProtocolBudgetError, ValueError)
+    (True, True)
+    """
 
 
 class ConvergenceError(DpcoreError, RuntimeError):
@@ -132,6 +216,12 @@ class ConvergenceError(DpcoreError, RuntimeError):
 
     dpcore's private GLMs refuse to release anything in that case: the privacy proof needs a
     certified bound on the distance to the exact minimiser.
+
+    Examples
+    --------
+    >>> from dpcore.exceptions import ConvergenceError, SimplexCertificationError
+    >>> issubclass(SimplexCertificationError, ConvergenceError), issubclass(ConvergenceError, RuntimeError)
+    (True, True)
     """
 
 
@@ -142,30 +232,111 @@ class SimplexCertificationError(ConvergenceError):
     ``require=True``) when ``max_iter`` is reached or the certificate hits the floating-point floor
     before the certified log-probability error ``τ`` of the released distribution is below
     ``tol``. Increase ``max_iter`` or ``tol`` (``tol`` costs ``2·tol`` of every draw's ε).
+
+    Examples
+    --------
+    It is a :class:`ConvergenceError`, so code that handles solver failures in general catches it:
+
+    >>> from dpcore.exceptions import ConvergenceError, SimplexCertificationError
+    >>> issubclass(SimplexCertificationError, ConvergenceError)
+    True
     """
 
 
 class TDILCostError(DpcoreError, ValueError):
-    """The TDIL run would score more candidates / kernel evaluations than the configured limit."""
+    """The TDIL run would score more candidates / kernel evaluations than the configured limit.
+
+    Examples
+    --------
+    :meth:`dpcore.TDIL.plan` counts the work without drawing any randomness; a run above the
+    configured limit is refused:
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, TDIL
+    >>> from dpcore.exceptions import TDILCostError
+    >>> X = np.random.default_rng(0).uniform(-0.7, 0.7, size=(2000, 2))
+    >>> svm = KernelSVM(lam=0.1, kernel="linear").fit(X, np.sign(X[:, 0]))
+    >>> try:
+    ...     TDIL(svm, epsilon=1.0, delta=1e-6, max_candidates=10).plan()
+    ... except TDILCostError:
+    ...     print("refused before any work")
+    refused before any work
+    """
 
 
 class StateRollbackError(DpcoreError, ValueError):
-    """The stored state is older than (or was changed behind) this session: refusing to continue."""
+    """The stored state is older than (or was changed behind) this session: refusing to continue.
+
+    Examples
+    --------
+    Raised by the ``load`` of a durable service (:meth:`dpcore.PINP.load`,
+    :meth:`dpcore.GPService.load`) when the stored state is older than the sequence number the
+    caller recorded (``min_seq``) or was changed behind the session's back:
+
+    >>> from dpcore.exceptions import DpcoreError, StateRollbackError
+    >>> issubclass(StateRollbackError, DpcoreError), issubclass(StateRollbackError, ValueError)
+    (True, True)
+    """
 
 
 class NotFittedError(DpcoreError, _SklearnNotFittedError):
-    """The estimator is used before :meth:`fit` (also scikit-learn's ``NotFittedError``)."""
+    """The estimator is used before :meth:`fit` (also scikit-learn's ``NotFittedError``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+    >>> from dpcore import KernelSVM
+    >>> from dpcore.exceptions import NotFittedError
+    >>> try:
+    ...     KernelSVM().predict(np.zeros((1, 2)))
+    ... except NotFittedError as exc:
+    ...     print(isinstance(exc, SklearnNotFittedError))
+    True
+    """
 
 
 class DpcoreWarning(UserWarning):
-    """Base class of dpcore's warnings."""
+    """Base class of dpcore's warnings.
+
+    Examples
+    --------
+    Silence (or escalate) every dpcore warning at once:
+
+    >>> import warnings
+    >>> from dpcore.exceptions import ConvergenceWarning, DpcoreWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", DpcoreWarning)
+    ...     try:
+    ...         warnings.warn("gap above tol", ConvergenceWarning)
+    ...     except DpcoreWarning as w:
+    ...         print(type(w).__name__)
+    ConvergenceWarning
+    """
 
 
 class ConvergenceWarning(DpcoreWarning, _SklearnConvergenceWarning):
-    """The solver stopped at ``max_iter`` before its certified duality gap reached ``tol``."""
+    """The solver stopped at ``max_iter`` before its certified duality gap reached ``tol``.
+
+    Examples
+    --------
+    It is also scikit-learn's ``ConvergenceWarning``, so filters written for scikit-learn apply:
+
+    >>> from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+    >>> from dpcore.exceptions import ConvergenceWarning
+    >>> issubclass(ConvergenceWarning, SklearnConvergenceWarning)
+    True
+    """
 
 
 class RecoveryRadiusWarning(DpcoreWarning):
     """The recovery radius τ of Algorithm 2 is at least ``||u||_1``: the estimate is identically zero.
 
-    Emitted by :meth:`dpcore.ldp.LDPMeanEstimator.fit` (see :mod:`dpcore.ldp.mean`, "Zero estimates")."""
+    Emitted by :meth:`dpcore.ldp.LDPMeanEstimator.fit` (see :mod:`dpcore.ldp.mean`, "Zero estimates").
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dpcore.exceptions import RecoveryRadiusWarning
+    >>> warnings.filterwarnings("ignore", category=RecoveryRadiusWarning)  # e.g. in a batch job
+    """

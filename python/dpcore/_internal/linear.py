@@ -73,6 +73,18 @@ class LinearPredictorMixin:
         -------
         ndarray of shape (n_samples, 2)
             Columns in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ObjectivePerturbation
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(2000, 3)); X /= np.linalg.norm(X, axis=1, keepdims=True)
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> clf = ObjectivePerturbation(1.0, 1e-6, data_norm=1.0, random_state=0).fit(X, y)
+        >>> proba = clf.predict_proba(X[:4])
+        >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+        ((4, 2), True)
         """
         f = self._decision_values(X)
         return np.column_stack([expit(-f), expit(f)])

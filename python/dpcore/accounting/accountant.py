@@ -37,7 +37,17 @@ __all__ = ["BudgetAccountant", "BudgetExceededError", "BudgetRecord"]
 
 @dataclass(frozen=True)
 class BudgetRecord:
-    """One accepted spend: ``epsilon``, ``delta``, ``label`` and wall-clock ``timestamp`` (``time.time()``)."""
+    """One accepted spend: ``epsilon``, ``delta``, ``label`` and wall-clock ``timestamp`` (``time.time()``).
+
+    Examples
+    --------
+    >>> from dpcore import BudgetAccountant
+    >>> acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    >>> acc.spend(0.5, 1e-7, label="counts")
+    >>> rec = acc.records[0]
+    >>> rec.epsilon, rec.delta, rec.label
+    (0.5, 1e-07, 'counts')
+    """
 
     epsilon: float
     delta: float
@@ -117,6 +127,16 @@ class BudgetAccountant:
 
         Only correct where the original accountant no longer spends (e.g. a checkpoint restored
         after the curator's process ended); otherwise the remaining budget would be spent twice.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> from dpcore import BudgetAccountant
+        >>> acc = BudgetAccountant(epsilon=1.0)
+        >>> acc.spend(0.25)
+        >>> restored = pickle.loads(pickle.dumps(acc)).resume()   # e.g. a checkpoint after a restart
+        >>> restored.remaining()
+        (0.75, 0.0)
         """
         with self._lock:
             self._restored = False
@@ -182,6 +202,17 @@ class BudgetAccountant:
 
         Nothing is recorded.  (A later :meth:`spend` may still fail if another thread spends in
         between; :meth:`spend` is the atomic operation.)
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant, BudgetExceededError
+        >>> acc = BudgetAccountant(epsilon=1.0)
+        >>> acc.check(0.5)                 # would fit: nothing happens, nothing is recorded
+        >>> try:
+        ...     acc.check(1.5)
+        ... except BudgetExceededError:
+        ...     print("would not fit")
+        would not fit
         """
         epsilon, delta = self._validate(epsilon, delta)
         with self._lock:
@@ -207,6 +238,15 @@ class BudgetAccountant:
             If the exact total would exceed the ε or δ budget; the ledger is left unchanged.
         ValueError, TypeError
             On invalid ε / δ (ledger unchanged).
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant
+        >>> acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+        >>> acc.spend(0.4, label="histogram")
+        >>> acc.spend(0.6, 1e-6, label="mean")
+        >>> acc.remaining()
+        (0.0, 0.0)
         """
         epsilon, delta = self._validate(epsilon, delta)
         label = str(label)
@@ -219,7 +259,16 @@ class BudgetAccountant:
             self._records.append(BudgetRecord(epsilon, delta, label, time.time()))
 
     def remaining(self) -> Tuple[float, float]:
-        """(ε, δ) still available, each rounded *down* to a float (so spending it always fits)."""
+        """(ε, δ) still available, each rounded *down* to a float (so spending it always fits).
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant
+        >>> acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+        >>> acc.spend(0.25)
+        >>> acc.remaining()
+        (0.75, 1e-06)
+        """
         with self._lock:
             return self._remaining_floats()
 
@@ -243,6 +292,13 @@ class BudgetAccountant:
         ------
         BudgetExceededError
             If the remaining ε is exhausted (no positive ε_step exists).
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant
+        >>> acc = BudgetAccountant(epsilon=1.0)
+        >>> acc.remaining_per_step(4)
+        0.25
         """
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")

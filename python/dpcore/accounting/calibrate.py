@@ -124,6 +124,12 @@ def laplace_scale(sensitivity, epsilon) -> float:
     -------
     float
         The noise scale ``b``.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import laplace_scale
+    >>> laplace_scale(1.0, 0.5)
+    2.0
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
@@ -156,6 +162,12 @@ def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
     ------
     ValueError
         If ε ≥ 1 or δ = 0 (or any input is invalid).
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import gaussian_sigma_classic
+    >>> round(gaussian_sigma_classic(1.0, 0.5, 1e-5), 4)
+    9.6896
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
@@ -238,6 +250,15 @@ def gaussian_delta(sigma, sensitivity, epsilon) -> float:
     -------
     float
         The smallest δ for which the mechanism is (ε, δ)-DP.
+
+    Examples
+    --------
+    The exact δ at the analytic σ is the target δ (up to the bisection's tolerance):
+
+    >>> from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic
+    >>> sigma = gaussian_sigma_analytic(1.0, 1.0, 1e-5)
+    >>> bool(gaussian_delta(sigma, 1.0, 1.0) <= 1e-5)
+    True
     """
     sigma = check_positive(sigma, "sigma")
     sensitivity = check_sensitivity(sensitivity)
@@ -266,6 +287,16 @@ def gaussian_sigma_analytic(sensitivity, epsilon, delta) -> float:
     -------
     float
         Noise standard deviation σ.
+
+    Examples
+    --------
+    The analytic σ is smaller than the classic one, and also valid for ε ≥ 1:
+
+    >>> from dpcore.accounting.calibrate import gaussian_sigma_analytic, gaussian_sigma_classic
+    >>> round(gaussian_sigma_analytic(1.0, 0.5, 1e-5), 4), round(gaussian_sigma_classic(1.0, 0.5, 1e-5), 4)
+    (7.0318, 9.6896)
+    >>> round(gaussian_sigma_analytic(1.0, 2.0, 1e-5), 4)
+    1.9938
     """
     sensitivity = check_sensitivity(sensitivity)
     epsilon = check_epsilon(epsilon)
@@ -353,6 +384,12 @@ def zcdp_delta(rho, epsilon) -> float:
     -------
     float
         δ in (0, 1].
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import zcdp_delta
+    >>> f"{zcdp_delta(0.1, 2.0):.3e}"
+    '4.325e-06'
     """
     rho = check_positive(rho, "rho")
     epsilon = check_epsilon(epsilon)
@@ -377,6 +414,13 @@ def zcdp_rho(epsilon, delta) -> float:
     -------
     float
         ρ > 0.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import zcdp_delta, zcdp_rho
+    >>> rho = zcdp_rho(1.0, 1e-6)
+    >>> round(rho, 5), bool(zcdp_delta(rho, 1.0) <= 1e-6)
+    (0.02436, True)
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta, allow_zero=False)
@@ -422,6 +466,13 @@ def zcdp_epsilon(rho, delta) -> float:
     -------
     float
         ε > 0.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import zcdp_epsilon, zcdp_rho
+    >>> eps = zcdp_epsilon(zcdp_rho(1.0, 1e-6), 1e-6)  # round trip
+    >>> bool(abs(eps - 1.0) < 1e-9)
+    True
     """
     rho = check_positive(rho, "rho")
     delta = check_delta(delta, allow_zero=False)
@@ -461,6 +512,12 @@ def gaussian_sigma(sensitivity, epsilon, delta, method: str = "analytic") -> flo
     -------
     float
         σ.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import gaussian_sigma
+    >>> [round(gaussian_sigma(1.0, 0.5, 1e-6, method=m), 3) for m in ("analytic", "classic", "zcdp")]
+    [8.058, 10.598, 8.677]
     """
     if method == "analytic":
         return gaussian_sigma_analytic(sensitivity, epsilon, delta)
@@ -495,6 +552,12 @@ def compose_basic(epsilons: Iterable[float], deltas: Optional[Iterable[float]] =
     -------
     (float, float)
         Total (ε, δ).
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import compose_basic
+    >>> compose_basic([0.5, 0.25, 0.25], [1e-6, 0.0, 1e-6])
+    (1.0, 2e-06)
     """
     if isinstance(epsilons, (str, bytes)) or not hasattr(epsilons, "__iter__"):
         raise TypeError(f"epsilons must be a sequence of floats, got {type(epsilons).__name__}")
@@ -547,6 +610,13 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     -------
     (float, float)
         Total (ε', δ_total).
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import compose_advanced
+    >>> eps, delta = compose_advanced(0.01, 0.0, 1000, 1e-6)
+    >>> round(eps, 4), delta  # basic composition would give ε = 10
+    (1.7628, 1e-06)
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
@@ -578,6 +648,13 @@ def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
     -------
     float
         ε0 > 0.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import advanced_per_step_epsilon, compose_advanced
+    >>> eps0 = advanced_per_step_epsilon(1.0, 1000, 1e-6)
+    >>> round(eps0, 6), bool(compose_advanced(eps0, 0.0, 1000, 1e-6)[0] <= 1.0)
+    (0.005812, True)
     """
     epsilon = check_epsilon(epsilon)
     k = _check_k(k)
@@ -619,6 +696,14 @@ def per_step_epsilon(epsilon, k, delta_prime=None) -> float:
     -------
     float
         ε0 > 0.
+
+    Examples
+    --------
+    >>> from dpcore.accounting.calibrate import per_step_epsilon
+    >>> per_step_epsilon(1.0, 4)
+    0.25
+    >>> bool(per_step_epsilon(1.0, 1000, delta_prime=1e-6) > 1.0 / 1000)  # advanced composition wins
+    True
     """
     epsilon = check_epsilon(epsilon)
     k = _check_k(k)

@@ -117,7 +117,15 @@ of adult.data and adult.test.
 
 
 def adult_feature_names(missing: str = "indicator") -> List[str]:
-    """Names of the columns produced by :func:`encode_adult` (numeric first, then one-hot blocks)."""
+    """Names of the columns produced by :func:`encode_adult` (numeric first, then one-hot blocks).
+
+    Examples
+    --------
+    >>> from dpcore.datasets import adult_feature_names
+    >>> names = adult_feature_names()
+    >>> names[0], len(names)
+    ('age', 113)
+    """
     _check_missing(missing)
     return _schema.feature_names(missing)
 
@@ -185,6 +193,13 @@ def load_adult_raw(subset: str = "train") -> Bunch:
         ``data``: object array of shape (n, 14) with the stripped field strings (``'?'`` for
         missing); ``target``: object array of ``'>50K'`` / ``'<=50K'`` (the trailing ``'.'`` of
         ``adult.test`` removed); ``feature_names``: the 14 column names; ``description``.
+
+    Examples
+    --------
+    >>> from dpcore.datasets import load_adult_raw
+    >>> raw = load_adult_raw("test")
+    >>> raw.data.shape, len(raw.feature_names)
+    ((16281, 14), 14)
     """
     _check_subset(subset)
     rows, labels = _raw_rows(subset)
@@ -300,6 +315,19 @@ def encode_adult(rows, *, clip: bool = True, missing: str = "indicator") -> np.n
     X : ndarray of shape (n, d), float64
         ``d = 6 + 99 + 8 = 113`` with ``missing="indicator"`` (105 with ``"zero"``);
         ``||X[i]||_2 <= 1`` for every row, by construction.
+
+    Examples
+    --------
+    Encoding depends on each row alone (public, data-independent pre-processing):
+
+    >>> import numpy as np
+    >>> from dpcore.datasets import adult_feature_names, encode_adult, load_adult_raw
+    >>> raw = load_adult_raw("test")
+    >>> X = encode_adult(raw.data[:3])
+    >>> X.shape[1] == len(adult_feature_names()), bool(np.all(np.linalg.norm(X, axis=1) <= 1.0))
+    (True, True)
+    >>> np.array_equal(encode_adult(raw.data[:1]), X[:1])
+    True
     """
     _check_missing(missing)
     rows = _as_rows(rows)
@@ -317,7 +345,14 @@ def encode_adult(rows, *, clip: bool = True, missing: str = "indicator") -> np.n
 
 
 def encode_adult_labels(labels: Iterable) -> np.ndarray:
-    """Map income labels to ``{-1.0, +1.0}`` (``'>50K'`` -> +1; a trailing ``'.'`` is ignored)."""
+    """Map income labels to ``{-1.0, +1.0}`` (``'>50K'`` -> +1; a trailing ``'.'`` is ignored).
+
+    Examples
+    --------
+    >>> from dpcore.datasets import encode_adult_labels
+    >>> encode_adult_labels(["<=50K", ">50K.", ">50K"])
+    array([-1.,  1.,  1.])
+    """
     out = []
     for i, lab in enumerate(labels):
         s = str(lab).strip().rstrip(".")

@@ -8,7 +8,15 @@ SUBSETS = ("train", "test", "all")
 
 
 class Bunch(dict):
-    """A dictionary whose keys are also attributes (as :class:`sklearn.utils.Bunch`)."""
+    """A dictionary whose keys are also attributes (as :class:`sklearn.utils.Bunch`).
+
+    Examples
+    --------
+    >>> from dpcore.datasets import Bunch
+    >>> b = Bunch(X=[[0.0]], y=[1.0])
+    >>> b.X is b["X"]
+    True
+    """
 
     def __init__(self, **kwargs):
         super().__init__(kwargs)

@@ -143,6 +143,13 @@ def load_shuttle_raw(subset: str = "train") -> "Bunch":
         ``data`` (n, 9) float64 raw attribute values; ``target`` (n,) int64 ``anomaly`` column
         (1 = anomaly); ``row_index`` (n,) the row numbers in the bundled file (0-based, header
         excluded); ``feature_names``; ``subset``; ``description``.
+
+    Examples
+    --------
+    >>> from dpcore.datasets import load_shuttle_raw
+    >>> raw = load_shuttle_raw("test")
+    >>> raw.data.shape[1] == len(raw.feature_names)
+    True
     """
     _check_subset(subset)
     values, labels, idx = _rows(subset)
@@ -174,6 +181,14 @@ def encode_shuttle(rows, *, clip: bool = True) -> np.ndarray:
         ``X[:, j] = ((v_j - mid_j) / half_j) / 3`` with ``mid_j``, ``half_j`` the midpoint and
         half-width of the declared range; every coordinate in ``[-1/3, 1/3]`` and
         ``||X[i]||_2 <= 1``, by construction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.datasets import encode_shuttle, load_shuttle_raw
+    >>> X = encode_shuttle(load_shuttle_raw("test").data[:5])
+    >>> X.shape, bool(np.all(np.linalg.norm(X, axis=1) <= 1.0))
+    ((5, 9), True)
     """
     try:
         V = np.array(rows, dtype=np.float64)
@@ -210,7 +225,14 @@ def encode_shuttle(rows, *, clip: bool = True) -> np.ndarray:
 
 
 def encode_shuttle_labels(anomaly) -> np.ndarray:
-    """Map the ``anomaly`` column (0/1) to ``{-1.0, +1.0}`` (anomaly = +1)."""
+    """Map the ``anomaly`` column (0/1) to ``{-1.0, +1.0}`` (anomaly = +1).
+
+    Examples
+    --------
+    >>> from dpcore.datasets import encode_shuttle_labels
+    >>> encode_shuttle_labels([0, 1, 0])
+    array([-1.,  1., -1.])
+    """
     a = np.asarray(anomaly)
     if a.ndim != 1:
         raise ValueError(f"anomaly must be 1-D, got shape {a.shape}")

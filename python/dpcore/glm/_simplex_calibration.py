@@ -135,6 +135,15 @@ class SimplexCalibration:
     ζ_s))(1 + 1e-12)``, ``n_draws`` = ``m``; ``composition`` says which composition theorem gave
     ``m``. ``epsilon_spent`` is the ε actually guaranteed by ``m`` draws (``≤ epsilon``);
     ``capped`` says that ``m`` was limited by ``max_draws``.
+
+    Examples
+    --------
+    The calibration uses only public quantities (``n``, ``p`` and the declared bounds):
+
+    >>> from dpcore import SimplexERM
+    >>> cal = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0).calibration(2000, 5)
+    >>> cal.n, cal.n_features, cal.epsilon
+    (2000, 5, 1.0)
     """
 
     epsilon: float

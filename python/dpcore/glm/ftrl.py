@@ -87,6 +87,15 @@ class FTRLCalibration:
     ``epsilon_step`` is the per-round budget from the composition theorem, ``per_round_epsilon``
     the per-round cost at the chosen ``lam`` (``≤ epsilon_step``), ``lam_privacy_min`` and
     ``lam_sampler_min`` the two lower bounds on λ.
+
+    Examples
+    --------
+    The calibration needs no data:
+
+    >>> from dpcore import PrivateFTRL
+    >>> cal = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0, n_features=4).calibration()
+    >>> cal.horizon, cal.n_features, cal.epsilon
+    (100, 4, 1.0)
     """
 
     epsilon: float
@@ -263,6 +272,16 @@ class PrivateFTRL(BaseEstimator):
     -----
     The learner necessarily holds the cumulative cost vector (the private state); only
     ``indices_`` and the values returned by :meth:`predict` are covered by the guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import PrivateFTRL
+    >>> costs = np.random.default_rng(0).uniform(0.0, 1.0, size=(50, 4))  # |cost| <= data_norm_inf
+    >>> ftrl = PrivateFTRL(horizon=50, epsilon=1.0, data_norm_inf=1.0, n_features=4, random_state=0)
+    >>> ftrl = ftrl.partial_fit(costs[:30]).partial_fit(costs[30:])
+    >>> ftrl.indices_.shape, bool(set(ftrl.indices_.tolist()) <= {0, 1, 2, 3})
+    ((50,), True)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
@@ -282,7 +301,15 @@ class PrivateFTRL(BaseEstimator):
         self.accountant = accountant
 
     def set_params(self, **params):
-        """Set parameters; refused once the learner has started (the guarantee is fixed then)."""
+        """Set parameters; refused once the learner has started (the guarantee is fixed then).
+
+        Examples
+        --------
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0, n_features=4)
+        >>> ftrl.set_params(epsilon=0.5).epsilon          # allowed before the first round
+        0.5
+        """
         if getattr(self, "_started", False):
             raise ValueError("parameters of a started PrivateFTRL cannot change (the guarantee is fixed); clone it")
         return super().set_params(**params)
@@ -290,7 +317,15 @@ class PrivateFTRL(BaseEstimator):
 
     # -- state -----------------------------------------------------------------------------------
     def calibration(self, n_features: Optional[int] = None) -> FTRLCalibration:
-        """The public calibration (no data needed; ``n_features`` overrides the parameter)."""
+        """The public calibration (no data needed; ``n_features`` overrides the parameter).
+
+        Examples
+        --------
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=100, epsilon=1.0, data_norm_inf=1.0)
+        >>> ftrl.calibration(n_features=4).n_features      # no data needed
+        4
+        """
         p = n_features if n_features is not None else self.n_features
         if p is None:
             raise ValueError("n_features is unknown: pass n_features= or call partial_fit first")
@@ -350,6 +385,16 @@ class PrivateFTRL(BaseEstimator):
 
         Calling it any number of times returns the same index until the round is completed by
         :meth:`partial_fit`; the draw counts as that round's release (within the horizon).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=10, epsilon=1.0, data_norm_inf=1.0, n_features=3, random_state=0)
+        >>> a = ftrl.predict()
+        >>> a == ftrl.predict()            # the same action until the round is played
+        True
+        >>> _ = ftrl.partial_fit(np.array([[0.2, 0.9, 0.5]]))  # incur the cost of the action played
         """
         self._ensure_started(None)
         if self.t_ >= self.privacy_.horizon:
@@ -385,6 +430,16 @@ class PrivateFTRL(BaseEstimator):
         returned by :meth:`predict`) and recorded, the cost ``x_t[a_t]`` is incurred, then the
         cumulative costs are updated. The whole batch is refused (:class:`FTRLHorizonExceeded`)
         if it would exceed the horizon. The first call charges the accountant ``(ε, δ)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateFTRL
+        >>> ftrl = PrivateFTRL(horizon=20, epsilon=1.0, data_norm_inf=1.0, n_features=3, random_state=0)
+        >>> for costs in np.random.default_rng(0).uniform(size=(4, 5, 3)):    # 4 batches of 5 rounds
+        ...     ftrl = ftrl.partial_fit(costs)
+        >>> ftrl.indices_.shape
+        (20,)
         """
         X = self._check_costs(X)
         self._ensure_started(X.shape[1])

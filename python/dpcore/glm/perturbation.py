@@ -197,6 +197,17 @@ class GLMPrivacy:
     theta_norm_bound : public bound on ``||θ̂||`` used for the floating-point bound.
     fp_bound : public floating-point bound of the gradient evaluation.
     tol : solver tolerance (gradient norm; duality gap for the hinge loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import OutputPerturbation
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 3)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> rec = OutputPerturbation(epsilon=1.0, delta=1e-6, lam=0.01, data_norm=1.0, random_state=0).fit(X, y).privacy_
+    >>> rec.mechanism, rec.n, rec.epsilon
+    ('output', 500, 1.0)
     """
 
     mechanism: str

@@ -266,6 +266,16 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
 
     A Ctrl-C (``KeyboardInterrupt``) during the solve leaves the estimator unfitted and the
     accountant uncharged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import SimplexERM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1.0, 1.0, size=(2000, 5)); y = np.sign(X[:, 0] + 0.1)
+    >>> est = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y)
+    >>> est.coef_.shape, est.n_draws_
+    ((5,), 507)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
@@ -327,6 +337,13 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
 
         Uses no data (``n`` and ``p`` are public); raises the same ``ValueError`` as :meth:`fit`
         when no draw is affordable.
+
+        Examples
+        --------
+        >>> from dpcore import SimplexERM
+        >>> cal = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0).calibration(2000, 5)
+        >>> cal.n, cal.n_features
+        (2000, 5)
         """
         task = self._resolved_task()
         if not isinstance(self.clip, (bool, np.bool_)):
@@ -472,6 +489,16 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
             The solver could not certify ``τ ≤ tol`` (nothing charged, nothing released).
         BudgetExceededError
             The accountant cannot afford ``(ε, δ)`` (checked before the solve).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import SimplexERM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1.0, 1.0, size=(2000, 5)); y = np.sign(X[:, 0] + 0.1)
+        >>> est = SimplexERM(epsilon=1.0, delta=1e-6, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y)
+        >>> est.privacy_.epsilon, est.coef_.shape
+        (1.0, (5,))
         """
         X_in = X
 

@@ -80,7 +80,19 @@ _RESIDUAL_MU_SHARE = 1e-3
 
 @dataclass(frozen=True)
 class GPServiceCalibration:
-    """Every public number of a :class:`GPService` (formulas in the module docstring)."""
+    """Every public number of a :class:`GPService` (formulas in the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np, dpcore
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> cal = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
+    >>> cal.epsilon, cal.delta, cal.n
+    (1.0, 1e-06, 300)
+    """
 
     epsilon: float
     delta: float
@@ -368,6 +380,18 @@ class GPService(NotPicklableService):
 
         Points answered before get their stored answer; new points (up to ``max_exact_queries``
         distinct ones) extend the released path; beyond that, new points get its posterior mean.
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0.5, 1, -1)                  # imbalanced
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> a = service.predict(X[:3])
+        >>> bool(np.array_equal(a, service.predict(X[:3])))   # repeated queries: identical answers
+        True
         """
         X = self._check_queries(X)
         with self._lock:
@@ -399,13 +423,37 @@ class GPService(NotPicklableService):
             return out
 
     def decision_function(self, X) -> np.ndarray:
-        """Alias of :meth:`predict` (the private decision values)."""
+        """Alias of :meth:`predict` (the private decision values).
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> bool(np.array_equal(service.decision_function(X[:3]), service.predict(X[:3])))
+        True
+        """
         return self.predict(X)
 
     def predict_labels(self, X) -> np.ndarray:
         """``classes_[1]`` where the private decision value is > ``threshold_`` (post-processing).
 
         ``threshold_`` is 0 unless set by :meth:`calibrate_prior`.
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0.5, 1, -1)                  # imbalanced
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> labels = service.predict_labels(X[:6])       # threshold_ = 0 unless calibrate_prior was called
+        >>> set(labels.tolist()) <= {-1, 1}
+        True
         """
         return self.classes_[(self.predict(X) > getattr(self, "threshold_", 0.0)).astype(np.intp)]
 
@@ -421,6 +469,20 @@ class GPService(NotPicklableService):
         post-processing. Decision values (:meth:`predict`) are unchanged; :meth:`predict_labels` uses
         the threshold. After :meth:`load`, calling it again with the same arguments gives the same
         threshold (the stored answers are returned again).
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0.5, 1, -1)                  # imbalanced
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> p = dpcore.mechanisms.private_proportion(y, 1, 0.05, random_state=0)  # its own ε
+        >>> public_points = rng.normal(size=(50, 2)) / 3
+        >>> service = service.calibrate_prior(p, public_points)
+        >>> service.predict_labels(X[:4]).shape
+        (4,)
         """
         p = float(proportion)
         if not 0.0 <= p <= 1.0:
@@ -457,7 +519,25 @@ class GPService(NotPicklableService):
 
     @classmethod
     def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "GPService":
-        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit."""
+        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> import os, tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "gp.json")
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, state_path=path, random_state=0)
+        >>> a = service.predict(X[:3]); seq = service.state_seq; service.close()
+        >>> resumed = dpcore.GPService.load(path, svm, min_seq=seq)
+        >>> bool(np.array_equal(resumed.predict(X[:3]), a))   # the same path: stored answers again
+        True
+        >>> resumed.close(); tmp.cleanup()
+        """
         store = open_state_store(state_path, _STATE_FORMAT, state_backend)
         doc = store.read()
         if min_seq is not None and doc["seq"] < int(min_seq):

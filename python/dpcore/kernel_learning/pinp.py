@@ -39,6 +39,19 @@ class PINPCalibration:
     per-round Laplace mechanism of Theorem 9 and ``epsilon0 = 1/noise_scale``; ``sensitivity`` is
     the sensitivity the noise is calibrated for (S + 2 R_φ·err + grid slack);
     ``scale_num/scale_den`` the exact discrete Laplace scale in grid units.
+
+    Examples
+    --------
+    The calibration of a session is public (it uses no data beyond ``n`` and the declared bounds):
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, PINP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> cal = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0).privacy_
+    >>> cal.n, cal.n_queries, cal.B >= 1
+    (200, 10, True)
     """
 
     n: int
@@ -167,8 +180,7 @@ class PINP(NotPicklableService):
     The session answers at most ``T = n_queries`` queries and makes at most ``B`` updates; after
     the ``B``-th update every further query is refused (:class:`PINPBudgetExhausted`).
 
-    Calibration (all logs natural)
-    ------------------------------
+    **Calibration (all logs natural).**
     ``R_φ² = max_{||z||≤r} K(z, z)`` for the declared ``data_norm`` r; the model's λ, L, n.
 
     * Sensitivity (supplement eq. 3): ``S = 2 L R_φ² / (λ n)``. The solver is inexact, so its
@@ -185,8 +197,7 @@ class PINP(NotPicklableService):
       (``dpcore.mechanisms.noise.laplace_plan``); ``noise_scale_ = 1/epsilon0_``.
     * ``σ = (4/ε0) log(2T/β)``, ``η = σ / (4 R_φ²)``.
 
-    Proof sketch
-    ------------
+    **Proof sketch.**
     (1) For datasets differing in one record, λ-strong convexity and L-Lipschitzness give
     ``||w*_G − w*_G'|| ≤ 2 L R_φ/(λ n)`` (supplement eq. 3), hence
     ``|<w*_G − w*_G', φ(z)>| ≤ S`` for every z in the domain — this needs every training point and
@@ -217,8 +228,7 @@ class PINP(NotPicklableService):
     early (a warning is issued when the model exposes ``w_norm_``). C must be public — never set
     it from the data (``B`` and hence the noise depend on it).
 
-    Error bound (``error_bound_``)
-    ------------------------------
+    **Error bound (``error_bound_``).**
     With probability ≥ 1 − β, simultaneously for every answered query,
     ``|ŷ_t − <w*, φ(z_t)>| ≤ σ + log(2T/β)/ε0 + g/2 + R_φ·err``. Derivation: ``ζ_t = g(Y_t) +``
     snapping error, ``|snap error| ≤ g/2``, and for discrete Laplace of scale τ,
@@ -229,8 +239,7 @@ class PINP(NotPicklableService):
     ``w*``. The paper's Theorem 3 is only ``O(C R_φ² sqrt(L log(T/β)) log²(1/δ) / sqrt(n ε λ))``;
     that expression without constant is ``theorem3_rate_``.
 
-    Utility, honestly
-    -----------------
+    **Utility, honestly.**
     The constants (200, √B, log(4/δ)·log(2T/β)) are loose. For Adult-like settings
     (n = 30,000, λn = 1000, R_φ² = 8, L = 1, ε = 1, δ = 1e-6, β = 0.05, T = 1000) the calibration
     gives B = 727, ε0 ≈ 7.6e-4 (noise scale ≈ 1312) and σ ≈ 5.6e4, while the predictions
@@ -282,6 +291,22 @@ class PINP(NotPicklableService):
     n_answered, n_updates, remaining_updates, remaining_queries : session counters.
     state_seq : sequence number of the last committed state (record it outside the state's
         storage and pass it to ``load(min_seq=...)`` to detect a rollback).
+
+    Examples
+    --------
+    The paper's calibration needs ``n·λ·ε`` large; a public ``norm_bound`` (a utility parameter,
+    never read from the data) makes this tiny session affordable:
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, PINP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    >>> session = PINP(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0,
+    ...                random_state=0)
+    >>> answers = session.predict(X[:4])
+    >>> answers.shape, session.n_answered, session.remaining_queries
+    ((4,), 4, 6)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
@@ -398,13 +423,31 @@ class PINP(NotPicklableService):
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The calibration is recomputed from the stored parameters and must equal the stored one;
-        the model fingerprint (hash of μ, X_fit_, kernel parameters, λ, L, n, certificate) must
+        the model fingerprint (hash of μ, ``X_fit_``, kernel parameters, λ, L, n, certificate) must
         match. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
 
         ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
         smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
         edited or truncated state fails its checksum (``ValueError``).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, PINP
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "pinp.json")
+        >>> session = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, state_path=path,
+        ...                random_state=0)
+        >>> _ = session.predict(X[:3]); seq = session.state_seq; session.close()
+        >>> resumed = PINP.load(path, svm, min_seq=seq)       # e.g. after a restart
+        >>> resumed.n_answered, resumed.remaining_queries
+        (3, 7)
+        >>> resumed.close(); tmp.cleanup()
         """
         store = open_state_store(state_path, _STATE_FORMAT, state_backend)
         path = store.path
@@ -469,6 +512,17 @@ class PINP(NotPicklableService):
         PINPBudgetExhausted
             When B updates or T queries are used up before the end of the batch; its ``answers``
             attribute holds the answers for the leading queries (already committed).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, PINP
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(200, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = KernelSVM(lam=0.1, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> session = PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0)
+        >>> session.predict(X[:3]).shape, session.remaining_queries
+        ((3,), 7)
         """
         if return_details and not self._seeded:
             raise ValueError(

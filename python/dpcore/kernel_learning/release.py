@@ -66,6 +66,23 @@ class KernelRelease:
         The declared domain ``||q|| ≤ data_norm`` the guarantee and the utility analysis refer to.
     intercept : float, default 0.0
         Constant added to ``f`` (set by post-processing, e.g. :meth:`calibrate_prior`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+    >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+    >>> rel.mechanism, rel.points.shape, rel.predict(X[:3]).shape
+    ('TDDL', (200, 2), (3,))
+    >>> d = rel.to_dict()                               # public: points, coefficients, privacy record
+    >>> sorted(d)[:3]
+    ['calibration', 'checksum', 'classes']
     """
 
     def __init__(self, points, mu, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
@@ -94,7 +111,20 @@ class KernelRelease:
         return int(self.points.shape[1])
 
     def decision_function(self, X) -> np.ndarray:
-        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine)."""
+        """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> rel.decision_function(X[:3]).shape
+        (3,)
+        """
         X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
         if self.points.shape[0] == 0:
             return np.full(X.shape[0], self.intercept)
@@ -112,6 +142,21 @@ class KernelRelease:
         for), the intercept is set to minus the ``(1 − proportion)``-quantile of the decision values
         on public points (default: the release's own public points). Costs no privacy beyond that of
         ``proportion``: the quantile is a function of released values and public points only.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> from dpcore.mechanisms import private_proportion
+        >>> p = private_proportion(y, 1, 0.05, random_state=0)  # ε = 0.05 of the caller's budget
+        >>> adjusted = rel.calibrate_prior(p)             # post-processing: a new release
+        >>> adjusted.predict(X[:4]).shape
+        (4,)
         """
         p = float(proportion)
         if not 0.0 <= p <= 1.0:
@@ -128,15 +173,55 @@ class KernelRelease:
                              intercept=-t)
 
     def predict(self, X) -> np.ndarray:
-        """Class labels: ``classes_[1]`` where the decision value is > 0."""
+        """Class labels: ``classes_[1]`` where the decision value is > 0.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> set(rel.predict(X[:10]).tolist()) <= {-1, 1}
+        True
+        """
         return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
 
     def score(self, X, y) -> float:
-        """Mean accuracy on ``(X, y)``."""
+        """Mean accuracy on ``(X, y)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> acc = rel.score(X, y)                         # mean accuracy
+        >>> 0.0 <= acc <= 1.0
+        True
+        """
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def norm(self) -> float:
-        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release)."""
+        """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> bool(rel.norm() > 0)                           # a function of the release only
+        True
+        """
         if self.points.shape[0] == 0:
             return 0.0
         k = self.kernel
@@ -165,12 +250,51 @@ class KernelRelease:
         return doc
 
     def save(self, path) -> None:
-        """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically."""
+        """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> import os, tempfile
+        >>> from dpcore import KernelRelease
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "release.json")
+        >>> rel.save(path)                 # public: points, coefficients, privacy record
+        >>> same = KernelRelease.load(path)
+        >>> bool(np.array_equal(same.predict(X[:5]), rel.predict(X[:5])))
+        True
+        >>> tmp.cleanup()
+        """
         atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
 
     @classmethod
     def load(cls, path) -> "KernelRelease":
-        """Read a release written by :meth:`save`; a modified file is refused (checksum)."""
+        """Read a release written by :meth:`save`; a modified file is refused (checksum).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
+        >>> import os, tempfile
+        >>> from dpcore import KernelRelease
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "release.json")
+        >>> rel.save(path)
+        >>> KernelRelease.load(path).mechanism
+        'TDDL'
+        >>> tmp.cleanup()
+        """
         path = os.fspath(path)
         with open(path, "rb") as f:
             raw = f.read()

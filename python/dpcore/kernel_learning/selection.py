@@ -217,7 +217,18 @@ def _repeat_and_select(rng, n_candidates: int, mean_runs: int, run):
 
 @dataclass(frozen=True)
 class SelectionPrivacy:
-    """The public record of a :class:`PrivateGridSearch` run."""
+    """The public record of a :class:`PrivateGridSearch` run.
+
+    Examples
+    --------
+    A fitted :class:`PrivateGridSearch` exposes it as ``privacy_`` (see that class's example);
+    every field is public:
+
+    >>> import dataclasses
+    >>> from dpcore.kernel_learning import SelectionPrivacy
+    >>> [f.name for f in dataclasses.fields(SelectionPrivacy)][:4]
+    ['epsilon', 'delta', 'strategy', 'mu']
+    """
 
     epsilon: float
     delta: float

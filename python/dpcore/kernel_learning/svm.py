@@ -383,12 +383,35 @@ class KernelLogisticRegression(KernelERM):
     (2011), kernelised, with the same certified duality gap.
 
     Methods ``predict_proba`` returns ``sigma(f(z))`` for ``classes_[1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelLogisticRegression
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
+    >>> clf = KernelLogisticRegression(lam=0.1, kernel="linear").fit(X, [1, 1, -1, -1])
+    >>> clf.predict(X).tolist()
+    [1, 1, -1, -1]
+    >>> proba = clf.predict_proba(X)
+    >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+    ((4, 2), True)
     """
 
     _loss = "logistic"
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``[1 - sigma(f), sigma(f)]`` of shape (m, 2), columns as ``classes_``."""
+        """Class probabilities ``[1 - sigma(f), sigma(f)]`` of shape (m, 2), columns as ``classes_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelLogisticRegression
+        >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0], [-1.0, 0.0]])
+        >>> clf = KernelLogisticRegression(lam=0.1, kernel="linear").fit(X, [1, 1, -1, -1])
+        >>> p = clf.predict_proba(X)
+        >>> bool((p[:2, 1] > 0.5).all() and (p[2:, 1] < 0.5).all())
+        True
+        """
         f = self.decision_function(X)
         p1 = 0.5 * (1.0 + np.tanh(0.5 * f))
         return np.column_stack([1.0 - p1, p1])

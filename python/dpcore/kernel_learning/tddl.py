@@ -54,6 +54,20 @@ class TDDLCalibration:
     twice the public solver error); ``sensitivity`` is the per-coordinate sensitivity (Laplace) or
     the L2 sensitivity of the prediction vector (Gaussian) the noise is calibrated for;
     ``noise_scale`` is the Laplace scale ν or the Gaussian σ per coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(100, 2))
+    >>> cal = TDDL(svm, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=0).fit(Z).privacy_
+    >>> cal.noise, cal.n, cal.n_points, cal.epsilon
+    ('gaussian', 2000, 100, 1.0)
     """
 
     noise: str
@@ -299,8 +313,7 @@ class TDDL(ReleasingEstimator):
     function of ``ŷ``, ``Z`` and ``C`` (solved exactly: :func:`ball_constrained_lstsq`), so
     privacy is that of releasing ``ŷ`` (and of ``C`` when it is estimated privately).
 
-    Sensitivity (supplement eq. 3, with the solver and floating point accounted for)
-    -------------------------------------------------------------------------------------
+    **Sensitivity (supplement eq. 3, with the solver and floating point accounted for).**
     ``||w*_G − w*_G'|| ≤ 2 L R_φ / (λ n)`` for training sets differing in one record (every
     training point in the declared ball). The model's ``w`` satisfies ``||w − w*|| ≤ err`` with
     ``err = sqrt(2·tol/λ)`` from the model's *public* tolerance (checked against its certificate,
@@ -351,6 +364,7 @@ class TDDL(ReleasingEstimator):
           ``(1 − share)·ε``; basic composition gives (ε, δ) overall.
         * a number: a public bound the user vouches for (no budget spent). The paper assumes
           ``||w*||`` public "for clarity"; dpcore never reads it from the data for free.
+
         ``C`` affects utility only: ``ŵ`` is post-processing of the released quantities.
 
     Parameters
@@ -388,6 +402,22 @@ class TDDL(ReleasingEstimator):
         The radius ``C`` used.
     lstsq_info_ : dict
         ``rho``, ``norm``, ``constrained``, ``rank`` of the constrained least squares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2))      # every row in the unit ball
+    >>> y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+    >>> from dpcore import TDDL
+    >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))       # public, unlabelled points
+    >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z)  # noise="gp"
+    >>> type(tddl.release_).__name__, tddl.privacy_.noise, tddl.privacy_.n_points
+    ('KernelRelease', 'gp', 200)
+    >>> tddl.predict(X[:3]).shape                       # delegates to the release
+    (3,)
     """
 
     #: Test hook for deliberately broken copies; must stay 1.0.
@@ -424,6 +454,19 @@ class TDDL(ReleasingEstimator):
 
         Returns the state :meth:`fit` uses (exposed for audits and experiments; nothing private is
         released by this method).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0)
+        >>> _ = tddl.prepare(Z)                            # validates and calibrates; draws no noise
+        >>> hasattr(tddl, "release_")
+        False
         """
         info = model_info(self.model, "TDDL")
         d = info["X"].shape[1]
@@ -523,6 +566,18 @@ class TDDL(ReleasingEstimator):
         """Release the private model for the public points ``Z`` (``y`` is ignored).
 
         Charges the accountant ``(ε, δ)`` before drawing any noise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDDL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.where(X[:, 0] + 0.3 > 0, 1, -1)
+        >>> svm = KernelSVM(lam=1e-3, kernel="rbf", gamma=5.0, tol=1e-8).fit(X, y)
+        >>> Z = rng.uniform(-0.7, 0.7, size=(200, 2))
+        >>> tddl = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z)
+        >>> tddl.release_.points.shape                   # the release is an expansion over Z only
+        (200, 2)
         """
         prep = self.prepare(Z)
         cal = prep["cal"]

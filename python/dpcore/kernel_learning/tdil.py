@@ -39,6 +39,17 @@ class TDILCalibration:
     Per round the mechanism spends ``epsilon_em`` (exponential mechanism, including the
     floating-point slack ``4·key_error``) and ``epsilon_laplace`` (noisy distinguisher); the rounds
     compose to ``epsilon_spent ≤ epsilon`` at ``delta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, TDIL
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+    >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+    >>> cal = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0).plan()["calibration"]
+    >>> cal.mode, cal.n, cal.B
+    ('paper', 2000, 1)
     """
 
     mode: str
@@ -208,8 +219,7 @@ class TDIL(ReleasingEstimator):
     (The paper also outputs a noisy answer ``â_t`` in update rounds; nothing here needs it, so it is
     not computed and costs no budget.)
 
-    Calibration (``calibration="paper"``, SPEC constants)
-    ---------------------------------------------------
+    **Calibration (``calibration="paper"``, SPEC constants).**
     ``S = R_φ (2 L R_φ/(λ n) + 2 err) + 2 e_fp`` (score/distinguisher sensitivity with the solver
     certificate and float error, as in :class:`dpcore.TDDL`),
     ``B = ⌊n ε / (100 L R_φ log(4/δ))⌋``, ``ε0 = n ε λ / (10 L R_φ² √B log(4/δ))``,
@@ -229,8 +239,7 @@ class TDIL(ReleasingEstimator):
     ``2 κ S = ε0 S / 2``, exactly the paper's intended "ε0/2" in the same units as its Laplace step.
     ``epsilon0_printed_em_scale`` records the printed factor for reference.
 
-    Proof sketch
-    ------------
+    **Proof sketch.**
     (1) For neighbouring training sets ``|<φ(z), w_G − w_G'>| ≤ S`` for every z in the ball
     (supplement eq. 3, Cauchy–Schwarz, certificate, float error). The score ``κ|<φ(z), w_t − w>|``
     changes by at most ``κ S`` given the same history, so the EM step is ``2κS``-DP
@@ -247,8 +256,7 @@ class TDIL(ReleasingEstimator):
     ``ε_spent = ε`` (same composition theorem, same proof) — more accurate, still (ε, δ)-DP.
     (4) ŵ is a function of the z_t's and the signs of d̂_t: post-processing.
 
-    Cost
-    ----
+    **Cost.**
     Each round scores every net point: ``|S| ≈ vol(ball)/h^d`` with ``h = 2ν/√d`` candidates, each
     costing ``d`` flops (linear kernel: ``w_t − w*`` collapses to a d-vector) or
     ``n_sv + t`` kernel evaluations (RBF/poly). :meth:`plan` reports both before anything runs, and
@@ -281,7 +289,7 @@ class TDIL(ReleasingEstimator):
         Public ``C ≥ ||w*||`` (default ``min(2 L R_φ/λ, sqrt(2 ℓ(0)/λ)) + err``); enters only the
         exponent bound used for the float analysis.
     max_candidates : float, default 2e10
-        Refuse runs scoring more than this many net points in total (B·|S|).
+        Refuse runs scoring more than this many net points in total (``B·|S|``).
     max_kernel_evaluations : float, default 2e10
         Refuse kernel-sum runs above this many kernel evaluations in total.
     verbose : bool, default False
@@ -300,6 +308,21 @@ class TDIL(ReleasingEstimator):
         Per round: ``round`` and ``update`` (``|d̂| > σ``), both functions of the release. The EM
         score of the chosen point, ``<z, w_t − w*>``, is not kept: it is an exact function of the
         private ``w*``, not covered by the guarantee.
+
+    Examples
+    --------
+    Algorithm 3 scores an ε-net of the ball; a linear kernel in two dimensions keeps the net small:
+
+    >>> import numpy as np
+    >>> from dpcore import KernelSVM, TDIL
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+    >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+    >>> tdil = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0)
+    >>> plan = tdil.plan()                                # counts the work, releases nothing
+    >>> rel = tdil.fit().release_
+    >>> type(rel).__name__, rel.mechanism, tdil.privacy_.B
+    ('KernelRelease', 'TDIL', 1)
     """
 
     #: Test hooks for deliberately broken copies; must stay 1.0 / False.
@@ -329,9 +352,20 @@ class TDIL(ReleasingEstimator):
     def plan(self) -> dict:
         """Validate, calibrate and count the work; draws no randomness and releases nothing.
 
-        Returns a dict with ``calibration`` (:class:`TDILCalibration`), ``net_size`` (|S|),
-        ``candidates`` (B·|S|), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
+        Returns a dict with ``calibration`` (:class:`TDILCalibration`), ``net_size`` (``|S|``),
+        ``candidates`` (``B·|S|``), ``kernel_evaluations`` (upper bound, 0 for the linear kernel) and
         the internal state used by :meth:`fit`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDIL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+        >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+        >>> plan = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0).plan()
+        >>> plan["calibration"].B, "candidates" in plan, "kernel_evaluations" in plan
+        (1, True, True)
         """
         info = model_info(self.model, "TDIL")
         X = info["X"]
@@ -401,7 +435,19 @@ class TDIL(ReleasingEstimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X=None, y=None):
-        """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data)."""
+        """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import KernelSVM, TDIL
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.7, 0.7, size=(2000, 2)); y = np.sign(X[:, 0])
+        >>> svm = KernelSVM(lam=0.1, kernel="linear", tol=1e-8).fit(X, y)
+        >>> tdil = TDIL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit()
+        >>> tdil.release_.mechanism, tdil.predict(X[:3]).shape
+        ('TDIL', (3,))
+        """
         plan = self.plan()
         cal, info, r = plan["calibration"], plan["info"], plan["radius"]
         k = info["kernel"]

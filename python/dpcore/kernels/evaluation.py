@@ -170,6 +170,18 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     See Also
     --------
     kernel_predict : ``K(Z, X) @ mu`` without building the matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import kernel_matrix
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> kernel_matrix(X, kernel="linear")
+    array([[0., 0.],
+           [0., 1.]])
+    >>> np.round(kernel_matrix(X, kernel="rbf", gamma=1.0), 4)
+    array([[1.    , 0.3679],
+           [0.3679, 1.    ]])
     """
     A = check_array(A, "A")
     if B is not None:

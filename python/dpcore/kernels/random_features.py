@@ -115,7 +115,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def fit(self, X, y=None):
         """Draw the public weights; only ``X.shape[1]`` is read (never the values' content beyond
-        validation: NaN/inf entries are refused)."""
+        validation: NaN/inf entries are refused).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).normal(size=(5, 3))
+        >>> rff = RandomFourierFeatures(n_components=10, gamma=1.0, random_state=0).fit(X)
+        >>> rff.random_weights_.shape                      # (n_features, ceil(n_components / 2))
+        (3, 5)
+        """
         D, kernel, gamma = self._validate_params()
         Xc = check_array(X, "X")
         validate_data(self, X, skip_check_array=True, reset=True)  # feature_names_in_ for DataFrames
@@ -134,7 +144,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
             )
 
     def transform(self, X) -> np.ndarray:
-        """``φ̂(X)`` of shape ``(n_samples, n_components)`` (Rust, parallel, zero-copy on float64)."""
+        """``φ̂(X)`` of shape ``(n_samples, n_components)`` (Rust, parallel, zero-copy on float64).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).normal(size=(5, 3))
+        >>> rff = RandomFourierFeatures(n_components=10, gamma=1.0, random_state=0).fit(X)
+        >>> rff.transform(X).shape
+        (5, 10)
+        """
         self._check_fitted()
         Xc = check_array(X, "X")
         validate_data(self, X, skip_check_array=True, reset=False)  # the fitted feature names, if any
@@ -160,7 +180,18 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         return self.n_output_features_
 
     def kernel_value(self, X, Z) -> np.ndarray:
-        """The exact kernel ``k(X, Z)`` the features approximate (reference; dense ``m × n``)."""
+        """The exact kernel ``k(X, Z)`` the features approximate (reference; dense ``m × n``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).normal(size=(5, 3)) / 3
+        >>> rff = RandomFourierFeatures(n_components=2000, gamma=1.0, random_state=0).fit(X)
+        >>> F = rff.transform(X)
+        >>> bool(np.abs(F @ F.T - rff.kernel_value(X, X)).max() < 0.1)   # the approximation
+        True
+        """
         _, kernel, gamma = self._validate_params()
         X = check_array(X, "X")
         Z = check_array(Z, "Z", n_features=X.shape[1])

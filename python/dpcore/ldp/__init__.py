@@ -7,15 +7,15 @@ groups, τ, Chebyshev coefficients, number of copies) live in a frozen protocol 
 ``budget()`` composes exactly what one user sends and whose construction raises if that exceeds the
 declared (ε, δ).
 
-=====================  ============================  ===========================  ========================
-Algorithm              protocol                      client                       server
-=====================  ============================  ===========================  ========================
-1 Basic private vector :func:`gaussian_channel`      :func:`privatize_vector`     (averaging)
-2 ℓ1 mean estimation   :class:`MeanEstimationProtocol` :func:`mean_report`        :class:`LDPMeanEstimator`
-3 sparse regression    :class:`SparseRegressionProtocol` :func:`regression_report` :class:`LDPSparseRegression`
-4 kernel ridge (RFF)   :class:`KernelRidgeProtocol`  :func:`kernel_report`        :class:`LDPKernelRidge`
-5–6 logistic (Cheb.)   :class:`LogisticProtocol`     :func:`logistic_report`      :class:`LDPLogisticRegression`
-=====================  ============================  ===========================  ========================
+======================  =================================  =========================  ==============================
+Algorithm               protocol                           client                     server
+======================  =================================  =========================  ==============================
+1 Basic private vector  :func:`gaussian_channel`           :func:`privatize_vector`   (averaging)
+2 ℓ1 mean estimation    :class:`MeanEstimationProtocol`    :func:`mean_report`        :class:`LDPMeanEstimator`
+3 sparse regression     :class:`SparseRegressionProtocol`  :func:`regression_report`  :class:`LDPSparseRegression`
+4 kernel ridge (RFF)    :class:`KernelRidgeProtocol`       :func:`kernel_report`      :class:`LDPKernelRidge`
+5–6 logistic (Cheb.)    :class:`LogisticProtocol`          :func:`logistic_report`    :class:`LDPLogisticRegression`
+======================  =================================  =========================  ==============================
 
 :func:`simulate` runs all clients of a protocol — or, given a :class:`GaussianChannel`, Algorithm 1 on
 every row — on a dataset (experiments/tests only). :class:`RecoveryRadiusWarning`: Algorithm 2's

@@ -18,7 +18,19 @@ __all__ = ["ReleaseSpec", "LDPBudget"]
 
 @dataclass(frozen=True)
 class ReleaseSpec:
-    """One kind of private copy a user sends: ``copies`` independent releases through ``channel``."""
+    """One kind of private copy a user sends: ``copies`` independent releases through ``channel``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> spec = proto.releases()[0]
+    >>> spec.name, spec.copies, spec.channel.dim
+    ('z0 (x)', 1, 3)
+    """
 
     name: str
     source: str
@@ -28,7 +40,19 @@ class ReleaseSpec:
 
 @dataclass(frozen=True)
 class LDPBudget:
-    """Composed per-user budget (basic composition, paper Lemma 2) of everything one user sends."""
+    """Composed per-user budget (basic composition, paper Lemma 2) of everything one user sends.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> b = proto.budget()
+    >>> [(name, copies) for name, copies, eps, delta in b.items]
+    [('z0 (x)', 1), ('zy (y copies)', 1), ('z (x copies)', 1)]
+    """
 
     epsilon: float
     delta: float

@@ -85,6 +85,16 @@ class KernelRidgeProtocol(ProtocolMixin):
     rff_seed : int — seed of the public feature map.
     label_bound : float — declared bound on ``|y|``.
     calibration : "analytic" | "classic".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])  # ||x||_2 <= 1, |y| <= 1
+    >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+    >>> proto.n_features, proto.features(X[:2]).shape          # public random features
+    (20, (2, 20))
     """
 
     dim: int
@@ -122,7 +132,16 @@ class KernelRidgeProtocol(ProtocolMixin):
         return self.n_components
 
     def features(self, X) -> np.ndarray:
-        """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding)."""
+        """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+        >>> proto.features(np.zeros((2, 3))).shape     # public: the same map on every device and the server
+        (2, 20)
+        """
         F = self.feature_map.transform(check_array(X, "X", n_features=self.dim))
         return clip_rows(F, 1.0)
 
@@ -137,6 +156,17 @@ def kernel_report(x, y, protocol: KernelRidgeProtocol, *, clip: bool = False, ra
     ``x``: shape ``(d,)``, finite; ``|y| ≤ label_bound`` (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP — (ε/2, δ/2) for ``z`` (``||φ̂(x)|| ≤ 1``, sensitivity 2) plus (ε/2, δ/2) for
     ``v``, basic composition.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])  # ||x||_2 <= 1, |y| <= 1
+    >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+    >>> z, v = ldp.kernel_report(X[0], y[0], proto, random_state=0)   # what one user sends
+    >>> z.shape
+    (20,)
     """
     if not isinstance(protocol, KernelRidgeProtocol):
         raise TypeError(f"protocol must be a KernelRidgeProtocol, got {type(protocol).__name__}")
@@ -203,6 +233,18 @@ class LDPKernelRidge(BaseEstimator):
         The ridge parameter actually used.
     Q_ : numpy.ndarray, shape (2D, 2D)
         The debiased Gram ``Proj_PSD(ZᵀZ − n σ_x² I)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])  # ||x||_2 <= 1, |y| <= 1
+    >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+    >>> Z, v = ldp.simulate(X, y, proto, random_state=0)        # all users (experiments only)
+    >>> model = ldp.LDPKernelRidge(proto).fit(Z, v)
+    >>> model.predict(X[:2]).shape
+    (2,)
     """
 
     def __init__(self, protocol: KernelRidgeProtocol, alpha: Union[str, float] = "auto"):
@@ -255,5 +297,16 @@ class LDPKernelRidge(BaseEstimator):
         Returns
         -------
         numpy.ndarray, shape (n_queries,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])
+        >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+        >>> model = ldp.LDPKernelRidge(proto).fit(*ldp.simulate(X, y, proto, random_state=0))
+        >>> model.predict(X[:4]).shape
+        (4,)
         """
         return self.protocol.features(X) @ self.coef_

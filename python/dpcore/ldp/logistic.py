@@ -80,6 +80,15 @@ def chebyshev_coefficients(f, degree: int, n_nodes: int = 512, parity: Optional[
     ``parity="odd"`` / ``"even"`` declares ``f`` odd / even: the Chebyshev (and hence power-basis)
     coefficients of the other parity are then exactly zero and are set to ``0.0`` instead of quadrature
     round-off. ``None`` computes every coefficient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.ldp import chebyshev_coefficients
+    >>> np.round(chebyshev_coefficients(np.exp, 3), 4)
+    array([0.9946, 0.9973, 0.543 , 0.1773])
+    >>> np.round(chebyshev_coefficients(lambda t: t ** 3, 3, parity="odd"), 12)
+    array([0., 0., 0., 1.])
     """
     if parity not in (None, "odd", "even"):
         raise ValueError(f"parity must be None, 'odd' or 'even', got {parity!r}")
@@ -123,6 +132,17 @@ class LogisticProtocol(ProtocolMixin):
     c1, c2 : power-basis coefficients of ``h₁'(r s)`` and ``h₂'(r s)`` (exact zeros by parity).
     y_degrees : degrees ``k`` whose ``zy_k`` is sent (column ``i`` of ``zy`` is ``zy_{y_degrees[i]}``).
     x_degrees : degrees ``k ≥ 1`` whose block of ``k`` x-copies is sent, in order (columns of ``zx``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> b = proto.budget()              # what one user sends, composed
+    >>> b.epsilon, b.n_releases, b.composition
+    (8.0, 3, 'basic')
     """
 
     dim: int
@@ -192,7 +212,19 @@ class LogisticProtocol(ProtocolMixin):
 
 @dataclass
 class LogisticReports:
-    """Reports of ``n`` users: ``z0`` (n, d), ``zy`` (n, n_y_copies), ``zx`` (n, n_x_copies, d)."""
+    """Reports of ``n`` users: ``z0`` (n, d), ``zy`` (n, n_y_copies), ``zx`` (n, n_x_copies, d).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> reports = ldp.simulate(X, y, proto, random_state=0)
+    >>> type(reports).__name__, reports.z0.shape, reports.zx.shape
+    ('LogisticReports', (500, 3), (500, 1, 3))
+    """
 
     z0: np.ndarray
     zy: np.ndarray
@@ -205,6 +237,17 @@ def logistic_report(x, y, protocol: LogisticProtocol, *, clip: bool = False, ran
     ``||x||_2 ≤ 1`` and ``y ∈ [−1, 1]`` (labels ±1) are required (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP by basic composition of the ``1 + n_y_copies + n_x_copies`` Basic Private
     Vector releases, whose budgets sum to at most (ε, δ) (checked by the protocol).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> one = ldp.logistic_report(X[0], y[0], proto, random_state=0)   # on the user's device
+    >>> one.z0.shape, one.zy.shape, one.zx.shape
+    ((1, 3), (1, 1), (1, 1, 3))
     """
     if not isinstance(protocol, LogisticProtocol):
         raise TypeError(f"protocol must be a LogisticProtocol, got {type(protocol).__name__}")
@@ -272,6 +315,18 @@ class LDPLogisticRegression(BaseEstimator):
         ``G_rms`` the RMS norm of the oracle at ``w = 0`` over the reports — post-processing).
 
     Attributes: ``coef_`` (θ = r·w̄), ``w_`` (averaged iterate in ``B₂(1)``), ``n_iter_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+    >>> reports = ldp.simulate(X, y, proto, random_state=0)     # all users (experiments only)
+    >>> clf = ldp.LDPLogisticRegression(proto).fit(reports)
+    >>> clf.predict(X[:4]).shape, clf.predict_proba(X[:4]).shape
+    ((4,), (4,))
     """
 
     def __init__(self, protocol: LogisticProtocol, batch_size: int = 100, step_scale: float = 1.0):
@@ -310,7 +365,20 @@ class LDPLogisticRegression(BaseEstimator):
         return check_array(X, "X", n_features=self.protocol.dim) @ self.coef_
 
     def predict_proba(self, X):
-        """Probability of the label +1 under the fitted logistic model."""
+        """Probability of the label +1 under the fitted logistic model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+        >>> clf = ldp.LDPLogisticRegression(proto).fit(ldp.simulate(X, y, proto, random_state=0))
+        >>> p = clf.predict_proba(X[:4])
+        >>> p.shape, bool(((0 <= p) & (p <= 1)).all())
+        ((4,), True)
+        """
         return 1.0 / (1.0 + np.exp(-self.decision_function(X)))
 
     def predict(self, X):

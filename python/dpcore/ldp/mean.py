@@ -84,6 +84,18 @@ class MeanEstimationProtocol(ProtocolMixin):
     projection_seed : int — seed of the public ``G``.
     projection_radius : float — ``R``: ``G x`` is clipped to this ball before the noise.
     calibration : "analytic" (default) or "classic" (ε < 1 only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)  # ||x||_1 = 0.5
+    >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+    >>> proto.budget().epsilon, proto.budget().n_releases
+    (8.0, 1)
+    >>> proto.projection.shape[1]                          # the public projection G: (p, dim)
+    3
     """
 
     dim: int
@@ -161,6 +173,17 @@ def mean_report(x, protocol: MeanEstimationProtocol, *, clip: bool = False, rand
     ``x`` (shape ``(d,)``) must satisfy ``||x||_2 ≤ 1`` (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP (one Basic Private Vector release of a public function of ``x``; the
     projected vector is always clipped to the ball of radius ``R``, so the sensitivity ``2R`` holds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)  # ||x||_1 = 0.5
+    >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+    >>> report = ldp.mean_report(X[0], proto, random_state=0)   # on the user's device
+    >>> report.shape == (proto.projection.shape[0],)
+    True
     """
     if not isinstance(protocol, MeanEstimationProtocol):
         raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(protocol).__name__}")
@@ -181,10 +204,19 @@ def median_of_means_l1(Y: np.ndarray, m: int):
 
 
 def l1_recovery(G: np.ndarray, u: np.ndarray, tau: float):
-    """``argmin ||z||_1 s.t. ||G z − u||_1 ≤ τ`` as an LP (HiGHS). Variables ``[z⁺, z⁻, t]``.
+    """``argmin ||z||_1`` subject to ``||G z − u||_1 ≤ τ``, solved as an LP (HiGHS). Variables ``[z⁺, z⁻, t]``.
 
     If the constraint is infeasible (possible when p > d), τ is raised to the smallest feasible
-    ``min ||Gz − u||_1`` (times 1 + 1e-9). Returns ``(z, tau_used)``."""
+    ``min ||Gz − u||_1`` (times 1 + 1e-9). Returns ``(z, tau_used)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.ldp import l1_recovery
+    >>> z, tau = l1_recovery(np.eye(3), np.array([0.5, 0.0, 0.0]), 0.1)
+    >>> np.round(z, 6), tau
+    (array([0.4, 0. , 0. ]), 0.1)
+    """
     p, d = G.shape
     Gs = sparse.csr_matrix(G)
     I = sparse.identity(p, format="csr")
@@ -238,6 +270,18 @@ class LDPMeanEstimator(BaseEstimator):
     -----
     RecoveryRadiusWarning
         From :meth:`fit`, when ``zero_by_radius_`` is True (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)  # ||x||_1 = 0.5
+    >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+    >>> reports = ldp.simulate(X, None, proto, random_state=0)    # all users (experiments only)
+    >>> est = ldp.LDPMeanEstimator(proto).fit(reports)
+    >>> est.mean_.shape, bool(est.zero_by_radius_)
+    ((3,), False)
     """
 
     def __init__(self, protocol: MeanEstimationProtocol):
@@ -267,6 +311,17 @@ class LDPMeanEstimator(BaseEstimator):
         -----
         RecoveryRadiusWarning
             If ``τ ≥ ||u||_1``, i.e. the estimate is identically zero because of the radius.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)
+        >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+        >>> est = ldp.LDPMeanEstimator(proto).fit(ldp.simulate(X, None, proto, random_state=0))
+        >>> est.mean_.shape
+        (3,)
         """
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):

@@ -71,6 +71,16 @@ class SparseRegressionProtocol(ProtocolMixin):
     projection_seed : int — seed of the public ``Φ``.
     projection_radius : float — ``Φᵀx`` is clipped to this ball (paper: 1).
     calibration : "analytic" | "classic".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]      # ||x||_1 <= 1, |y| <= 1
+    >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+    >>> proto.budget().epsilon, proto.budget().delta
+    (2.0, 1e-06)
     """
 
     dim: int
@@ -122,6 +132,17 @@ def regression_report(x, y, protocol: SparseRegressionProtocol, *, clip: bool = 
 
     ``||x||_2 ≤ 1`` and ``|y| ≤ label_bound`` are required (``ValueError`` otherwise unless ``clip=True``).
     Guarantee: (ε, δ)-LDP — (ε/2, δ/2) for ``z`` + (ε/2, δ/2) for ``v``, basic composition (module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]      # ||x||_1 <= 1, |y| <= 1
+    >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+    >>> z, v = ldp.regression_report(X[0], y[0], proto, random_state=0)  # what one user sends
+    >>> z.shape == (proto.projection.shape[0],), type(v).__name__
+    (True, 'float')
     """
     if not isinstance(protocol, SparseRegressionProtocol):
         raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(protocol).__name__}")
@@ -156,6 +177,18 @@ class LDPSparseRegression(BaseEstimator):
     max_iter : int — FISTA iterations cap.
 
     Attributes: ``coef_`` (d,), ``gap_`` (certified ``f(w) − f* ≤ gap_``), ``n_iter_``, ``Q_`` (m×m).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]      # ||x||_1 <= 1, |y| <= 1
+    >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+    >>> Z, v = ldp.simulate(X, y, proto, random_state=0)        # all users (experiments only)
+    >>> model = ldp.LDPSparseRegression(proto).fit(Z, v)
+    >>> model.coef_.shape, model.predict(X[:2]).shape
+    ((3,), (2,))
     """
 
     def __init__(self, protocol: SparseRegressionProtocol, tol: float = 1e-9, max_iter: int = 20000):
@@ -180,6 +213,18 @@ class LDPSparseRegression(BaseEstimator):
         return self
 
     def predict(self, X):
-        """``X @ coef_`` (X are query points, not reports)."""
+        """``X @ coef_`` (X are query points, not reports).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]
+        >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+        >>> model = ldp.LDPSparseRegression(proto).fit(*ldp.simulate(X, y, proto, random_state=0))
+        >>> model.predict(X[:4]).shape
+        (4,)
+        """
         X = check_array(X, "X", n_features=self.protocol.dim)
         return X @ self.coef_

@@ -97,6 +97,17 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     Experiments and tests only (it touches raw data, as the users' devices would). The rows are
     released in one batch through the exact grid sampler; the release is coordinate-wise
     independent, so the batch has the joint law of ``n`` separate client calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import ldp
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]      # ||x||_1 <= 1, |y| <= 1
+    >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+    >>> Z, v = ldp.simulate(X, y, proto, random_state=0)   # one client call per row
+    >>> Z.shape[0], v.shape
+    (500, (500,))
     """
 
     rng = noise.check_random_state(random_state)

@@ -91,6 +91,15 @@ class LinearBallEM:
     ----------
     rng : dpcore.mechanisms.noise.ChaChaRng
         Source of randomness (64-bit words).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+    >>> em = LinearBallEM(check_random_state(0))
+    >>> z = em.sample(np.array([1.0, 0.0, 0.0]), kappa=5.0, r=1.0)
+    >>> z.shape, bool(np.linalg.norm(z) <= 1.0)
+    ((3,), True)
     """
 
     def __init__(self, rng):
@@ -119,7 +128,15 @@ class LinearBallEM:
 
     # -- the t marginal ---------------------------------------------------------------------------
     def sample_t(self, a: float, d: int, r: float) -> float:
-        """One draw of ``t ∈ [0, r]`` with log-density ``a t + ((d−1)/2) log(r² − t²)``."""
+        """One draw of ``t ∈ [0, r]`` with log-density ``a t + ((d−1)/2) log(r² − t²)``.
+
+        Examples
+        --------
+        >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+        >>> t = LinearBallEM(check_random_state(0)).sample_t(a=5.0, d=3, r=1.0)
+        >>> 0.0 <= t <= 1.0
+        True
+        """
         if a < 0 or not math.isfinite(a):
             raise ValueError(f"a must be finite and >= 0, got {a!r}")
         k = (d - 1) / 2.0
@@ -179,7 +196,17 @@ class LinearBallEM:
         raise RuntimeError("LinearBallEM: rejection sampler did not accept in 100000 trials")  # pragma: no cover
 
     def sample(self, u: np.ndarray, kappa: float, r: float) -> np.ndarray:
-        """One draw of ``z`` with density ∝ ``exp(κ|<z, u>|)`` on the ball of radius ``r``."""
+        """One draw of ``z`` with density ∝ ``exp(κ|<z, u>|)`` on the ball of radius ``r``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore.mechanisms import LinearBallEM, check_random_state
+        >>> em = LinearBallEM(check_random_state(0))
+        >>> z = em.sample(np.array([0.0, 1.0]), kappa=10.0, r=2.0)
+        >>> z.shape, bool(np.linalg.norm(z) <= 2.0)
+        ((2,), True)
+        """
         u = np.asarray(u, dtype=np.float64)
         d = u.shape[0]
         norm = float(np.linalg.norm(u))

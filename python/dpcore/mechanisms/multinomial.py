@@ -201,6 +201,14 @@ def multinomial_draws(
     ------
     ValueError, TypeError
         As in :func:`multinomial_counts`; ``TypeError`` also for a non-bool ``shuffle``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore.mechanisms import multinomial_draws
+    >>> idx = multinomial_draws(np.array([0.5, 0.25, 0.25]), 8, random_state=0)
+    >>> idx.shape, bool(set(idx.tolist()) <= {0, 1, 2})
+    ((8,), True)
     """
     arr = _check_p(p)
     m = _check_m(m)

@@ -175,6 +175,16 @@ class PrivateSVMPrivacy:
     tol : solver tolerance (duality gap for the hinge loss, gradient norm otherwise).
     fp_bound : public floating-point bound entering ρ_pub (smooth losses; 0 for the hinge).
     intercept_scaling : constant feature value (0 without intercept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcore import PrivateSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    >>> rec = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y).privacy_
+    >>> rec.epsilon, rec.kernel, rec.n, rec.n_features_out
+    (5.0, 'rbf', 400, 100)
     """
 
     epsilon: float
@@ -638,6 +648,17 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             Invalid parameters or data (the message names the parameter).
         ConvergenceError
             The solver did not reach ``tol`` (nothing is released).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import PrivateSVM
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 2)); y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+        >>> clf = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, calibration="tight",
+        ...                  random_state=0).fit(X, y)
+        >>> clf.coef_.shape, clf.privacy_.calibration
+        ((100,), 'tight')
         """
         X_in = X
         rng = check_random_state(self.random_state)
