@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import inspect
+from dpcore._internal.types import Self
 
 
 class ParamsMixin:
@@ -26,7 +29,7 @@ class ParamsMixin:
         """Parameters of the estimator (scikit-learn protocol; works with ``sklearn.clone``)."""
         return {name: getattr(self, name) for name in self._get_param_names()}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set parameters (scikit-learn protocol); unknown names raise ``ValueError``."""
         valid = self._get_param_names()
         for key in params:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 SUBSETS = ("train", "test", "all")
@@ -10,7 +12,7 @@ SUBSETS = ("train", "test", "all")
 class Bunch(dict):
     """A dictionary whose keys are also attributes (as :class:`sklearn.utils.Bunch`)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(kwargs)
 
     def __getattr__(self, key):

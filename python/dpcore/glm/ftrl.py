@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -76,6 +76,7 @@ from dpcore.exceptions import FTRLHorizonExceeded
 from dpcore.mechanisms.noise import check_random_state
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.multinomial import multinomial_draws
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["PrivateFTRL", "FTRLCalibration", "FTRLHorizonExceeded", "ftrl_calibration", "FTRLRegret"]
 
@@ -272,7 +273,7 @@ class PrivateFTRL(ParamsMixin):
                "accountant")
 
     def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
-                 random_state=None, accountant=None):
+                 random_state=None, accountant=None) -> None:
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta
@@ -283,7 +284,7 @@ class PrivateFTRL(ParamsMixin):
         self.random_state = random_state
         self.accountant = accountant
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set parameters; refused once the learner has started (the guarantee is fixed then)."""
         if getattr(self, "_started", False):
             raise ValueError("parameters of a started PrivateFTRL cannot change (the guarantee is fixed); clone it")
@@ -383,7 +384,7 @@ class PrivateFTRL(ParamsMixin):
             X = np.clip(X, -R, R)
         return X
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X: ArrayLike, y: object = None) -> Self:
         """Play one round per row of ``X`` (successive cost vectors).
 
         For each row: the action ``a_t`` is drawn from the current iterate (or is the one already

@@ -135,6 +135,7 @@ from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
 )
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = [
     "OutputPerturbation",
@@ -373,7 +374,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         residual_share=0.01,
         random_state=None,
         accountant=None,
-    ):
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
@@ -636,7 +637,7 @@ class _GLMPerturbation(LinearPredictorMixin, ParamsMixin):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private model on ``(X, y)``.
 
         Validates everything and computes the public calibration, charges ``accountant`` the

@@ -152,6 +152,7 @@ from dpcore.glm._simplex_calibration import (
 from dpcore.glm._simplex_solver import EntropicSimplexProblem, SimplexSolution, softmax
 from dpcore.mechanisms.multinomial import multinomial_counts
 from dpcore.mechanisms.noise import check_random_state
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = [
     "SimplexERM",
@@ -274,7 +275,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
 
     def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
                  huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
-                 clip=False, classes=DEFAULT_CLASSES, verbose=False, random_state=None, accountant=None):
+                 clip=False, classes=DEFAULT_CLASSES, verbose=False, random_state=None, accountant=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
@@ -454,7 +455,7 @@ class SimplexERM(LinearPredictorMixin, ParamsMixin):
         return multinomial_counts(p, m, random_state=rng)
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit on ``(X, y)`` and release the private sparse model.
 
         Parameters

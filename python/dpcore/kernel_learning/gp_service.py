@@ -149,7 +149,7 @@ class GPService(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
-                 state_path=None, state_backend="auto", random_state=None, accountant=None):
+                 state_path=None, state_backend="auto", random_state=None, accountant=None) -> None:
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
                       ridge=ridge, clip=bool(clip))
         self._store = None

@@ -288,7 +288,7 @@ class PINP(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, n_queries, beta=0.05, norm_bound=None,
-                 clip=False, state_path=None, state_backend="auto", random_state=None, accountant=None):
+                 clip=False, state_path=None, state_backend="auto", random_state=None, accountant=None) -> None:
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
                       data_norm=data_norm, norm_bound=norm_bound, clip=bool(clip))
         self._setup(model, params, random_state)

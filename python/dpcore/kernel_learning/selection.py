@@ -57,6 +57,8 @@ dpcore's threat model, as for every solver).
 
 from __future__ import annotations
 
+from typing import Any
+
 import itertools
 import math
 import numbers
@@ -74,6 +76,7 @@ from dpcore.kernel_learning.svm import KernelSVM
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import private_proportion
 from dpcore.kernel_learning.tddl import TDDL
+from dpcore._internal.types import ArrayLike, NDArray, Self
 
 __all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu"]
 
@@ -300,7 +303,8 @@ class PrivateGridSearch(ParamsMixin):
                "prior_epsilon_share", "mean_runs", "random_state", "accountant")
 
     def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
-                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None, accountant=None):
+                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None,
+                 accountant=None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
@@ -324,7 +328,7 @@ class PrivateGridSearch(ParamsMixin):
                 raise ValueError(f"param_grid[{k!r}] must be a non-empty list")
         return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
 
         cands = None if self.param_grid is None else self._candidates()
@@ -403,11 +407,11 @@ class PrivateGridSearch(ParamsMixin):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Class labels of the selected private release."""
         return self.release_.predict(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """Decision values of the selected private release."""
         return self.release_.decision_function(X)
 

@@ -57,6 +57,7 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_positive, check_scale
 from dpcore.kernels.evaluation import as_f64, check_kernel_params, check_kernel_domain
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "ConvergenceWarning"]
 
@@ -122,7 +123,7 @@ class KernelERM(ParamsMixin):
         )
         return lam, tol, cache_size, max_iter, name, gamma, degree, coef0
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the kernel ERM on ``(X, y)`` and certify the result.
 
         Parameters

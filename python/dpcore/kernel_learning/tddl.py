@@ -12,7 +12,7 @@ import numbers
 import warnings
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from scipy import linalg, optimize
@@ -28,6 +28,7 @@ from dpcore.kernel_learning.gp import gp_factor as _gp_factor
 from dpcore.kernel_learning.gp import gp_noise, gp_residual_bound
 from dpcore.mechanisms.noise import grid_release, check_random_state, gaussian_plan, laplace_plan
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["TDDL", "TDDLCalibration", "tddl_calibration", "ball_constrained_lstsq", "loss_at_zero"]
 
@@ -395,7 +396,7 @@ class TDDL(ReleasingEstimator):
 
     def __init__(self, model, epsilon, delta, *, data_norm, noise="gp", norm_bound="private",
                  norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, random_state=None,
-                 accountant=None):
+                 accountant=None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
@@ -421,7 +422,7 @@ class TDDL(ReleasingEstimator):
             return nb, None
         return "declared", check_positive(nb, "norm_bound")
 
-    def prepare(self, Z):
+    def prepare(self, Z: ArrayLike) -> dict[str, Any]:
         """Validate everything and compute the calibration for public points ``Z``; draws no noise.
 
         Returns the state :meth:`fit` uses (exposed for audits and experiments; nothing private is
@@ -521,7 +522,7 @@ class TDDL(ReleasingEstimator):
                 "or a public/declared norm_bound.", UserWarning, stacklevel=3)
         return float(min(max(upper, 0.0), cal.norm_bound_public))
 
-    def fit(self, Z, y=None):
+    def fit(self, Z: ArrayLike, y: object = None) -> Self:
         """Release the private model for the public points ``Z`` (``y`` is ignored).
 
         Charges the accountant ``(ε, δ)`` before drawing any noise.

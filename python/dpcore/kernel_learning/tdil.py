@@ -25,6 +25,7 @@ from dpcore.mechanisms import exponential as linear_em
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
 from dpcore.kernel_learning.tddl import loss_at_zero
 from dpcore.exceptions import TDILCostError
+from dpcore._internal.types import Self
 
 __all__ = ["TDIL", "TDILCalibration", "tdil_calibration", "TDILCostError"]
 
@@ -308,7 +309,7 @@ class TDIL(ReleasingEstimator):
 
     def __init__(self, model, epsilon, delta, *, beta=0.05, data_norm=1.0, calibration="paper",
                  sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
-                 verbose=False, random_state=None, accountant=None):
+                 verbose=False, random_state=None, accountant=None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
@@ -402,7 +403,7 @@ class TDIL(ReleasingEstimator):
         )
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X=None, y=None):
+    def fit(self, X: object = None, y: object = None) -> Self:
         """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data)."""
         plan = self.plan()
         cal, info, r = plan["calibration"], plan["info"], plan["radius"]

@@ -67,6 +67,7 @@ from dpcore.ldp.regression import check_zv_reports, check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import clip_rows, release
 from dpcore.kernels.random_features import RandomFourierFeatures
+from dpcore._internal.types import ArrayLike, NDArray, Self
 
 __all__ = ["KernelRidgeProtocol", "kernel_report", "LDPKernelRidge", "auto_alpha"]
 
@@ -126,7 +127,7 @@ class KernelRidgeProtocol(ProtocolMixin):
         F = self.feature_map.transform(check_array(X, "X", n_features=self.dim))
         return clip_rows(F, 1.0)
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z (random features)", "phi(x)", self.x_channel, 1),
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
@@ -209,7 +210,7 @@ class LDPKernelRidge(ParamsMixin):
         self.protocol = protocol
         self.alpha = alpha
 
-    def fit(self, Z_reports, v_reports):
+    def fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
         """Fit from the users' reports.
 
         Parameters
@@ -245,7 +246,7 @@ class LDPKernelRidge(ParamsMixin):
         self.Q_ = Q
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predict with the public feature map: ``φ̂(X) @ coef_`` (no privacy cost).
 
         Parameters

@@ -69,6 +69,7 @@ from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp.regression import check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, release, release_rows
+from dpcore._internal.types import ArrayLike, NDArray
 
 __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisticRegression",
            "chebyshev_coefficients", "TERMS"]
@@ -184,7 +185,7 @@ class LogisticProtocol(ProtocolMixin):
                                         split_budget(dl, Fraction(1, 2), max(kx, 1)), calibration=cal))
         self.check_budget()
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z0 (x)", "x", self.z0_channel, 1),
                 ReleaseSpec("zy (y copies)", "y", self.y_channel, self.n_y_copies),
                 ReleaseSpec("z (x copies)", "x", self.x_channel, self.n_x_copies))
@@ -306,12 +307,12 @@ class LDPLogisticRegression(ParamsMixin):
         self.n_iter_ = T
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         return check_array(X, "X", n_features=self.protocol.dim) @ self.coef_
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Probability of the label +1 under the fitted logistic model."""
         return 1.0 / (1.0 + np.exp(-self.decision_function(X)))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         return np.where(self.decision_function(X) >= 0, 1, -1)

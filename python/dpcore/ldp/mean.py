@@ -58,6 +58,7 @@ from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_re
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore.exceptions import RecoveryRadiusWarning
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
 
@@ -151,7 +152,7 @@ class MeanEstimationProtocol(ProtocolMixin):
         G.flags.writeable = False
         return G
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("y (projected x)", "clip_R(G x)", self.channel, 1),)
 
 
@@ -243,7 +244,7 @@ class LDPMeanEstimator(ParamsMixin):
     def __init__(self, protocol: MeanEstimationProtocol):
         self.protocol = protocol
 
-    def fit(self, reports):
+    def fit(self, reports: ArrayLike) -> Self:
         """Estimate the mean from the users' reports.
 
         Parameters

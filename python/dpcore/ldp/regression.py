@@ -37,6 +37,7 @@ from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore._internal.validation import check_array
+from dpcore._internal.types import ArrayLike, NDArray, Self
 
 __all__ = ["SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "check_label"]
 
@@ -112,7 +113,7 @@ class SparseRegressionProtocol(ProtocolMixin):
         A.flags.writeable = False
         return A
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z (projected x)", "clip_R(Φᵀx)", self.x_channel, 1),
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
@@ -163,7 +164,7 @@ class LDPSparseRegression(ParamsMixin):
         self.tol = tol
         self.max_iter = max_iter
 
-    def fit(self, Z_reports, v_reports):
+    def fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
         proto = self.protocol
         if not isinstance(proto, SparseRegressionProtocol):
             raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(proto).__name__}")
@@ -179,7 +180,7 @@ class LDPSparseRegression(ParamsMixin):
         self.coef_, self.gap_, self.n_iter_, self.Q_ = w, gap, it, Q
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """``X @ coef_`` (X are query points, not reports)."""
         X = check_array(X, "X", n_features=self.protocol.dim)
         return X @ self.coef_

@@ -93,7 +93,7 @@ class LinearBallEM:
         Source of randomness (64-bit words).
     """
 
-    def __init__(self, rng):
+    def __init__(self, rng) -> None:
         self._rng = rng
 
     # -- uniform variates from the ChaCha stream ------------------------------------------------

@@ -124,6 +124,7 @@ from dpcore._internal.params import ParamsMixin
 from dpcore._internal.validation import check_array, check_epsilon, check_positive, check_scale
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["PrivateSVM", "PrivateSVMPrivacy", "PrivateSVMCertificate", "KERNELS", "SVM_LOSSES", "CALIBRATIONS"]
 
@@ -403,7 +404,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
                  max_iter=None, clip=False, classes=DEFAULT_CLASSES, random_state=None, accountant=None,
-                 calibration="spec"):
+                 calibration="spec") -> None:
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
@@ -617,7 +618,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
                      "random_features_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit and release the private SVM.
 
         Validates everything, draws the public RFF weights, computes the public calibration, charges
