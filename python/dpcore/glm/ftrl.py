@@ -60,6 +60,7 @@ is ``O(R T log p/ε)``; with advanced composition ``λ ≈ 4R sqrt(2T ln(1/δ))/
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
@@ -77,6 +78,9 @@ from dpcore.mechanisms.noise import check_random_state
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.multinomial import multinomial_draws
 from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PrivateFTRL", "FTRLCalibration", "FTRLHorizonExceeded", "ftrl_calibration", "FTRLRegret"]
 
@@ -242,6 +246,10 @@ class PrivateFTRL(ParamsMixin):
         Number of experts ``p`` (public). ``None``: taken from the first batch.
     clip : bool, default False
         Clip costs to ``[−R, R]`` instead of raising.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar of :meth:`partial_fit` counts the rounds of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
@@ -269,11 +277,11 @@ class PrivateFTRL(ParamsMixin):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _lam_factor = 1.0
 
-    _PARAMS = ("horizon", "epsilon", "delta", "data_norm_inf", "lam", "n_features", "clip", "random_state",
-               "accountant")
+    _PARAMS = ("horizon", "epsilon", "delta", "data_norm_inf", "lam", "n_features", "clip", "verbose",
+               "random_state", "accountant")
 
     def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
-                 random_state=None, accountant=None) -> None:
+                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta
@@ -281,6 +289,7 @@ class PrivateFTRL(ParamsMixin):
         self.lam = lam
         self.n_features = n_features
         self.clip = clip
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
@@ -392,6 +401,7 @@ class PrivateFTRL(ParamsMixin):
         cumulative costs are updated. The whole batch is refused (:class:`FTRLHorizonExceeded`)
         if it would exceed the horizon. The first call charges the accountant ``(ε, δ)``.
         """
+        check_verbose(self.verbose)
         X = self._check_costs(X)
         self._ensure_started(X.shape[1])
         cal = self.privacy_
@@ -400,16 +410,22 @@ class PrivateFTRL(ParamsMixin):
             raise FTRLHorizonExceeded(cal.horizon, self.t_, k)
         if not self._charged and self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, label=f"PrivateFTRL(T={cal.horizon})")
+        if not self._charged:
+            logger.info("PrivateFTRL: charged (epsilon=%.6g, delta=%.3g) for a horizon of %d rounds", cal.epsilon,
+                        cal.delta, cal.horizon)
         self._charged = True
-        for x in X:
-            theta = self._distribution(self._S)
-            a = self._draw(theta)
-            self._indices.append(a)
-            self._realized += float(x[a])
-            self._expected += float(x @ theta)
-            self._S += x
-            self.t_ += 1
-            self._pending = None
+        with progress_bar(self.verbose, total=k, desc="PrivateFTRL rounds", unit="round") as bar:
+            for x in X:
+                theta = self._distribution(self._S)
+                a = self._draw(theta)
+                self._indices.append(a)
+                self._realized += float(x[a])
+                self._expected += float(x @ theta)
+                self._S += x
+                self.t_ += 1
+                self._pending = None
+                bar.update(1)
+        logger.debug("PrivateFTRL: %d rounds played, %d of %d left", k, cal.horizon - self.t_, cal.horizon)
         return self
 
     @property
