@@ -43,6 +43,7 @@ are informative, so the warning is raised where the fact is certain: at fit time
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore.exceptions import RecoveryRadiusWarning
 from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
 
@@ -219,6 +223,10 @@ class LDPMeanEstimator(ParamsMixin):
     ----------
     protocol : MeanEstimationProtocol
         The public parameters the reports were produced with (``G``, ``m``, ``τ``).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the two stages of :meth:`fit` (median of means, ℓ1 recovery LP).
 
     Attributes
     ----------
@@ -241,8 +249,9 @@ class LDPMeanEstimator(ParamsMixin):
         From :meth:`fit`, when ``zero_by_radius_`` is True (see the module docstring).
     """
 
-    def __init__(self, protocol: MeanEstimationProtocol):
+    def __init__(self, protocol: MeanEstimationProtocol, *, verbose: bool | int = False) -> None:
         self.protocol = protocol
+        self.verbose = verbose
 
     def fit(self, reports: ArrayLike) -> Self:
         """Estimate the mean from the users' reports.
@@ -272,15 +281,21 @@ class LDPMeanEstimator(ParamsMixin):
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):
             raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(proto).__name__}")
+        check_verbose(self.verbose)
         Y = check_reports(reports, "reports", proto.n_users, proto.p)
-        u, j, _, _ = median_of_means_l1(Y, proto.m)
-        u_l1 = float(np.abs(u).sum())
-        zero = u_l1 <= proto.tau_
-        if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
-            z, tau = np.zeros(proto.dim), proto.tau_
-            warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
-        else:
-            z, tau = l1_recovery(proto._G, u, proto.tau_)
+        with progress_bar(self.verbose, total=2, desc="LDPMeanEstimator", unit="stage") as bar:
+            u, j, _, _ = median_of_means_l1(Y, proto.m)
+            bar.update(1)
+            u_l1 = float(np.abs(u).sum())
+            zero = u_l1 <= proto.tau_
+            if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
+                z, tau = np.zeros(proto.dim), proto.tau_
+                warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
+            else:
+                z, tau = l1_recovery(proto._G, u, proto.tau_)
+            bar.update(1)
+        logger.info("LDPMeanEstimator: group %d of %d selected, recovery radius %.4g%s", j, proto.m, tau,
+                    " (estimate zero by the radius)" if zero else "")
         self.mean_ = z
         self.coef_ = z
         self.projected_mean_ = u
