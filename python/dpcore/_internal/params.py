@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-import inspect
 from dpcore._internal.types import Self
 
 
