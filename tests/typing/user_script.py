@@ -118,7 +118,7 @@ def kernels() -> None:
 def kernel_learning() -> None:
     X, y = toy_data(300, 2, 1)
     Z, yz = toy_data(40, 2, 2)
-    svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8, verbose=False).fit(X, y)
     pred: NDArray[np.float64] = svm.predict(Z)
     dec: NDArray[np.float64] = svm.decision_function(Z)
     acc: float = svm.score(Z, yz)
@@ -232,7 +232,7 @@ def local_dp() -> None:
     lr_proto = ldp.LogisticProtocol(3, 500, 8.0, 1e-6, degree=2)
     one: ldp.LogisticReports = ldp.logistic_report(X[0], y[0], lr_proto, random_state=0)
     lr_reports = ldp.simulate(X, y, lr_proto, random_state=0)
-    lr = ldp.LDPLogisticRegression(lr_proto).fit(lr_reports)
+    lr = ldp.LDPLogisticRegression(lr_proto, verbose=0).fit(lr_reports)
     lr_proba: NDArray[np.float64] = lr.predict_proba(X)
     lr_pred: NDArray[np.float64] = lr.predict(X)
     coefs: NDArray[np.float64] = ldp.chebyshev_coefficients(np.tanh, 3)
