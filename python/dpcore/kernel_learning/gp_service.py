@@ -480,7 +480,9 @@ class GPService(NotPicklableService):
     @classmethod
     def load(cls, state_path, model, *, min_seq=None, state_backend="auto", verbose: bool | int = False,
              random_state=None) -> "GPService":
-        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit."""
+        """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
+
+        ``verbose``: as in the constructor (not stored in the state)."""
         store = open_state_store(state_path, _STATE_FORMAT, state_backend)
         doc = store.read()
         if min_seq is not None and doc["seq"] < int(min_seq):

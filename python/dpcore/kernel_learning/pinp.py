@@ -418,6 +418,7 @@ class PINP(NotPicklableService):
         the model fingerprint (hash of μ, X_fit_, kernel parameters, λ, L, n, certificate) must
         match. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
+        ``verbose``: as in the constructor (not stored in the state).
 
         ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
         smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
