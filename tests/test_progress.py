@@ -178,3 +178,18 @@ def test_module_loggers_only():
                     and node.func.attr == "getLogger"):
                 assert [ast.unparse(a) for a in node.args] == ["__name__"], f"{path}:{node.lineno}"
     assert offenders == []
+
+
+def test_tqdm_only_through_the_helper():
+    """Bars come from ``progress_bar`` (one place decides what ``verbose`` means)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        if rel == Path("_internal", "progress.py") or "demo" in rel.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(m.split(".")[0] == "tqdm" for m in mods):
+                offenders.append(f"{rel}:{node.lineno}")
+    assert offenders == []
