@@ -33,6 +33,7 @@ Typical use::
 
 from __future__ import annotations
 
+import logging
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
@@ -41,6 +42,9 @@ import numpy as np
 from scipy import stats
 
 from dpcore._internal.validation import check_delta, check_probability
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["clopper_pearson", "epsilon_lower_bound", "audit", "AuditResult"]
 
@@ -407,6 +411,7 @@ def audit(
     alpha=1e-6,
     selection: str = "fixed",
     random_state=None,
+    verbose: bool | int = False,
 ) -> AuditResult:
     """Audit a mechanism on a pair of neighbouring inputs and return a lower bound on its ε.
 
@@ -443,6 +448,10 @@ def audit(
         second half — independent of the choice — evaluates it at level α.
     random_state : None, int or numpy.random.SeedSequence
         Seed material for the sampler seeds (None: OS entropy).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the ``2·n_samples`` samples (one ``sampler`` call per input: it advances after each).
 
     Returns
     -------
@@ -503,9 +512,14 @@ def audit(
     if statistic is not None and not callable(statistic):
         raise TypeError("statistic must be callable")
 
+    check_verbose(verbose)
     seed_a, seed_b = _seed_ints(random_state)
-    out_a = _draw(sampler, input_a, n_samples, seed_a, "input_a")
-    out_b = _draw(sampler, input_b, n_samples, seed_b, "input_b")
+    with progress_bar(verbose, total=2 * n_samples, desc="audit samples", unit="sample", unit_scale=True) as bar:
+        out_a = _draw(sampler, input_a, n_samples, seed_a, "input_a")
+        bar.update(n_samples)
+        out_b = _draw(sampler, input_b, n_samples, seed_b, "input_b")
+        bar.update(n_samples)
+    logger.debug("audit: drew %d samples per input", n_samples)
     if thresholds is not None:
         s_a = _statistic(out_a, statistic, direction, "input_a")
         s_b = _statistic(out_b, statistic, direction, "input_b")
@@ -549,6 +563,7 @@ def audit(
         lb = float(_eps_lb_vec(k_num[i], c.n, k_den[i], c.n, delta, level))
         n_used = c.n
 
+    logger.info("audit: epsilon lower bound %.4g (event %s, %d test(s), alpha=%.3g)", lb, desc[i], n_tests, alpha)
     return AuditResult(
         epsilon_lower_bound=lb,
         event=desc[i],

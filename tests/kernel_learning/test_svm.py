@@ -9,6 +9,7 @@ certified by weak duality with dpcore's dual objective.
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
 import warnings
@@ -333,11 +334,14 @@ def test_get_set_params_and_clone():
     assert "lam=0.5" in repr(est)
 
 
-def test_gamma_default_and_verbose(capsys):
+def test_gamma_default_and_verbose(capsys, caplog):
     X, y = make_data(60, 4, 10)
-    est = KernelSVM(verbose=True).fit(X, y)
+    with caplog.at_level(logging.DEBUG, logger="dpcore.kernel_learning.svm"):
+        est = KernelSVM(verbose=True).fit(X, y)
     assert est.kernel_params_["gamma"] == 0.25
-    assert "duality gap" in capsys.readouterr().out
+    out = capsys.readouterr()
+    assert out.out == "" and "KernelSVM" in out.err  # a progress bar on stderr, nothing printed
+    assert "exact duality gap" in caplog.text and "duality gap" in caplog.records[-1].getMessage()
 
 
 def test_pickle_roundtrip():
@@ -473,8 +477,10 @@ def test_progress_reports_exact_checks_and_result_is_unchanged(loss):
     assert np.array_equal(res["a"], ref["a"]) and res["gap"] == ref["gap"]
 
 
-def test_verbose_progress_bar(capsys):
+def test_verbose_progress_bar(capsys, caplog):
     X, y = make_data(200, 3, 16)
-    est = KernelLogisticRegression(lam=1e-3, verbose=True).fit(X, y)
+    with caplog.at_level(logging.DEBUG, logger="dpcore"):
+        est = KernelLogisticRegression(lam=1e-3, verbose=True).fit(X, y)
     out = capsys.readouterr()
-    assert "exact duality gap" in out.out and est.converged_
+    assert out.out == "" and "KernelLogisticRegression" in out.err and est.converged_
+    assert "exact duality gap" in caplog.text

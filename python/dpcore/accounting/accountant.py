@@ -88,7 +88,7 @@ class BudgetAccountant:
     (a checkpoint restored after a restart), :meth:`resume` makes the restored copy spendable.
     """
 
-    def __init__(self, epsilon, delta=0.0):
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
         self._epsilon = check_epsilon(epsilon, "epsilon")
         self._delta = check_delta(delta, "delta")
         self._eps_budget = Fraction(self._epsilon)

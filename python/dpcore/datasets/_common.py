@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 SUBSETS = ("train", "test", "all")
@@ -18,7 +20,7 @@ class Bunch(dict):
     True
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(kwargs)
 
     def __getattr__(self, key):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -16,6 +17,9 @@ from dpcore.exceptions import SimplexCertificationError
 
 
 from dpcore.glm._simplex_calibration import loss_constants
+from dpcore._internal.progress import progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SimplexSolution", "EntropicSimplexProblem", "softmax", "normalise_log"]
 
@@ -274,7 +278,7 @@ class EntropicSimplexProblem:
         return dict(u=u_log, theta=theta, w=w, z=z, f=f, G=G, b=b, r=resid, kl=kl, osc=osc, l1=l1,
                     tau=tau, e_g=e_g)
 
-    def solve(self, *, tau_tol: float, max_iter: int = 100_000, anderson: int = 5, verbose: bool = False,
+    def solve(self, *, tau_tol: float, max_iter: int = 100_000, anderson: int = 5, verbose: bool | int = False,
               require: bool = False, desc: str = "SimplexERM solve") -> SimplexSolution:
         """Run the certified solver until the certified ``τ ≤ tau_tol`` (or ``max_iter``).
 
@@ -292,8 +296,8 @@ class EntropicSimplexProblem:
             Maximum number of iterations.
         anderson : int
             Anderson-acceleration memory (0 disables it).
-        verbose : bool
-            Show a tqdm progress bar (iterations, current τ).
+        verbose : bool or int
+            Show a tqdm progress bar (iterations out of ``max_iter``, current τ); curator only.
         require : bool
             Raise :class:`SimplexCertificationError` instead of returning an uncertified solution.
 
@@ -310,11 +314,7 @@ class EntropicSimplexProblem:
         alpha = lam / (Mk + lam)
         hist_u: list = [st["u"]]
         hist_r: list = [st["r"]]
-        bar = None
-        if verbose:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=max_iter, desc=desc, unit="it", leave=False)
+        bar = progress_bar(verbose, total=max_iter, desc=desc, unit="it")
         best = st
         since_best = 0
         it = 0
@@ -326,9 +326,8 @@ class EntropicSimplexProblem:
                     best = st
                 else:
                     since_best += 1
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(f"tau {st['tau']:.2e} (tol {tau_tol:.1e})", refresh=False)
+                bar.update(1)
+                bar.set_postfix_str(f"tau {st['tau']:.2e} (tol {tau_tol:.1e})", refresh=False)
                 if best["tau"] <= tau_tol or it >= max_iter or since_best >= 500:
                     break
                 it += 1
@@ -363,8 +362,7 @@ class EntropicSimplexProblem:
                     hist_r.pop(0)
                 st = nxt
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
         pos = best["theta"] > 0
         F_best = best["f"] + lam * float(np.sum(best["theta"][pos] * best["u"][pos]))
         sol = SimplexSolution(
@@ -372,6 +370,8 @@ class EntropicSimplexProblem:
             l1_error=best["l1"], tau=best["tau"], objective=F_best, n_iter=it,
             converged=bool(best["tau"] <= tau_tol), grad_fp_error=best["e_g"],
         )
+        logger.info("%s: %d iterations, certified tau %.3g (tol %.3g), %s", desc, it, sol.tau, tau_tol,
+                    "certified" if sol.converged else "not certified")
         if require and not sol.converged:
             why = (f"max_iter={max_iter} reached" if it >= max_iter
                    else "the certificate stopped improving (floating-point floor)")

@@ -60,10 +60,11 @@ is ``O(R T log p/ε)``; with advanced composition ``λ ≈ 4R sqrt(2T ln(1/δ))/
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -76,6 +77,10 @@ from dpcore.exceptions import FTRLHorizonExceeded
 from dpcore.mechanisms.noise import check_random_state
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.multinomial import multinomial_draws
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PrivateFTRL", "FTRLCalibration", "FTRLHorizonExceeded", "ftrl_calibration", "FTRLRegret"]
 
@@ -250,6 +255,10 @@ class PrivateFTRL(BaseEstimator):
         Number of experts ``p`` (public). ``None``: taken from the first batch.
     clip : bool, default False
         Clip costs to ``[−R, R]`` instead of raising.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar of :meth:`partial_fit` counts the rounds of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
@@ -289,7 +298,7 @@ class PrivateFTRL(BaseEstimator):
 
 
     def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
-                 random_state=None, accountant=None):
+                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta
@@ -297,10 +306,11 @@ class PrivateFTRL(BaseEstimator):
         self.lam = lam
         self.n_features = n_features
         self.clip = clip
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set parameters; refused once the learner has started (the guarantee is fixed then).
 
         Examples
@@ -423,7 +433,7 @@ class PrivateFTRL(BaseEstimator):
             X = np.clip(X, -R, R)
         return X
 
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X: ArrayLike, y: object = None) -> Self:
         """Play one round per row of ``X`` (successive cost vectors).
 
         For each row: the action ``a_t`` is drawn from the current iterate (or is the one already
@@ -441,6 +451,7 @@ class PrivateFTRL(BaseEstimator):
         >>> ftrl.indices_.shape
         (20,)
         """
+        check_verbose(self.verbose)
         X = self._check_costs(X)
         self._ensure_started(X.shape[1])
         cal = self.privacy_
@@ -449,16 +460,22 @@ class PrivateFTRL(BaseEstimator):
             raise FTRLHorizonExceeded(cal.horizon, self.t_, k)
         if not self._charged and self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, label=f"PrivateFTRL(T={cal.horizon})")
+        if not self._charged:
+            logger.info("PrivateFTRL: charged (epsilon=%.6g, delta=%.3g) for a horizon of %d rounds", cal.epsilon,
+                        cal.delta, cal.horizon)
         self._charged = True
-        for x in X:
-            theta = self._distribution(self._S)
-            a = self._draw(theta)
-            self._indices.append(a)
-            self._realized += float(x[a])
-            self._expected += float(x @ theta)
-            self._S += x
-            self.t_ += 1
-            self._pending = None
+        with progress_bar(self.verbose, total=k, desc="PrivateFTRL rounds", unit="round") as bar:
+            for x in X:
+                theta = self._distribution(self._S)
+                a = self._draw(theta)
+                self._indices.append(a)
+                self._realized += float(x[a])
+                self._expected += float(x @ theta)
+                self._S += x
+                self.t_ += 1
+                self._pending = None
+                bar.update(1)
+        logger.debug("PrivateFTRL: %d rounds played, %d of %d left", k, cal.horizon - self.t_, cal.horizon)
         return self
 
     @property

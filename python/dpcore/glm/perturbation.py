@@ -113,6 +113,7 @@ Claims
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
@@ -138,6 +139,10 @@ from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
 )
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "OutputPerturbation",
@@ -394,9 +399,10 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         tol=1e-10,
         max_iter=1000,
         residual_share=0.01,
+        verbose: bool | int = False,
         random_state=None,
         accountant=None,
-    ):
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
@@ -412,6 +418,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.residual_share = residual_share
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
@@ -623,16 +630,24 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
     def _solve(self, prep: _Prepared, b: Optional[np.ndarray] = None, err: float = 0.0):
         """Certified minimiser of the objective actually used (``b``: objective perturbation noise)."""
         cal, p = prep.cal, prep.p
+        name = type(self).__name__
         if prep.loss.name == "hinge":
-            theta, hc = solve_hinge(prep.X, prep.y, lam=cal.lam, tol=p["tol"], max_iter=p["max_iter"],
-                                    radius=cal.data_norm_eff)
+            with progress_bar(self.verbose, total=p["max_iter"], desc=f"{name} solve", unit="it") as bar:
+                theta, hc = solve_hinge(prep.X, prep.y, lam=cal.lam, tol=p["tol"], max_iter=p["max_iter"],
+                                        radius=cal.data_norm_eff, bar=bar)
+            logger.info("%s: hinge solver certified duality gap %.3e (tol %.1e) after %d iterations", name,
+                        hc.duality_gap, p["tol"], hc.n_iter)
             cert = GLMCertificate(grad_norm=math.nan, duality_gap=hc.duality_gap, fp_bound=hc.fp_bound,
                                   coupling_error=0.0, residual=hc.residual, residual_bound=math.nan,
                                   strong_convexity=cal.lam, n_iter=hc.n_iter, method=hc.method)
             return theta, cert
         obj = GLMObjective(prep.X, prep.y, prep.loss, cal.strong_convexity, b)
-        theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=p["max_iter"], radius=cal.data_norm_eff)
+        with progress_bar(self.verbose, total=2 * p["max_iter"], desc=f"{name} solve", unit="it") as bar:
+            theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=p["max_iter"], radius=cal.data_norm_eff,
+                                         bar=bar)
         sc = certify_smooth(obj, theta, radius=cal.data_norm_eff, coupling_error=err, n_iter=n_iter)
+        logger.info("%s: certified gradient norm %.3e (tol %.1e) after %d iterations", name, sc.grad_norm,
+                    p["tol"], sc.n_iter)
         if not sc.grad_norm <= p["tol"]:
             raise ConvergenceError(
                 f"certified gradient norm {sc.grad_norm:.3e} > tol={p['tol']:.3e}; refusing to release"
@@ -647,7 +662,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the private model on ``(X, y)``.
 
         Validates everything and computes the public calibration, charges ``accountant`` the
@@ -673,6 +688,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             The solver did not reach ``tol`` (nothing is released).
         """
         X_in = X
+        check_verbose(self.verbose)
         prep = self._prepare(X, y)
         cal = prep.cal
         rng = check_random_state(self.random_state)
@@ -680,6 +696,8 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         if self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta,
                                   label=f"{type(self).__name__}({cal.noise}, {cal.loss})")
+        logger.info("%s(%s, %s): charged (epsilon=%.6g, delta=%.3g)", type(self).__name__, cal.noise, cal.loss,
+                    cal.epsilon, cal.delta)
         released, cert = self._fit_release(prep, rng)
         theta = released[0]
         if prep.p["fit_intercept"]:
@@ -756,6 +774,10 @@ _COMMON_PARAMS_DOC = """
         Iteration limit (L-BFGS-B and Newton each); :class:`ConvergenceError` if ``tol`` is not met.
     residual_share : float, default 0.01
         Share r of the budget spent on the residual release (see the module docstring).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts solver iterations (total ``max_iter``; ``2·max_iter`` for L-BFGS-B then Newton).
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20 (the only setting fit for real data); an int:
         reproducible, for research and tests only.

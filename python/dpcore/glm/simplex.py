@@ -132,6 +132,7 @@ Per-draw cost used for ``m`` (each of the two datasets contributes ``tol + ζ_fp
 
 from __future__ import annotations
 
+import logging
 import numbers
 
 import numpy as np
@@ -155,6 +156,10 @@ from dpcore.glm._simplex_calibration import (
 from dpcore.glm._simplex_solver import EntropicSimplexProblem, SimplexSolution, softmax
 from dpcore.mechanisms.multinomial import multinomial_counts
 from dpcore.mechanisms.noise import check_random_state
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "SimplexERM",
@@ -230,9 +235,10 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     classes : sequence of two labels, default (-1, 1)
         Classification: the declared (public) label set; ``classes_[1]`` is +1. Labels outside it
         are refused; a training set with only one class trains normally (never inferred from ``y``).
-    verbose : bool, default False
-        tqdm progress bar during the solve (iterations and the certified τ; shown to the curator
-        only, never stored).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts solver iterations (total ``max_iter``) and shows the certified τ.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
@@ -285,7 +291,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
 
     def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
                  huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
-                 clip=False, classes=DEFAULT_CLASSES, verbose=False, random_state=None, accountant=None):
+                 clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
+                 accountant=None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam
@@ -418,8 +425,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         """Validate, calibrate (public) and build the problem; no solve, no randomness."""
         task = self._resolved_task()
         max_iter = self._check_max_iter()
-        if not isinstance(self.verbose, (bool, np.bool_)):
-            raise ValueError(f"verbose must be a bool, got {self.verbose!r}")
+        check_verbose(self.verbose)
         r_inf = check_positive(self.data_norm_inf, "data_norm_inf")
         if not isinstance(self.clip, (bool, np.bool_)):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
@@ -448,7 +454,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     def _certified_release(self, prep) -> np.ndarray:
         """Solve, certify ``τ ≤ tol`` and return the float release vector ``p̃`` (not private)."""
         cal, prob = prep["cal"], prep["problem"]
-        sol = prob.solve(tau_tol=cal.tol, max_iter=prep["max_iter"], verbose=bool(self.verbose), require=True,
+        sol = prob.solve(tau_tol=cal.tol, max_iter=prep["max_iter"], verbose=self.verbose, require=True,
                          desc=type(self).__name__)
         b = sol.b
         rng_b = float(np.max(b) - np.min(b))
@@ -466,7 +472,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         return multinomial_counts(p, m, random_state=rng)
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit on ``(X, y)`` and release the private sparse model.
 
         Parameters
@@ -511,6 +517,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         p_release = self._certified_release(prep)
         if self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, label=f"{type(self).__name__}(m={cal.n_draws})")
+        logger.info("%s: charged (epsilon=%.6g, delta=%.3g); %d multinomial draws", type(self).__name__,
+                    cal.epsilon, cal.delta, cal.n_draws)
         idx, counts = self._draw(p_release, cal.n_draws, rng)
         del p_release
         idx = np.asarray(idx, dtype=np.int64)

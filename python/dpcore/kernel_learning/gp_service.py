@@ -52,6 +52,7 @@ gives different bits refuses to continue rather than silently change the path).
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import threading
 from dataclasses import asdict, dataclass
@@ -70,6 +71,9 @@ from dpcore._internal.validation import check_array, check_count, check_delta, c
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
 from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["GPService", "GPServiceCalibration"]
 
@@ -139,6 +143,10 @@ class GPService(NotPicklableService):
         Project queries outside the ball onto it instead of raising ``ValueError``.
     state_path, state_backend : optional
         Durable state (as :class:`dpcore.PINP`); resume with :meth:`load`.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar of :meth:`predict` counts the queries of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
@@ -161,7 +169,10 @@ class GPService(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
-                 state_path=None, state_backend="auto", random_state=None, accountant=None):
+                 state_path=None, state_backend="auto", verbose: bool | int = False, random_state=None,
+                 accountant=None) -> None:
+        check_verbose(verbose)
+        self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
                       ridge=ridge, clip=bool(clip))
         self._store = None
@@ -180,6 +191,8 @@ class GPService(NotPicklableService):
                 if self._store is not None:
                     self._store.release()
                 raise
+            logger.info("GPService: charged (epsilon=%.6g, delta=%.3g) once for every future query",
+                        self.privacy_.epsilon, self.privacy_.delta)
         if self._store is not None:
             self._commit()
 
@@ -405,20 +418,29 @@ class GPService(NotPicklableService):
                     new.append(i)
             room = self.privacy_.max_exact_queries - self._Q.shape[0]
             exact_new = new[:max(room, 0)]
-            if exact_new:
-                self._answer_new(X[exact_new])
-                if self._store is not None:
-                    self._commit()
-            out = np.empty(X.shape[0])
-            rest = []
-            for i, kb in enumerate(keys):
-                j = self._index.get(kb)
-                if j is None:
-                    rest.append(i)
-                else:
-                    out[i] = self._y[j]
-            if rest:
-                out[rest] = self._posterior_mean(X[rest])
+            # the bar counts the queries of the batch: the new points on the exact path (one block Cholesky
+            # step), then the repeated ones and those beyond max_exact_queries (posterior mean)
+            with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc="GPService queries",
+                              unit="query") as bar:
+                if exact_new:
+                    self._answer_new(X[exact_new])
+                    if self._store is not None:
+                        self._commit()
+                    bar.update(len(exact_new))
+                out = np.empty(X.shape[0])
+                rest = []
+                for i, kb in enumerate(keys):
+                    j = self._index.get(kb)
+                    if j is None:
+                        rest.append(i)
+                    else:
+                        out[i] = self._y[j]
+                if rest:
+                    out[rest] = self._posterior_mean(X[rest])
+                bar.update(X.shape[0] - bar.n)
+            if len(exact_new) < len(new):
+                logger.info("GPService: %d new query point(s) beyond max_exact_queries=%d answered by the "
+                            "posterior mean", len(new) - len(exact_new), self.privacy_.max_exact_queries)
             self._n_answered += X.shape[0]
             return out
 
@@ -518,8 +540,11 @@ class GPService(NotPicklableService):
         self._seq = self._store.write(self._state_doc(), self._seq)
 
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "GPService":
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", verbose: bool | int = False,
+             random_state=None) -> "GPService":
         """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
+
+        ``verbose``: as in the constructor (not stored in the state).
 
         Examples
         --------
@@ -544,6 +569,7 @@ class GPService(NotPicklableService):
             raise StateRollbackError(f"{store.path!r} holds sequence number {doc['seq']} < min_seq={int(min_seq)}")
         self = cls.__new__(cls)
         self._store = store
+        self.verbose = verbose
         self._setup(model, doc["params"], random_state)
         if self.fingerprint != doc["fingerprint"]:
             raise ValueError("model does not match the state (fingerprint differs)")

@@ -5,6 +5,7 @@ See :class:`PINP` for the mechanism, its calibration, proof sketch and honest ut
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import threading
@@ -24,11 +25,16 @@ from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names us
 
 from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
 from dpcore.exceptions import PINPBudgetExhausted
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration", "StateRollbackError"]
 
 #: Version 2 adds the sequence number ``seq`` (rollback detection); version-1 files are refused.
 _STATE_FORMAT = "dpcore.pinp.state/2"
+#: Queries per Rust call with ``verbose``: a multiple of the session's own chunk (256, src/kernel_learning/pinp.rs).
+_PROGRESS_CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -278,6 +284,11 @@ class PINP(NotPicklableService):
         ``"sqlite"``: a row of an SQLite database in WAL mode with ``synchronous=FULL`` (for
         services run for real). ``"auto"``: SQLite for paths ending in ``.sqlite``, ``.sqlite3``
         or ``.db``, a file otherwise.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar of :meth:`predict` counts the queries of the batch (answered in chunks of 4096, the state
+        committed after each).
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20. An int: reproducible, research/tests only.
     accountant : BudgetAccountant, optional
@@ -313,7 +324,10 @@ class PINP(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, n_queries, beta=0.05, norm_bound=None,
-                 clip=False, state_path=None, state_backend="auto", random_state=None, accountant=None):
+                 clip=False, state_path=None, state_backend="auto", verbose: bool | int = False, random_state=None,
+                 accountant=None) -> None:
+        check_verbose(verbose)
+        self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
                       data_norm=data_norm, norm_bound=norm_bound, clip=bool(clip))
         self._setup(model, params, random_state)
@@ -333,6 +347,8 @@ class PINP(NotPicklableService):
             except BaseException:
                 self._release_lock()
                 raise
+            logger.info("PINP: charged (epsilon=%.6g, delta=%.3g) for a session of at most %d queries and %d updates",
+                        self.privacy_.epsilon, self.privacy_.delta, self.privacy_.n_queries, self.privacy_.B)
         if self._state_path is not None:
             self._commit()
 
@@ -419,13 +435,15 @@ class PINP(NotPicklableService):
         self._seq = self._store.write(self._state_doc(), self._seq)
 
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", random_state=None) -> "PINP":
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", verbose: bool | int = False,
+             random_state=None) -> "PINP":
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The calibration is recomputed from the stored parameters and must equal the stored one;
         the model fingerprint (hash of μ, ``X_fit_``, kernel parameters, λ, L, n, certificate) must
         match. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
+        ``verbose``: as in the constructor (not stored in the state).
 
         ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
         smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
@@ -458,6 +476,7 @@ class PINP(NotPicklableService):
                 "state (rolled back); refusing to resume from it")
         self = cls.__new__(cls)
         self._store = store
+        self.verbose = verbose
         self._setup(model, doc["params"], random_state)
         if self.fingerprint != doc["fingerprint"]:
             raise ValueError(
@@ -533,9 +552,7 @@ class PINP(NotPicklableService):
         with self._lock:
             if getattr(self, "_closed", False):
                 raise RuntimeError("this PINP session was closed")
-            answers, noise, updates, stop = self._session.answer(X, self._info["X"], self._info["mu"])
-            if self._state_path is not None and answers.shape[0] > 0:
-                self._commit()
+            answers, noise, updates, stop = self._answer(X)
             if answers.shape[0] < X.shape[0]:
                 cal = self.privacy_
                 if stop == "updates":
@@ -549,6 +566,27 @@ class PINP(NotPicklableService):
         if return_details:
             return answers, dict(noise=noise, updates=updates, grid_exponent=self.privacy_.grid_exponent)
         return answers
+
+    def _answer(self, X: np.ndarray) -> tuple:
+        """One call of the Rust session on the whole batch; with ``verbose``, calls on consecutive chunks of
+        ``_PROGRESS_CHUNK`` queries (a multiple of the Rust session's own chunk, so the answers are the same bit
+        for bit) with a progress bar over the queries and a commit of the state after each chunk."""
+        m = X.shape[0]
+        step = _PROGRESS_CHUNK if check_verbose(getattr(self, "verbose", False)) else max(m, 1)
+        parts, stop = [], None
+        with progress_bar(getattr(self, "verbose", False), total=m, desc="PINP queries", unit="query") as bar:
+            for start in range(0, max(m, 1), step):
+                chunk = X[start:start + step]
+                answers, noise, updates, stop = self._session.answer(chunk, self._info["X"], self._info["mu"])
+                if self._state_path is not None and answers.shape[0] > 0:
+                    self._commit()
+                parts.append((answers, noise, updates))
+                bar.update(answers.shape[0])
+                if answers.shape[0] < chunk.shape[0]:
+                    break
+        if len(parts) == 1:
+            return (*parts[0], stop)
+        return (*(np.concatenate([p[i] for p in parts]) for i in range(3)), stop)
 
     def _sample_sessions(self, Z, n_sessions: int, seed: int) -> np.ndarray:
         """Audit helper (NOT private): answers of ``n_sessions`` independent fresh sessions with

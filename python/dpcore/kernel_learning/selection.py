@@ -58,9 +58,11 @@ dpcore's threat model, as for every solver).
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -75,6 +77,10 @@ from dpcore.kernel_learning.svm import KernelSVM
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import private_proportion
 from dpcore.kernel_learning.tddl import TDDL
+from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu"]
 
@@ -278,6 +284,12 @@ class PrivateGridSearch(BaseEstimator):
         without a bias on imbalanced data. ``0`` disables it.
     mean_runs : int, optional
         ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        ``"exhaustive"``: the bar counts the candidates. ``"repeat_and_select"``: it shows the elapsed time
+        only — the random number of runs ``K`` is part of the mechanism's secret randomness (the guarantee
+        holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` once, before any training.
@@ -313,7 +325,8 @@ class PrivateGridSearch(BaseEstimator):
         return binary_classifier_tags(super().__sklearn_tags__())
 
     def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
-                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, random_state=None, accountant=None):
+                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, verbose: bool | int = False,
+                 random_state=None, accountant=None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
@@ -324,6 +337,7 @@ class PrivateGridSearch(BaseEstimator):
         self.score_share = score_share
         self.prior_epsilon_share = prior_epsilon_share
         self.mean_runs = mean_runs
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
@@ -337,9 +351,10 @@ class PrivateGridSearch(BaseEstimator):
                 raise ValueError(f"param_grid[{k!r}] must be a non-empty list")
         return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
 
+        check_verbose(self.verbose)
         cands = None if self.param_grid is None else self._candidates()
         m = len(AUTO_GRID_FACTORS) if cands is None else len(cands)
         epsilon = check_epsilon(self.epsilon)
@@ -386,6 +401,8 @@ class PrivateGridSearch(BaseEstimator):
         cands = [_certifiable(dict(base, **p), radius, X.shape[1]) for p in cands]
         if self.accountant is not None:
             self.accountant.spend(epsilon, delta, label=f"PrivateGridSearch({m} candidates, {strategy})")
+        logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s)", epsilon, delta,
+                    m, strategy)
         p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None
 
         def run(i):
@@ -402,9 +419,18 @@ class PrivateGridSearch(BaseEstimator):
             return _noisy_score(release.score(X, y), score_sigma, rng), release
 
         if strategy == "exhaustive":
-            score, best_i, release = _select_best(run, range(m))
+            with progress_bar(self.verbose, total=m, desc="PrivateGridSearch candidates", unit="cand") as bar:
+                def counted(i):
+                    out = run(i)
+                    bar.update(1)
+                    return out
+
+                score, best_i, release = _select_best(counted, range(m))
         else:
-            score, best_i, release = _repeat_and_select(rng, m, mean_runs, run)
+            # K (the number of runs) is secret randomness of the mechanism: the bar shows elapsed time only
+            with progress_bar(self.verbose, desc="PrivateGridSearch (repeat and select)",
+                              bar_format="{desc}: {elapsed}"):
+                score, best_i, release = _repeat_and_select(rng, m, mean_runs, run)
         keys = {"lam"} if self.param_grid is None else set(self.param_grid)
         self.best_score_ = score
         self.candidates_ = [{k: v for k, v in c.items() if k in keys} for c in cands]  # public grid
@@ -416,11 +442,11 @@ class PrivateGridSearch(BaseEstimator):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """Class labels of the selected private release."""
         return self.release_.predict(X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """Decision values of the selected private release."""
         return self.release_.decision_function(X)
 

@@ -44,6 +44,7 @@ switches to float64 rows if float32 rounding ever limits the gap.
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import warnings
@@ -60,6 +61,10 @@ from dpcore._internal.validation import (
 )
 from dpcore.kernels.evaluation import as_f64, check_kernel_params, check_kernel_domain
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "ConvergenceWarning"]
 
@@ -97,7 +102,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         cache_size: float = 200.0,
         shrinking: bool = True,
         classes=DEFAULT_CLASSES,
-        verbose: bool = False,
+        verbose: bool | int = False,
     ):
         self.lam = lam
         self.kernel = kernel
@@ -128,7 +133,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         )
         return lam, tol, cache_size, max_iter, name, gamma, degree, coef0
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the kernel ERM on ``(X, y)`` and certify the result.
 
         Parameters
@@ -166,34 +171,25 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
         # like the fit of this data: drop every fitted attribute before solving.
         self._reset_fitted()
-        bar = None
-        progress = None
-        if self.verbose:
-            from tqdm.auto import tqdm
+        bar = progress_bar(self.verbose, desc=type(self).__name__, unit="upd", unit_scale=True)
 
-            bar = tqdm(desc=type(self).__name__, unit="upd", unit_scale=True, leave=False)
-
-            def progress(it, gap, exact, active):
-                bar.update(it - bar.n)
-                kind = "exact gap" if exact else "gap~"
-                bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}), active {active}", refresh=False)
+        def progress(it, gap, exact, active):
+            bar.update(it - bar.n)
+            kind = "exact gap" if exact else "gap~"
+            bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}), active {active}", refresh=False)
 
         try:
             res = _core.erm_fit(
                 X, y_pm, self._loss, name, gamma, degree, coef0, lam, tol, int(max_iter),
-                int(cache_size * 2**20), bool(self.shrinking), progress,
+                int(cache_size * 2**20), bool(self.shrinking), progress if check_verbose(self.verbose) else None,
             )
         finally:
-            if bar is not None:
-                bar.close()
-        if self.verbose:
-            for it, gap in res["history"]:
-                print(f"[{type(self).__name__}] iter {it:>10d}  exact duality gap {gap:.3e}")
-            print(
-                f"[{type(self).__name__}] n_iter={res['n_iter']} gap={res['gap']:.3e} "
-                f"primal={res['primal']:.6g} dual={res['dual']:.6g} "
-                f"({'full Gram' if res['full_gram'] else 'row cache'})"
-            )
+            bar.close()
+        for it, gap in res["history"]:
+            logger.debug("%s: iteration %d, exact duality gap %.3e", type(self).__name__, it, gap)
+        logger.info("%s: n=%d, %d iterations, duality gap %.3e (tol %.1e), primal %.6g, dual %.6g (%s)",
+                    type(self).__name__, n, res["n_iter"], res["gap"], tol, res["primal"], res["dual"],
+                    "full Gram" if res["full_gram"] else "row cache")
         self.classes_ = classes
         self.X_fit_ = X
         self.n_samples_fit_ = n
@@ -312,9 +308,11 @@ class KernelSVM(KernelERM):
         Labels outside it are refused; a training set containing only one of them trains normally.
         Never inferred from ``y``: that would make the private releases built on this model
         (PINP, TDDL, TDIL) refuse or relabel depending on a single record.
-    verbose : bool, default=False
-        Show a progress bar (tqdm: coordinate updates and the current gap estimate) while
-        solving, and print the exact duality gap at every full check afterwards.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts coordinate updates (total ``max_iter``) and shows the current gap estimate; the exact
+        duality gap at every full check is logged at DEBUG, the final gap at INFO.
 
     Notes
     -----

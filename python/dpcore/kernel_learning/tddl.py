@@ -6,13 +6,14 @@ See :class:`TDDL` for the mechanism, both noise calibrations, the norm bounds an
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import math
 import numbers
 import warnings
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from scipy import linalg, optimize
@@ -28,6 +29,10 @@ from dpcore.kernel_learning.gp import gp_factor as _gp_factor
 from dpcore.kernel_learning.gp import gp_noise, gp_residual_bound
 from dpcore.mechanisms.noise import grid_release, check_random_state, gaussian_plan, laplace_plan
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["TDDL", "TDDLCalibration", "tddl_calibration", "ball_constrained_lstsq", "loss_at_zero"]
 
@@ -388,6 +393,11 @@ class TDDL(ReleasingEstimator):
         default ``1e-6·mean diag K_ZZ + τ``).
     clip : bool, default False
         Project public points outside the ball onto it instead of raising ``ValueError``.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the three stages of :meth:`fit` (calibration and kernel matrix of ``Z``, noisy
+        predictions, reconstruction).
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
@@ -424,8 +434,8 @@ class TDDL(ReleasingEstimator):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, noise="gp", norm_bound="private",
-                 norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, random_state=None,
-                 accountant=None):
+                 norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, verbose: bool | int = False,
+                 random_state=None, accountant=None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
@@ -436,6 +446,7 @@ class TDDL(ReleasingEstimator):
         self.norm_beta = norm_beta
         self.ridge = ridge
         self.clip = clip
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
@@ -449,7 +460,7 @@ class TDDL(ReleasingEstimator):
             return nb, None
         return "declared", check_positive(nb, "norm_bound")
 
-    def prepare(self, Z):
+    def prepare(self, Z: ArrayLike) -> dict[str, Any]:
         """Validate everything and compute the calibration for public points ``Z``; draws no noise.
 
         Returns the state :meth:`fit` uses (exposed for audits and experiments; nothing private is
@@ -562,7 +573,7 @@ class TDDL(ReleasingEstimator):
                 "or a public/declared norm_bound.", UserWarning, stacklevel=3)
         return float(min(max(upper, 0.0), cal.norm_bound_public))
 
-    def fit(self, Z, y=None):
+    def fit(self, Z: ArrayLike, y: object = None) -> Self:
         """Release the private model for the public points ``Z`` (``y`` is ignored).
 
         Charges the accountant ``(ε, δ)`` before drawing any noise.
@@ -579,19 +590,31 @@ class TDDL(ReleasingEstimator):
         >>> tddl.release_.points.shape                   # the release is an expansion over Z only
         (200, 2)
         """
-        prep = self.prepare(Z)
-        cal = prep["cal"]
-        rng = check_random_state(self.random_state)
-        if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta, label=f"TDDL({cal.noise})")
-        if cal.noise == "gp":
-            y_hat = self._noisy_predictions(prep, rng)
-            C = math.nan
-            alpha, lsq = _interpolate(prep["K"], y_hat, self._ridge(prep))
-        else:
-            C = self._norm_upper(prep, rng)
-            y_hat = self._noisy_predictions(prep, rng)
-            alpha, lsq = ball_constrained_lstsq(prep["K"], y_hat, C, eig=prep["eig"])
+        check_verbose(self.verbose)
+        with progress_bar(self.verbose, total=3, desc="TDDL", unit="stage") as bar:
+            bar.set_postfix_str("calibration", refresh=False)
+            prep = self.prepare(Z)
+            cal = prep["cal"]
+            bar.update(1)
+            rng = check_random_state(self.random_state)
+            if self.accountant is not None:
+                self.accountant.spend(cal.epsilon, cal.delta, label=f"TDDL({cal.noise})")
+            logger.info("TDDL(%s): charged (epsilon=%.6g, delta=%.3g) for %d public points", cal.noise,
+                        cal.epsilon, cal.delta, cal.n_points)
+            bar.set_postfix_str("noisy predictions", refresh=False)
+            if cal.noise == "gp":
+                y_hat = self._noisy_predictions(prep, rng)
+                C = math.nan
+                bar.update(1)
+                bar.set_postfix_str("reconstruction", refresh=False)
+                alpha, lsq = _interpolate(prep["K"], y_hat, self._ridge(prep))
+            else:
+                C = self._norm_upper(prep, rng)
+                y_hat = self._noisy_predictions(prep, rng)
+                bar.update(1)
+                bar.set_postfix_str("reconstruction", refresh=False)
+                alpha, lsq = ball_constrained_lstsq(prep["K"], y_hat, C, eig=prep["eig"])
+            bar.update(1)
         self.privacy_ = cal
         self.norm_bound_ = C
         self.lstsq_info_ = lsq

@@ -6,6 +6,7 @@ exponential-mechanism scale), the proof sketch and the cost model.
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
@@ -25,6 +26,10 @@ from dpcore.mechanisms import exponential as linear_em
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
 from dpcore.kernel_learning.tddl import loss_at_zero
 from dpcore.exceptions import TDILCostError
+from dpcore._internal.types import Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["TDIL", "TDILCalibration", "tdil_calibration", "TDILCostError"]
 
@@ -292,8 +297,10 @@ class TDIL(ReleasingEstimator):
         Refuse runs scoring more than this many net points in total (``B·|S|``).
     max_kernel_evaluations : float, default 2e10
         Refuse kernel-sum runs above this many kernel evaluations in total.
-    verbose : bool, default False
-        tqdm progress bar over rounds.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the ``B`` rounds (public).
     random_state : None, int or ChaChaRng
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` before the first round.
@@ -331,7 +338,7 @@ class TDIL(ReleasingEstimator):
 
     def __init__(self, model, epsilon, delta, *, beta=0.05, data_norm=1.0, calibration="paper",
                  sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
-                 verbose=False, random_state=None, accountant=None):
+                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
@@ -434,7 +441,7 @@ class TDIL(ReleasingEstimator):
         )
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X=None, y=None):
+    def fit(self, X: object = None, y: object = None) -> Self:
         """Run the B rounds and release ``ŵ`` (arguments ignored: TDIL uses no test data).
 
         Examples
@@ -448,6 +455,7 @@ class TDIL(ReleasingEstimator):
         >>> tdil.release_.mechanism, tdil.predict(X[:3]).shape
         ('TDIL', (3,))
         """
+        check_verbose(self.verbose)
         plan = self.plan()
         cal, info, r = plan["calibration"], plan["info"], plan["radius"]
         k = info["kernel"]
@@ -455,16 +463,14 @@ class TDIL(ReleasingEstimator):
         rng = check_random_state(self.random_state)
         if self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, label=f"TDIL({cal.mode})")
+        logger.info("TDIL(%s): charged (epsilon=%.6g, delta=%.3g); %d rounds, net of %s points",
+                    cal.mode, cal.epsilon, cal.delta, cal.B, plan["net_size"])
         lap = laplace_plan(cal.sensitivity * self._sensitivity_factor, cal.epsilon_laplace, dim=1)
         X_sv, mu_sv = plan["X_sv"], plan["mu_sv"]
         w_lin = (mu_sv @ X_sv) if plan["linear"] else None  # w* as a d-vector for the linear kernel
         picks, alphas, trace = [], [], []
         fp_used, stop = 0.0, "completed"
-        bar = None
-        if self.verbose:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=cal.B, desc="TDIL rounds", unit="round")
+        bar = progress_bar(self.verbose, total=cal.B, desc="TDIL rounds", unit="round")
         try:
             for t in range(cal.B):
                 if plan["linear"]:  # w_t and w* collapse to d-vectors
@@ -501,12 +507,11 @@ class TDIL(ReleasingEstimator):
                     picks.append(z)
                     alphas.append(cal.eta * math.copysign(1.0, d_hat))
                 trace.append(dict(round=t, update=bool(update)))  # no EM score: it is a function of w*
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(f"updates {len(picks)}", refresh=False)
+                bar.update(1)
+                bar.set_postfix_str(f"updates {len(picks)}", refresh=False)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
+        logger.info("TDIL: %s, %d of %d rounds updated the model", stop, len(picks), cal.B)
         self.privacy_ = cal
         self.net_size_ = plan["net_size"]
         self.n_updates_ = len(picks)

@@ -31,6 +31,7 @@ import numpy as np
 
 from dpcore import _core
 from dpcore._internal.validation import check_array, check_positive, check_vector
+from dpcore._internal.types import ArrayLike, NDArray
 
 __all__ = ["kernel_matrix", "kernel_predict", "feature_map_radius", "KERNELS"]
 
@@ -131,7 +132,8 @@ def as_f64(arr: np.ndarray) -> np.ndarray:
     return arr if arr.dtype == np.float64 else arr.astype(np.float64)
 
 
-def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
+def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rbf", gamma: float | None = None,
+                  degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64]:
     """Kernel matrix ``K(A, B)`` between the rows of ``A`` and ``B``.
 
     Parameters
@@ -193,7 +195,8 @@ def kernel_matrix(A, B=None, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     return _check_representable(K, name, "A and B")
 
 
-def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
+def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "rbf", gamma: float | None = None,
+                   degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64]:
     """Kernel expansion ``f(Z) = K(Z, X) @ mu``, i.e. ``f(z) = sum_i mu_i K(z, x_i)``.
 
     The ``m x n`` kernel matrix is never materialised: the Rust core computes it block by block
@@ -248,7 +251,7 @@ def kernel_predict(Z, X, mu, *, kernel="rbf", gamma=None, degree=3, coef0=1.0):
     return _check_representable(f, name, "Z, X and mu")
 
 
-def feature_map_radius(data_norm, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None):
+def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None) -> float:
     """Feature-map radius ``R_phi = max_{||z|| <= data_norm} ||phi(z)||`` of a kernel.
 
     ``R_phi**2 = max K(z, z)`` over the ball is ``data_norm**2`` (linear),

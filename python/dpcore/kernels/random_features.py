@@ -44,6 +44,7 @@ from dpcore import _core
 from dpcore._internal.validation import check_array
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.noise import check_random_state
+from dpcore._internal.types import ArrayLike, Self
 
 __all__ = ["RandomFourierFeatures", "RFF_KERNELS"]
 
@@ -104,7 +105,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     ((4, 50), True)
     """
 
-    def __init__(self, *, n_components=100, kernel="rbf", gamma=1.0, random_state=None):
+    def __init__(self, *, n_components=100, kernel="rbf", gamma=1.0, random_state=None) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -113,7 +114,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _validate_params(self):
         return check_n_components(self.n_components), _check_kernel(self.kernel), check_gamma(self.gamma)
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: object = None) -> Self:
         """Draw the public weights; only ``X.shape[1]`` is read (never the values' content beyond
         validation: NaN/inf entries are refused).
 

@@ -34,11 +34,11 @@ def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
     return np.sign(v) * np.clip(np.abs(v) - theta, 0.0, None)
 
 
-def l1_ball_qp(H: np.ndarray, b: np.ndarray, radius: float, *, tol: float = 1e-9, max_iter: int = 20000):
+def l1_ball_qp(H: np.ndarray, b: np.ndarray, radius: float, *, tol: float = 1e-9, max_iter: int = 20000, bar=None):
     """Minimise ``½ wᵀHw − bᵀw`` over ``||w||_1 ≤ radius`` (H PSD) by FISTA with exact projection.
 
     Certified by the Frank–Wolfe gap ``g(w) = ∇f(w)ᵀw + radius·||∇f(w)||_∞ ≥ f(w) − f*``; stops when
-    ``g ≤ tol``. Returns ``(w, gap, n_iter)``."""
+    ``g ≤ tol``. Returns ``(w, gap, n_iter)``. ``bar``: optional progress bar, advanced every 10 iterations."""
     d = b.size
     L = float(linalg.eigh(H, eigvals_only=True, subset_by_index=[d - 1, d - 1])[0]) if d > 1 else float(H[0, 0])
     L = max(L, 1e-12)
@@ -51,6 +51,8 @@ def l1_ball_qp(H: np.ndarray, b: np.ndarray, radius: float, *, tol: float = 1e-9
         yv = w_new + ((t - 1.0) / t_new) * (w_new - w)
         w, t = w_new, t_new
         if it % 10 == 0:
+            if bar is not None:
+                bar.update(10)
             g = H @ w - b
             gap = float(g @ w + radius * np.abs(g).max())
             if gap <= tol:

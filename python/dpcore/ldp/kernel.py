@@ -49,6 +49,7 @@ Privacy [(ε, δ)-LDP]: as Algorithm 3 — two Basic Private Vector releases at 
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -67,6 +68,10 @@ from dpcore.ldp.regression import check_zv_reports, check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import clip_rows, release
 from dpcore.kernels.random_features import RandomFourierFeatures
+from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["KernelRidgeProtocol", "kernel_report", "LDPKernelRidge", "auto_alpha"]
 
@@ -145,7 +150,7 @@ class KernelRidgeProtocol(ProtocolMixin):
         F = self.feature_map.transform(check_array(X, "X", n_features=self.dim))
         return clip_rows(F, 1.0)
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z (random features)", "phi(x)", self.x_channel, 1),
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
@@ -224,6 +229,10 @@ class LDPKernelRidge(BaseEstimator):
         Ridge parameter ``α = 1/C`` of eq. (7). ``"auto"``: the noise-aware public rule
         ``σ_x² · sqrt((2D + 1)/n)`` (:func:`auto_alpha`; derivation in the module docstring). A
         positive finite float is used as given.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the two stages of :meth:`fit` (debiased Gram matrix, ridge solve).
 
     Attributes
     ----------
@@ -247,11 +256,13 @@ class LDPKernelRidge(BaseEstimator):
     (2,)
     """
 
-    def __init__(self, protocol: KernelRidgeProtocol, alpha: Union[str, float] = "auto"):
+    def __init__(self, protocol: KernelRidgeProtocol, alpha: Union[str, float] = "auto", *,
+                 verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.alpha = alpha
+        self.verbose = verbose
 
-    def fit(self, Z_reports, v_reports):
+    def fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
         """Fit from the users' reports.
 
         Parameters
@@ -279,15 +290,20 @@ class LDPKernelRidge(BaseEstimator):
             raise TypeError(f"protocol must be a KernelRidgeProtocol, got {type(proto).__name__}")
         alpha = _check_alpha(self.alpha)
         alpha = auto_alpha(proto) if alpha == "auto" else alpha
+        check_verbose(self.verbose)
         Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.n_features)
         n = Z.shape[0]
-        Q = debiased_gram(Z, proto.x_channel.sigma)
-        self.coef_ = linalg.solve(Q / n + alpha * np.eye(Q.shape[0]), Z.T @ v / n, assume_a="pos")
+        with progress_bar(self.verbose, total=2, desc="LDPKernelRidge", unit="stage") as bar:
+            Q = debiased_gram(Z, proto.x_channel.sigma)
+            bar.update(1)
+            self.coef_ = linalg.solve(Q / n + alpha * np.eye(Q.shape[0]), Z.T @ v / n, assume_a="pos")
+            bar.update(1)
+        logger.info("LDPKernelRidge: %d reports, alpha=%.3g", n, alpha)
         self.alpha_ = alpha
         self.Q_ = Q
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """Predict with the public feature map: ``φ̂(X) @ coef_`` (no privacy cost).
 
         Parameters

@@ -54,6 +54,7 @@ inexact stochastic oracle on a convex smooth objective, and simpler to certify. 
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -69,6 +70,10 @@ from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp.regression import check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, release, release_rows
+from dpcore._internal.types import ArrayLike, NDArray
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisticRegression",
            "chebyshev_coefficients", "TERMS"]
@@ -204,7 +209,7 @@ class LogisticProtocol(ProtocolMixin):
                                         split_budget(dl, Fraction(1, 2), max(kx, 1)), calibration=cal))
         self.check_budget()
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z0 (x)", "x", self.z0_channel, 1),
                 ReleaseSpec("zy (y copies)", "y", self.y_channel, self.n_y_copies),
                 ReleaseSpec("z (x copies)", "x", self.x_channel, self.n_x_copies))
@@ -260,12 +265,18 @@ def logistic_report(x, y, protocol: LogisticProtocol, *, clip: bool = False, ran
     return LogisticReports(z0[None, :], zy[None, :], zx[None, :, :])
 
 
-def simulate_logistic_reports(X, y, protocol: LogisticProtocol, rng) -> LogisticReports:
+def simulate_logistic_reports(X, y, protocol: LogisticProtocol, rng, *, bar=None) -> LogisticReports:
     n, d = X.shape
     z0 = release_rows(X, protocol.z0_channel, rng)
+    if bar is not None:
+        bar.update(1)
     zy = release_rows(np.repeat(y[:, None], protocol.n_y_copies, axis=0).reshape(-1, 1),
                        protocol.y_channel, rng).reshape(n, protocol.n_y_copies)
+    if bar is not None:
+        bar.update(1)
     zx = release_rows(np.repeat(X, protocol.n_x_copies, axis=0), protocol.x_channel, rng)
+    if bar is not None:
+        bar.update(1)
     return LogisticReports(z0, zy, zx.reshape(n, protocol.n_x_copies, d))
 
 
@@ -313,6 +324,10 @@ class LDPLogisticRegression(BaseEstimator):
     batch_size : int — users per stochastic step (each report is used once).
     step_scale : float — step ``η = step_scale · 2 / (G_rms sqrt(T))`` (2 = diameter of ``B₂(1)``,
         ``G_rms`` the RMS norm of the oracle at ``w = 0`` over the reports — post-processing).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the ``T = n_users // batch_size`` stochastic steps.
 
     Attributes: ``coef_`` (θ = r·w̄), ``w_`` (averaged iterate in ``B₂(1)``), ``n_iter_``.
 
@@ -329,10 +344,12 @@ class LDPLogisticRegression(BaseEstimator):
     ((4,), (4,))
     """
 
-    def __init__(self, protocol: LogisticProtocol, batch_size: int = 100, step_scale: float = 1.0):
+    def __init__(self, protocol: LogisticProtocol, batch_size: int = 100, step_scale: float = 1.0, *,
+                 verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.batch_size = batch_size
         self.step_scale = step_scale
+        self.verbose = verbose
 
     def fit(self, reports: LogisticReports):
         proto = self.protocol
@@ -340,6 +357,7 @@ class LDPLogisticRegression(BaseEstimator):
             raise TypeError(f"protocol must be a LogisticProtocol, got {type(proto).__name__}")
         b = check_int(self.batch_size, "batch_size")
         scale = check_positive(self.step_scale, "step_scale")
+        check_verbose(self.verbose)
         z0, zy, zx = _check_reports(reports, proto)
         n, d = z0.shape
         T = max(1, n // b)
@@ -348,23 +366,26 @@ class LDPLogisticRegression(BaseEstimator):
         eta = scale * 2.0 / (g_rms * math.sqrt(T))
         w = np.zeros(d)
         w_sum = np.zeros(d)
-        for t in range(T):
-            sl = slice(t * b, (t + 1) * b)
-            g = _gradients(w, z0[sl], zy[sl], zx[sl], proto).mean(axis=0)
-            w = w - eta * g
-            nw = np.linalg.norm(w)
-            if nw > 1.0:
-                w /= nw
-            w_sum += w
+        with progress_bar(self.verbose, total=T, desc="LDPLogisticRegression", unit="step") as bar:
+            for t in range(T):
+                sl = slice(t * b, (t + 1) * b)
+                g = _gradients(w, z0[sl], zy[sl], zx[sl], proto).mean(axis=0)
+                w = w - eta * g
+                nw = np.linalg.norm(w)
+                if nw > 1.0:
+                    w /= nw
+                w_sum += w
+                bar.update(1)
+        logger.info("LDPLogisticRegression: %d steps of %d reports, step size %.3g", T, b, eta)
         self.w_ = w_sum / T
         self.coef_ = proto.r * self.w_
         self.n_iter_ = T
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         return check_array(X, "X", n_features=self.protocol.dim) @ self.coef_
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """Probability of the label +1 under the fitted logistic model.
 
         Examples
@@ -381,5 +402,5 @@ class LDPLogisticRegression(BaseEstimator):
         """
         return 1.0 / (1.0 + np.exp(-self.decision_function(X)))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         return np.where(self.decision_function(X) >= 0, 1, -1)

@@ -43,6 +43,7 @@ are informative, so the warning is raised where the fact is certain: at fit time
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -58,6 +59,10 @@ from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_re
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore.exceptions import RecoveryRadiusWarning
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["MeanEstimationProtocol", "mean_report", "LDPMeanEstimator", "l1_recovery", "RecoveryRadiusWarning"]
 
@@ -163,7 +168,7 @@ class MeanEstimationProtocol(ProtocolMixin):
         G.flags.writeable = False
         return G
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("y (projected x)", "clip_R(G x)", self.channel, 1),)
 
 
@@ -250,6 +255,10 @@ class LDPMeanEstimator(BaseEstimator):
     ----------
     protocol : MeanEstimationProtocol
         The public parameters the reports were produced with (``G``, ``m``, ``τ``).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the two stages of :meth:`fit` (median of means, ℓ1 recovery LP).
 
     Attributes
     ----------
@@ -284,10 +293,11 @@ class LDPMeanEstimator(BaseEstimator):
     ((3,), False)
     """
 
-    def __init__(self, protocol: MeanEstimationProtocol):
+    def __init__(self, protocol: MeanEstimationProtocol, *, verbose: bool | int = False) -> None:
         self.protocol = protocol
+        self.verbose = verbose
 
-    def fit(self, reports):
+    def fit(self, reports: ArrayLike) -> Self:
         """Estimate the mean from the users' reports.
 
         Parameters
@@ -326,15 +336,21 @@ class LDPMeanEstimator(BaseEstimator):
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):
             raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(proto).__name__}")
+        check_verbose(self.verbose)
         Y = check_reports(reports, "reports", proto.n_users, proto.p)
-        u, j, _, _ = median_of_means_l1(Y, proto.m)
-        u_l1 = float(np.abs(u).sum())
-        zero = u_l1 <= proto.tau_
-        if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
-            z, tau = np.zeros(proto.dim), proto.tau_
-            warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
-        else:
-            z, tau = l1_recovery(proto._G, u, proto.tau_)
+        with progress_bar(self.verbose, total=2, desc="LDPMeanEstimator", unit="stage") as bar:
+            u, j, _, _ = median_of_means_l1(Y, proto.m)
+            bar.update(1)
+            u_l1 = float(np.abs(u).sum())
+            zero = u_l1 <= proto.tau_
+            if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
+                z, tau = np.zeros(proto.dim), proto.tau_
+                warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
+            else:
+                z, tau = l1_recovery(proto._G, u, proto.tau_)
+            bar.update(1)
+        logger.info("LDPMeanEstimator: group %d of %d selected, recovery radius %.4g%s", j, proto.m, tau,
+                    " (estimate zero by the radius)" if zero else "")
         self.mean_ = z
         self.coef_ = z
         self.projected_mean_ = u

@@ -22,6 +22,7 @@ Default ``m = ⌈sqrt(n ε² ln d)⌉`` (Theorem 3's Θ with constant 1).
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -37,6 +38,10 @@ from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore._internal.validation import check_array
+from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "check_label"]
 
@@ -122,7 +127,7 @@ class SparseRegressionProtocol(ProtocolMixin):
         A.flags.writeable = False
         return A
 
-    def releases(self):
+    def releases(self) -> tuple[ReleaseSpec, ...]:
         return (ReleaseSpec("z (projected x)", "clip_R(Φᵀx)", self.x_channel, 1),
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
@@ -175,6 +180,10 @@ class LDPSparseRegression(BaseEstimator):
     protocol : SparseRegressionProtocol
     tol : float — certified optimisation gap of the ℓ1-ball QP.
     max_iter : int — FISTA iterations cap.
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts FISTA iterations (total ``max_iter``).
 
     Attributes: ``coef_`` (d,), ``gap_`` (certified ``f(w) − f* ≤ gap_``), ``n_iter_``, ``Q_`` (m×m).
 
@@ -191,28 +200,33 @@ class LDPSparseRegression(BaseEstimator):
     ((3,), (2,))
     """
 
-    def __init__(self, protocol: SparseRegressionProtocol, tol: float = 1e-9, max_iter: int = 20000):
+    def __init__(self, protocol: SparseRegressionProtocol, tol: float = 1e-9, max_iter: int = 20000, *,
+                 verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.tol = tol
         self.max_iter = max_iter
+        self.verbose = verbose
 
-    def fit(self, Z_reports, v_reports):
+    def fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
         proto = self.protocol
         if not isinstance(proto, SparseRegressionProtocol):
             raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(proto).__name__}")
         tol = check_positive(self.tol, "tol")
         max_iter = check_int(self.max_iter, "max_iter")
+        check_verbose(self.verbose)
         Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.m)
         n = Z.shape[0]
         Q = debiased_gram(Z, proto.x_channel.sigma)
         A = proto._A
         H = A.T @ (Q @ A) / n
         b = A.T @ (Z.T @ v) / n
-        w, gap, it = l1_ball_qp(H, b, proto.l1_radius, tol=tol, max_iter=max_iter)
+        with progress_bar(self.verbose, total=max_iter, desc="LDPSparseRegression", unit="it") as bar:
+            w, gap, it = l1_ball_qp(H, b, proto.l1_radius, tol=tol, max_iter=max_iter, bar=bar)
+        logger.info("LDPSparseRegression: certified gap %.3e (tol %.1e) after %d FISTA iterations", gap, tol, it)
         self.coef_, self.gap_, self.n_iter_, self.Q_ = w, gap, it, Q
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """``X @ coef_`` (X are query points, not reports).
 
         Examples

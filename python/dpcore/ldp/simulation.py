@@ -10,9 +10,12 @@ Gaussian release is coordinate-wise independent.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from dpcore.mechanisms import noise
+from dpcore._internal.progress import check_verbose, progress_bar
 from dpcore._internal.validation import check_array
 from dpcore.ldp.vectors import GaussianChannel
 from dpcore.ldp._records import clip_rows, into_ball, release_rows
@@ -20,6 +23,8 @@ from dpcore.ldp.kernel import KernelRidgeProtocol
 from dpcore.ldp.logistic import LogisticProtocol, simulate_logistic_reports
 from dpcore.ldp.mean import MeanEstimationProtocol
 from dpcore.ldp.regression import SparseRegressionProtocol
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["simulate"]
 
@@ -49,7 +54,7 @@ def _check_no_y(y, kind: str) -> None:
         raise ValueError(f"y must be None for a {kind} (only X is released), got {type(y).__name__}")
 
 
-def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
+def simulate(X, y, protocol, random_state=None, *, clip: bool = False, verbose: bool | int = False):
     """Run all ``n`` clients of ``protocol`` on ``X`` (and ``y``) and return their reports.
 
     Parameters
@@ -75,6 +80,10 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
         Source of the released noise (``None``: secure OS seeding; ints for reproducible runs).
     clip : bool, default False
         Clip out-of-range rows / responses instead of rejecting them (as the clients' ``clip``).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the batched releases (one per report part: 1, 2 or 3); each runs in Rust.
 
     Returns
     -------
@@ -110,18 +119,33 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
     (500, (500,))
     """
 
+    check_verbose(verbose)
     rng = noise.check_random_state(random_state)
+    n_parts = {GaussianChannel: 1, MeanEstimationProtocol: 1, SparseRegressionProtocol: 2, KernelRidgeProtocol: 2,
+               LogisticProtocol: 3}.get(type(protocol))
+    with progress_bar(verbose, total=n_parts, desc=f"simulate {type(protocol).__name__}", unit="release") as bar:
+        out = _simulate(X, y, protocol, rng, clip, bar)
+    logger.debug("simulate: %s reports of %s", type(protocol).__name__,
+                 "x".join(str(k) for k in np.shape(X)))
+    return out
+
+
+def _simulate(X, y, protocol, rng, clip, bar):
     if isinstance(protocol, GaussianChannel):
         _check_no_y(y, "GaussianChannel")
         X = _check_X(X, protocol.dim, clip, protocol.data_norm)
-        return release_rows(X, protocol, rng)
+        out = release_rows(X, protocol, rng)
+        bar.update(1)
+        return out
     if isinstance(protocol, MeanEstimationProtocol):
         _check_no_y(y, "MeanEstimationProtocol")
         X = _check_X(X, protocol.dim, clip)
         if X.shape[0] != protocol.n_users:
             raise ValueError(f"X has {X.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
         V = clip_rows(X @ protocol._G.T, protocol.projection_radius)
-        return release_rows(V, protocol.channel, rng)
+        out = release_rows(V, protocol.channel, rng)
+        bar.update(1)
+        return out
     if isinstance(protocol, (SparseRegressionProtocol, KernelRidgeProtocol)):
         if isinstance(protocol, SparseRegressionProtocol):
             X = _check_X(X, protocol.dim, clip)
@@ -132,11 +156,13 @@ def simulate(X, y, protocol, random_state=None, *, clip: bool = False):
             raise ValueError(f"X has {V.shape[0]} rows but the protocol declares n_users={protocol.n_users}")
         yv = _check_y(y, V.shape[0], protocol.label_bound, clip)
         Z = release_rows(V, protocol.x_channel, rng)
+        bar.update(1)
         v = release_rows(yv[:, None], protocol.y_channel, rng)[:, 0]
+        bar.update(1)
         return Z, v
     if isinstance(protocol, LogisticProtocol):
         X = _check_X(X, protocol.dim, clip)
         yv = _check_y(y, X.shape[0], 1.0, clip)
-        return simulate_logistic_reports(X, yv, protocol, rng)
+        return simulate_logistic_reports(X, yv, protocol, rng, bar=bar)
     raise TypeError("protocol must be a GaussianChannel or one of the dpcore.ldp protocols, "
                     f"got {type(protocol).__name__}")

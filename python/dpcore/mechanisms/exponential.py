@@ -102,7 +102,7 @@ class LinearBallEM:
     ((3,), True)
     """
 
-    def __init__(self, rng):
+    def __init__(self, rng) -> None:
         self._rng = rng
 
     # -- uniform variates from the ChaCha stream ------------------------------------------------

@@ -81,7 +81,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional, Union
+from typing import Optional, Union, overload
 
 import numpy as np
 
@@ -89,6 +89,7 @@ from dpcore import _core
 from dpcore._internal.exact import float_up
 from dpcore._internal.validation import check_count, check_delta, check_epsilon, check_sensitivity
 from dpcore._internal.fp import MAX_NOISE_SCALE
+from dpcore._internal.types import ArrayLike, NDArray
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho
 
 ChaChaRng = _core.ChaChaRng
@@ -513,6 +514,12 @@ def private_proportion(y, positive, epsilon, *, random_state: RandomState = None
     return min(1.0, max(0.0, noisy / arr.shape[0]))
 
 
+@overload
+def laplace_mechanism(value: float, sensitivity: float, epsilon: float, *, random_state: RandomState = None,
+                      accountant=None) -> float: ...
+@overload
+def laplace_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, *, random_state: RandomState = None,
+                      accountant=None) -> NDArray[np.float64]: ...
 def laplace_mechanism(
     value,
     sensitivity: float,
@@ -520,7 +527,7 @@ def laplace_mechanism(
     *,
     random_state: RandomState = None,
     accountant=None,
-):
+) -> float | NDArray[np.float64]:
     """Release ``value`` with ε-DP Laplace noise, sampled exactly on a power-of-two grid.
 
     Parameters
@@ -562,6 +569,13 @@ def laplace_mechanism(
     )
 
 
+@overload
+def gaussian_mechanism(value: float, sensitivity: float, epsilon: float, delta: float, *, method: str = "analytic",
+                       random_state: RandomState = None, accountant=None) -> float: ...
+@overload
+def gaussian_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, delta: float, *,
+                       method: str = "analytic", random_state: RandomState = None,
+                       accountant=None) -> NDArray[np.float64]: ...
 def gaussian_mechanism(
     value,
     sensitivity: float,
@@ -571,7 +585,7 @@ def gaussian_mechanism(
     method: str = "analytic",
     random_state: RandomState = None,
     accountant=None,
-):
+) -> float | NDArray[np.float64]:
     """Release ``value`` with (ε, δ)-DP Gaussian noise on a power-of-two grid, sampled exactly.
 
     Parameters

@@ -103,6 +103,7 @@ privacy: the search strategy changes the running time, never the guarantee.
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
@@ -127,6 +128,10 @@ from dpcore._internal.validation import (
 )
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
+from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.progress import check_verbose, progress_bar
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["PrivateSVM", "PrivateSVMPrivacy", "PrivateSVMCertificate", "KERNELS", "SVM_LOSSES", "CALIBRATIONS"]
 
@@ -367,6 +372,11 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     classes : sequence of two labels, default (-1, 1)
         The declared (public) label set; ``classes_[1]`` is +1. Labels outside it are refused; a
         training set with only one of the two classes trains normally (never inferred from ``y``).
+    verbose : bool or int, default=False
+        Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
+        :mod:`logging` messages are for the curator only and never part of a release.
+        The bar counts the three stages of :meth:`fit` (random features and calibration, certified solve,
+        noise); the solve runs in Rust without callbacks.
     random_state : None, int or ChaChaRng
         Randomness of the RFF frequencies and of the noise. ``None``: OS-seeded ChaCha20 (the only
         setting fit for real data); an int: reproducible, research/tests only.
@@ -421,8 +431,8 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
-                 max_iter=None, clip=False, classes=DEFAULT_CLASSES, random_state=None, accountant=None,
-                 calibration="spec"):
+                 max_iter=None, clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
+                 accountant=None, calibration="spec") -> None:
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
@@ -437,6 +447,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.clip = clip
         self.classes = classes
+        self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
         self.calibration = calibration
@@ -636,7 +647,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
                      "random_features_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit and release the private SVM.
 
         Validates everything, draws the public RFF weights, computes the public calibration, charges
@@ -661,14 +672,26 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         ((100,), 'tight')
         """
         X_in = X
-        rng = check_random_state(self.random_state)
-        prep = self._prepare(X, y, rng)
-        cal = prep.cal
-        self._reset()
-        if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, 0.0, label=f"PrivateSVM({cal.kernel}, {cal.loss})")
-        theta, cert = self._solve(prep)
-        w = self._release(prep, theta, rng)
+        check_verbose(self.verbose)
+        with progress_bar(self.verbose, total=3, desc="PrivateSVM", unit="stage") as bar:
+            bar.set_postfix_str("features and calibration", refresh=False)
+            rng = check_random_state(self.random_state)
+            prep = self._prepare(X, y, rng)
+            cal = prep.cal
+            self._reset()
+            if self.accountant is not None:
+                self.accountant.spend(cal.epsilon, 0.0, label=f"PrivateSVM({cal.kernel}, {cal.loss})")
+            logger.info("PrivateSVM(%s, %s): charged (epsilon=%.6g, delta=0); %d released coefficients",
+                        cal.kernel, cal.loss, cal.epsilon, cal.n_features_out)
+            bar.update(1)
+            bar.set_postfix_str("certified solve", refresh=False)
+            theta, cert = self._solve(prep)
+            logger.info("PrivateSVM: certified residual %.3e <= public bound %.3e (%s, %d iterations)",
+                        cert.residual, cal.residual_bound, cert.method, cert.n_iter)
+            bar.update(1)
+            bar.set_postfix_str("noise", refresh=False)
+            w = self._release(prep, theta, rng)
+            bar.update(1)
         if prep.p["fit_intercept"]:
             self.coef_ = w[:-1].copy()
             self.intercept_ = float(w[-1] * prep.p["scaling"])
