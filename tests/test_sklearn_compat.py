@@ -173,3 +173,18 @@ def test_other_estimators_clone_and_params(est):
     assert set(twin.get_params()) == set(params)
     assert repr(est).startswith(type(est).__name__ + "(")
 
+
+
+def test_kernel_svm_dual_coef_has_scikit_learns_meaning():
+    """dual_coef_ = y_i α_i over the support (α ∈ [0, C]); the decision function is dual_coef_ @ K."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = _data(n=200)
+    m = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0).fit(X, y)
+    assert m.dual_coef_.shape == (1, m.support_.size)
+    assert np.all(np.abs(m.dual_coef_) <= m.C_ * (1 + 1e-12))
+    np.testing.assert_array_equal(m.support_vectors_, X[m.support_])
+    f = (m.dual_coef_ @ rbf_kernel(m.support_vectors_, X[:10], gamma=1.0)).ravel()
+    np.testing.assert_allclose(f, m.decision_function(X[:10]), rtol=1e-9, atol=1e-12)
+    ypm = np.where(y == m.classes_[1], 1.0, -1.0)
+    np.testing.assert_allclose(m.mu_, ypm * m.box_duals_ * m.C_, rtol=1e-15, atol=0)

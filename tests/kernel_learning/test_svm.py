@@ -141,7 +141,7 @@ def test_hinge_dual_structure():
     lam = 0.02
     est = KernelSVM(lam=lam, kernel="rbf", gamma=1.5, tol=1e-9).fit(X, y)
     n = len(y)
-    a = est.dual_coef_
+    a = est.box_duals_
     assert np.all((a >= 0) & (a <= 1))
     np.testing.assert_allclose(est.mu_, y * a / (lam * n))
     assert est.C_ == pytest.approx(1 / (lam * n))
@@ -159,7 +159,7 @@ def test_hinge_dual_structure():
 def test_logistic_stationarity_and_proba():
     X, y = make_data(120, 3, 3)
     est = KernelLogisticRegression(lam=0.01, kernel="poly", gamma=1.0, degree=2, tol=1e-9).fit(X, y)
-    a = est.dual_coef_
+    a = est.box_duals_
     assert np.all((a > 0) & (a < 1))
     u = y * est.train_decision_
     np.testing.assert_allclose(a, 1.0 / (1.0 + np.exp(u)), atol=1e-4)
@@ -201,7 +201,7 @@ def test_max_iter_reports_the_honest_gap():
     w = Phi.T @ est.mu_
     P = primal("hinge", y * (Phi @ w), w @ w, 1e-3)
     assert P == pytest.approx(est.primal_objective_, rel=1e-9)
-    D = est.dual_coef_.mean() - 0.5 * 1e-3 * (w @ w)
+    D = est.box_duals_.mean() - 0.5 * 1e-3 * (w @ w)
     assert D == pytest.approx(est.dual_objective_, rel=1e-9, abs=1e-12)
     assert est.duality_gap_ >= P - D - 1e-12
 
@@ -371,10 +371,10 @@ def test_certificate_recomputed_independently():
     X, y = make_data(150, 3, 13)
     lam, kp = 1e-2, ("rbf", 2.0, 3, 1.0)
     est = KernelSVM(lam=lam, kernel="rbf", gamma=2.0, tol=1e-8).fit(X, y)
-    c = _core.erm_certificate(X, y, est.dual_coef_, "hinge", *kp, lam)
+    c = _core.erm_certificate(X, y, est.box_duals_, "hinge", *kp, lam)
     assert c["gap"] == est.duality_gap_ and np.array_equal(c["mu"], est.mu_)
     # a worse feasible point gets a larger certified gap that still bounds its suboptimality
-    a2 = np.clip(est.dual_coef_ * 0.5 + 0.2, 0, 1)
+    a2 = np.clip(est.box_duals_ * 0.5 + 0.2, 0, 1)
     c2 = _core.erm_certificate(X, y, a2, "hinge", *kp, lam)
     assert c2["gap"] > est.duality_gap_
     assert c2["primal"] - est.primal_objective_ <= c2["gap"] + est.duality_gap_

@@ -428,7 +428,7 @@ def _rust_dual_start(X, y, lam, tol):
         warnings.simplefilter("ignore", ConvergenceWarning)
         svm = KernelSVM(lam=lam, kernel="linear", tol=max(tol * 1e-2, 1e-300),
                         max_iter=max(200_000, 100 * n)).fit(Xd, y)
-    a = np.clip(np.asarray(svm.dual_coef_, dtype=np.float64), 0.0, 1.0)
+    a = np.clip(np.asarray(svm.box_duals_, dtype=np.float64), 0.0, 1.0)
     return a, int(svm.n_iter_)
 
 

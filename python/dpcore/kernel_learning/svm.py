@@ -195,9 +195,11 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
         self.mu_ = res["mu"]
-        self.dual_coef_ = res["a"]
+        self.box_duals_ = res["a"]
         self.C_ = 1.0 / (lam * n)
         self.support_ = np.flatnonzero(self.mu_)
+        self.support_vectors_ = X[self.support_]
+        self.dual_coef_ = self.mu_[self.support_][None, :]  # scikit-learn's y_i alpha_i over the support
         self.duality_gap_ = float(res["gap"])
         self.primal_objective_ = float(res["primal"])
         self.dual_objective_ = float(res["dual"])
@@ -229,7 +231,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         return self
 
     _FITTED = (
-        "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "dual_coef_", "C_",
+        "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
         "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
         "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "train_decision_",
         "_X_sv", "_mu_sv", "stop_reason_",
@@ -330,12 +332,18 @@ class KernelSVM(KernelERM):
         Training-set size ``n`` (enters the sensitivity ``2 L R_phi / (lam n)``).
     classes_ : ndarray of shape (2,)
         The two labels; ``classes_[1]`` is ``+1``.
-    dual_coef_ : ndarray of shape (n_samples,)
-        Dual variables ``a = alpha / C in [0, 1]``.
+    box_duals_ : ndarray of shape (n_samples,)
+        Dual variables ``a = alpha / C in [0, 1]`` (what the certificate is computed from).
+    dual_coef_ : ndarray of shape (1, n_support)
+        scikit-learn's meaning: ``y_i alpha_i`` of the support vectors (``= mu_[support_]``, with
+        ``alpha_i in [0, C_]``); ``decision_function(z) = dual_coef_ @ K(support_vectors_, z)``
+        (no intercept).
     C_ : float
-        ``1 / (lam n)``.
+        ``1 / (lam n)`` (scikit-learn's ``C`` of the same problem).
     support_ : ndarray
         Indices with ``mu_i != 0``.
+    support_vectors_ : ndarray of shape (n_support, n_features)
+        ``X_fit_[support_]``.
     duality_gap_ : float
         Certified ``P(w) - D(a) >= P(w) - P(w*)``.
     primal_objective_, dual_objective_ : float
@@ -376,7 +384,7 @@ class KernelSVM(KernelERM):
 class KernelLogisticRegression(KernelERM):
     """Kernel logistic regression without bias: ``min (1/n) sum log(1 + exp(-y_i f(x_i))) + lam/2 ||w||^2``.
 
-    Same parameters and attributes as :class:`KernelSVM` (here ``0 < dual_coef_ < 1`` and every
+    Same parameters and attributes as :class:`KernelSVM` (here ``0 < box_duals_ < 1`` and every
     training point has ``mu_i != 0``). Solved by the dual coordinate descent of Yu, Huang & Lin
     (2011), kernelised, with the same certified duality gap.
 

@@ -256,7 +256,7 @@ class LDPKernelRidge(BaseEstimator):
     (2,)
     """
 
-    def __init__(self, protocol: KernelRidgeProtocol, alpha: Union[str, float] = "auto", *,
+    def __init__(self, protocol: KernelRidgeProtocol, *, alpha: Union[str, float] = "auto",
                  verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.alpha = alpha

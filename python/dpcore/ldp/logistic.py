@@ -344,7 +344,7 @@ class LDPLogisticRegression(BaseEstimator):
     ((4,), (4,))
     """
 
-    def __init__(self, protocol: LogisticProtocol, batch_size: int = 100, step_scale: float = 1.0, *,
+    def __init__(self, protocol: LogisticProtocol, *, batch_size: int = 100, step_scale: float = 1.0,
                  verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.batch_size = batch_size

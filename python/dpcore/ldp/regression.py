@@ -200,7 +200,7 @@ class LDPSparseRegression(BaseEstimator):
     ((3,), (2,))
     """
 
-    def __init__(self, protocol: SparseRegressionProtocol, tol: float = 1e-9, max_iter: int = 20000, *,
+    def __init__(self, protocol: SparseRegressionProtocol, *, tol: float = 1e-9, max_iter: int = 20000,
                  verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.tol = tol
