@@ -4,7 +4,8 @@
 module          what
 ==============  =====================================================================================
 ``calibrate``   Laplace scale, classic / analytic Gaussian σ, zCDP, basic and advanced composition
-``accountant``  :class:`BudgetAccountant`: thread-safe ledger that refuses before any computation
+``accountant``  :class:`BudgetAccountant`: thread-safe ledger (PLD / RDP / basic) that refuses before any computation
+``events``      dp_accounting ``DpEvent`` builders for dpcore's mechanisms (adjacency convention)
 ==============  =====================================================================================
 """
 
