@@ -70,6 +70,7 @@ import numpy as np
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore._internal.params import ParamsMixin
 from dpcore.accounting.calibrate import per_step_epsilon
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
 from dpcore.exceptions import FTRLHorizonExceeded
@@ -397,8 +398,10 @@ class PrivateFTRL(ParamsMixin):
         k = X.shape[0]
         if self.t_ + k > cal.horizon:
             raise FTRLHorizonExceeded(cal.horizon, self.t_, k)
+        if not self._charged:
+            self.dp_event_ = epsilon_delta_event(cal.epsilon, cal.delta)  # whole horizon, (ε, δ) proof
         if not self._charged and self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta, label=f"PrivateFTRL(T={cal.horizon})")
+            self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_, label=f"PrivateFTRL(T={cal.horizon})")
         self._charged = True
         for x in X:
             theta = self._distribution(self._S)

@@ -112,6 +112,7 @@ import numpy as np
 
 from dpcore import _core
 from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import (
@@ -614,7 +615,7 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_",
-                     "random_features_"):
+                     "random_features_", "dp_event_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X, y):
@@ -634,8 +635,11 @@ class PrivateSVM(LinearPredictorMixin, ParamsMixin):
         prep = self._prepare(X, y, rng)
         cal = prep.cal
         self._reset()
+        # exact grid Laplace on the weights: ε-DP, no tighter dp_accounting description (accounting.events)
+        self.dp_event_ = epsilon_delta_event(cal.epsilon, 0.0)
         if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, 0.0, label=f"PrivateSVM({cal.kernel}, {cal.loss})")
+            self.accountant.spend(cal.epsilon, 0.0, event=self.dp_event_,
+                                  label=f"PrivateSVM({cal.kernel}, {cal.loss})")
         theta, cert = self._solve(prep)
         w = self._release(prep, theta, rng)
         if prep.p["fit_intercept"]:
