@@ -276,7 +276,7 @@ def test_calibration_results_are_finite_or_refused():
     from dpcore.accounting import calibrate
     for call, name in [(lambda: calibrate.laplace_scale(1.0, 5e-324), "sensitivity="),
                        (lambda: calibrate.gaussian_sigma_classic(1.0, 1e-308, 1e-308), "sensitivity="),
-                       (lambda: calibrate.compose_advanced(1e30, 0.0, 3, 1e-308), "epsilon="),
+                       (lambda: calibrate.compose_advanced(1e308, 0.0, 3, 1e-308), "epsilon="),
                        (lambda: calibrate.advanced_per_step_epsilon(5e-324, 3, 1e-308), "epsilon="),
                        (lambda: calibrate.zcdp_epsilon(1e308, 1e-308), "rho=")]:
         with pytest.raises(ValueError, match=f"^{name}"):

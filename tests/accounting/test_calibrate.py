@@ -262,6 +262,23 @@ def test_compose_advanced_formula():
     assert delta == pytest.approx(100 * 1e-7 + 1e-6, rel=1e-14)
 
 
+def test_compose_advanced_never_worse_than_basic():
+    # k = 10, ε = 1, δ' = 1e-6: advanced gives 33.8; basic (10, 0) is returned
+    assert cal._advanced_epsilon(1.0, 10, 1e-6) > 33.0
+    assert cal.compose_advanced(1.0, 0.0, 10, 1e-6) == (10.0, 0.0)
+    e, d = cal.compose_advanced(1.0, 1e-7, 10, 1e-6)
+    assert e == 10.0 and Fraction(d) >= 10 * Fraction(1e-7) and d == pytest.approx(1e-6, rel=1e-12)  # no δ' charged
+    for eps0, k, dp in [(0.1, 100, 1e-6), (1e-3, 10**6, 1e-9), (2.0, 3, 0.5), (0.3, 17, 1e-12)]:
+        e, d = cal.compose_advanced(eps0, 1e-8, k, dp)
+        basic = k * Fraction(eps0)
+        assert Fraction(e) <= max(basic, Fraction(cal._advanced_epsilon(eps0, k, dp))) * (1 + Fraction(1, 10**15))
+        assert e <= float(basic) * (1 + 1e-15)
+        if e == cal._advanced_epsilon(eps0, k, dp):
+            assert d >= k * 1e-8 + dp
+        else:
+            assert Fraction(e) >= basic and d >= k * 1e-8
+
+
 def test_compose_advanced_validation():
     with pytest.raises(ValueError, match="k must be a positive integer"):
         cal.compose_advanced(0.1, 0.0, 0, 1e-6)
@@ -283,8 +300,9 @@ def test_advanced_per_step_epsilon_guaranteed_and_tight(eps, k, log10_dp):
     assert e0 > 0
     total, _ = cal.compose_advanced(e0, 0.0, k, dp)
     assert total <= eps
-    total_up, _ = cal.compose_advanced(e0 * (1 + 1e-9), 0.0, k, dp)
-    assert total_up > eps
+    assert cal._advanced_epsilon(e0, k, dp) <= eps
+    # tight for the advanced formula (compose_advanced itself returns min(basic, advanced))
+    assert cal._advanced_epsilon(e0 * (1 + 1e-9), k, dp) > eps
 
 
 @settings(max_examples=100, deadline=None)

@@ -103,7 +103,7 @@ def test_validation_memory_and_budget(model):
     with pytest.raises(ValueError, match="X contains NaN"):
         s.predict(np.array([[np.nan, 0.0, 0.0]]))
     assert s.n_distinct == 0  # refused queries consume nothing
-    acc = BudgetAccountant(1.5, 1e-5)
+    acc = BudgetAccountant(1.5, 1e-5, accounting="basic")  # the declared (ε, δ) are charged
     GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, accountant=acc)
     assert acc.spent == pytest.approx((1.0, 1e-6))
 

@@ -106,7 +106,7 @@ def test_selection_releases_a_useful_model_and_charges_once(strategy):
     X, y = _easy(3000, 0)
     Z = _easy(300, 1)[0]
     Xt, yt = _easy(2000, 2)
-    acc = BudgetAccountant(2.0, 1e-5)
+    acc = BudgetAccountant(2.0, 1e-5, accounting="basic")  # the declared (ε, δ) are charged
     grid = {"lam": [1e-3, 1e-1, 10.0], "gamma": [5.0]}
     g = PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_norm=1.0, strategy=strategy, random_state=0,
                           accountant=acc).fit(X, y)

@@ -243,7 +243,7 @@ def test_same_seed_reproducible_default_secure(svm):
 def test_accountant_charged_before_noise(svm):
     m, _, _ = svm
     Z = W.unit_ball(np.random.default_rng(5), 10, 3)
-    acc = BudgetAccountant(1.5, 1e-5)
+    acc = BudgetAccountant(1.5, 1e-5, accounting="basic")  # the declared (ε, δ) are charged
     TDDL(m, 1.0, 1e-6, data_norm=1.0, accountant=acc, random_state=0).fit(Z)
     assert acc.spent == pytest.approx((1.0, 1e-6))
     t = TDDL(m, 1.0, 1e-6, data_norm=1.0, accountant=acc, random_state=0)

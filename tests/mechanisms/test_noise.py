@@ -247,7 +247,7 @@ def test_value_too_large_for_the_grid_is_rejected():
 
 
 def test_accountant_is_charged_before_release_and_overspend_samples_nothing():
-    acc = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-5, accounting="basic")
     dpcore.laplace_mechanism(0.0, 1.0, 0.4, accountant=acc)
     dpcore.gaussian_mechanism(0.0, 1.0, 0.5, 1e-6, accountant=acc)
     eps_spent, delta_spent = acc.spent

@@ -228,7 +228,7 @@ def test_bad_input_names_the_parameter(call, match):
 
 
 def test_bad_method_charges_nothing():
-    acc = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-5, accounting="basic")
     with pytest.raises(ValueError, match="method"):
         dpcore.gaussian_mechanism(0.0, 1.0, 0.5, 1e-6, method="nope", accountant=acc)
     assert acc.spent == (0.0, 0.0)

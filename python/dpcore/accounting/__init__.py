@@ -1,11 +1,12 @@
-"""Privacy accounting: noise calibration and the budget ledger.
+"""Privacy accounting: noise calibration, dp_accounting events and the budget ledger.
 
-==============  =====================================================================================
+==============  ==========================================================================================
 module          what
-==============  =====================================================================================
+==============  ==========================================================================================
 ``calibrate``   Laplace scale, classic / analytic Gaussian σ, zCDP, basic and advanced composition
-``accountant``  :class:`BudgetAccountant`: thread-safe ledger that refuses before any computation
-==============  =====================================================================================
+``events``      dp_accounting ``DpEvent`` builders for dpcore's mechanisms (replace-one convention)
+``accountant``  :class:`BudgetAccountant`: thread-safe ledger (PLD / RDP / basic), refuses before computing
+==============  ==========================================================================================
 """
 
 from dpcore.accounting.accountant import BudgetAccountant, BudgetRecord

@@ -23,6 +23,7 @@ Formulas and sources
 from __future__ import annotations
 
 import math
+import sys
 import numbers
 from fractions import Fraction
 from typing import Iterable, Optional, Tuple
@@ -589,11 +590,18 @@ def _advanced_epsilon(eps0: float, k: int, delta_prime: float) -> float:
 
 
 def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
-    """Advanced composition (Dwork, Rothblum, Vadhan 2010, Thm III.3).
+    """The better of advanced (Dwork, Rothblum, Vadhan 2010, Thm III.3) and basic composition.
 
     The k-fold adaptive composition of (ε, δ)-DP mechanisms is (ε', kδ + δ')-DP with
 
-        ε' = sqrt(2k ln(1/δ'))·ε + k·ε·(e^ε − 1).
+        ε' = sqrt(2k ln(1/δ'))·ε + k·ε·(e^ε − 1),
+
+    and (kε, kδ)-DP by basic composition. Advanced composition is worse than basic for few steps or
+    a large ε (e.g. k = 10, ε = 1, δ' = 1e-6: ε' = 33.8 > kε = 10), so the function returns the basic
+    total ``(kε, kδ)`` (rounded up, exact) whenever ``kε ≤ ε'`` and ``(ε', kδ + δ')`` otherwise: never
+    worse than basic composition. (Until dpcore 0.x it returned ε' unconditionally; the callers in
+    dpcore, SimplexERM's draw count and TDIL's round budget, already took the minimum themselves, so
+    their outputs do not change.)
 
     Parameters
     ----------
@@ -604,16 +612,21 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     k : int
         Number of steps (≥ 1).
     delta_prime : float
-        Slack 0 < δ' < 1.
+        Slack 0 < δ' < 1 (not charged when basic composition wins).
 
     Returns
     -------
     (float, float)
-        Total (ε', δ_total).
+        Total (ε, δ): ``min`` of the two compositions in ε.
 
     Examples
     --------
     >>> from dpcore.accounting.calibrate import compose_advanced
+    >>> compose_advanced(1.0, 0.0, 10, 1e-6)  # basic composition wins
+    (10.0, 0.0)
+    >>> eps, delta = compose_advanced(0.1, 1e-7, 100, 1e-6)  # advanced wins: 6.31 < 10
+    >>> round(eps, 2), delta
+    (6.31, 1.1e-05)
     >>> eps, delta = compose_advanced(0.01, 0.0, 1000, 1e-6)
     >>> round(eps, 4), delta  # basic composition would give ε = 10
     (1.7628, 1e-06)
@@ -622,8 +635,12 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     delta = check_delta(delta)
     k = _check_k(k)
     delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
-    eps_total = _representable(_advanced_epsilon(epsilon, k, delta_prime), "composed epsilon",
-                               epsilon=epsilon, k=k, delta_prime=delta_prime)
+    basic_exact = k * Fraction(epsilon)
+    basic_eps = float_up(basic_exact) if basic_exact <= Fraction(sys.float_info.max) else math.inf
+    adv = _advanced_epsilon(epsilon, k, delta_prime)
+    if basic_eps <= adv and math.isfinite(basic_eps):
+        return basic_eps, float_up(k * Fraction(delta))
+    eps_total = _representable(adv, "composed epsilon", epsilon=epsilon, k=k, delta_prime=delta_prime)
     delta_total = float_up(k * Fraction(delta) + Fraction(delta_prime))
     return eps_total, delta_total
 

@@ -71,6 +71,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import per_step_epsilon
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
 from dpcore.exceptions import FTRLHorizonExceeded
@@ -458,8 +459,10 @@ class PrivateFTRL(BaseEstimator):
         k = X.shape[0]
         if self.t_ + k > cal.horizon:
             raise FTRLHorizonExceeded(cal.horizon, self.t_, k)
+        if not self._charged:
+            self.dp_event_ = epsilon_delta_event(cal.epsilon, cal.delta)  # whole horizon, (ε, δ) proof
         if not self._charged and self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta, label=f"PrivateFTRL(T={cal.horizon})")
+            self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_, label=f"PrivateFTRL(T={cal.horizon})")
         if not self._charged:
             logger.info("PrivateFTRL: charged (epsilon=%.6g, delta=%.3g) for a horizon of %d rounds", cal.epsilon,
                         cal.delta, cal.horizon)

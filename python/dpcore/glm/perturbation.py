@@ -126,6 +126,7 @@ from sklearn.base import BaseEstimator
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
 from dpcore.glm._losses import LOSSES, make_loss
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore.glm._solver import (
     ConvergenceError, GLMObjective, certify_smooth, check_certifiable, gradient_fp_bound, hinge_gap_floor,
     solve_hinge, solve_smooth,
@@ -659,7 +660,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
-        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_"):
+        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "dp_event_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
@@ -693,8 +694,11 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         cal = prep.cal
         rng = check_random_state(self.random_state)
         self._reset()
+        # Gaussian or Gamma noise plus the exact release covering the solver/float residual ρ and the
+        # noise-norm tail δ_fp: an (ε, δ) guarantee with slack terms, so EpsilonDeltaDpEvent (accounting.events)
+        self.dp_event_ = epsilon_delta_event(cal.epsilon, cal.delta)
         if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta,
+            self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_,
                                   label=f"{type(self).__name__}({cal.noise}, {cal.loss})")
         logger.info("%s(%s, %s): charged (epsilon=%.6g, delta=%.3g)", type(self).__name__, cal.noise, cal.loss,
                     cal.epsilon, cal.delta)

@@ -141,6 +141,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore.glm._solver import check_certifiable
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
@@ -511,14 +512,16 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         self._reset_fitted()
         prep = self._prepare(X, y)
         cal = prep["cal"]
+        event = epsilon_delta_event(cal.epsilon, cal.delta)  # m exponential-mechanism draws, (ε, δ) proof
         if self.accountant is not None:
-            self.accountant.check(cal.epsilon, cal.delta, label=type(self).__name__)
+            self.accountant.check(cal.epsilon, cal.delta, event=event, label=type(self).__name__)
         rng = check_random_state(self.random_state)
         p_release = self._certified_release(prep)
         if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta, label=f"{type(self).__name__}(m={cal.n_draws})")
+            self.accountant.spend(cal.epsilon, cal.delta, event=event, label=f"{type(self).__name__}(m={cal.n_draws})")
         logger.info("%s: charged (epsilon=%.6g, delta=%.3g); %d multinomial draws", type(self).__name__,
                     cal.epsilon, cal.delta, cal.n_draws)
+        self.dp_event_ = event
         idx, counts = self._draw(p_release, cal.n_draws, rng)
         del p_release
         idx = np.asarray(idx, dtype=np.int64)

@@ -62,6 +62,7 @@ from scipy import linalg
 
 from dpcore import _core
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
+from dpcore.accounting.events import gdp_event
 from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, b64, fingerprint, model_info, unb64, check_in_domain, check_mu_l1,
     kernel_eval_error, prediction_fp_bound, public_error_bound,
@@ -184,9 +185,10 @@ class GPService(NotPicklableService):
                 self._store.release()
                 raise FileExistsError(f"state_path {self._store.path!r} exists: resume that session with "
                                       "GPService.load() (a fresh session on it would reset a consumed budget)")
+        self.dp_event_ = gdp_event(self.privacy_.mu)  # μ-GDP under fully adaptive queries (module docstring)
         if accountant is not None:
             try:
-                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, label="GPService")
+                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, event=self.dp_event_, label="GPService")
             except BaseException:
                 if self._store is not None:
                     self._store.release()

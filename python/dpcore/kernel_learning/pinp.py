@@ -17,6 +17,7 @@ import numpy as np
 from dpcore import _core
 from dpcore.kernels.evaluation import kernel_matrix, kernel_predict
 from dpcore.mechanisms.noise import laplace_plan
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names used by tests)
     RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, b64, fingerprint,
@@ -341,9 +342,10 @@ class PINP(NotPicklableService):
                     f"state_path {self._state_path!r} exists: resume that session with PINP.load() "
                     "(starting a fresh session on it would reset a consumed budget)"
                 )
+        self.dp_event_ = epsilon_delta_event(self.privacy_.epsilon, self.privacy_.delta)  # Laplace rounds, (ε, δ)
         if accountant is not None:
             try:
-                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, label="PINP")
+                accountant.spend(self.privacy_.epsilon, self.privacy_.delta, event=self.dp_event_, label="PINP")
             except BaseException:
                 self._release_lock()
                 raise

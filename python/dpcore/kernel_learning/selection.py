@@ -71,6 +71,7 @@ from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
+from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
 from dpcore.kernel_learning.svm import KernelSVM
@@ -132,14 +133,9 @@ def selection_epsilon(mu: float, delta: float, *, n_candidates: int, strategy: s
     if not (isinstance(prior_epsilon, numbers.Real) and 0.0 <= prior_epsilon < math.inf):
         raise ValueError(f"prior_epsilon must be finite and >= 0, got {prior_epsilon!r}")
     event = _selection_event(mu, strategy, n_candidates, mean_runs, float(prior_epsilon))
-    if strategy == "exhaustive":
-        from dp_accounting.pld import PLDAccountant
-
-        acc = PLDAccountant()
-    else:  # repeat-and-select is supported by the RDP accountant only
-        from dp_accounting.rdp import RdpAccountant
-
-        acc = RdpAccountant()
+    # dpcore's accountants (accounting.events: ADD_OR_REMOVE_ONE with replace-one multipliers, PLD interval 1e-4);
+    # repeat-and-select is supported by the RDP accountant only
+    acc = make_accountant("pld" if strategy == "exhaustive" else "rdp")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
 
@@ -399,8 +395,13 @@ class PrivateGridSearch(BaseEstimator):
         # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
         # before anything is charged, instead of refusing in the middle of the runs
         cands = [_certifiable(dict(base, **p), radius, X.shape[1]) for p in cands]
+        # the runs' event as calibrated; the class proportion (exact grid Laplace) as its ε (accounting.events)
+        self.dp_event_ = _selection_event(mu, strategy, m, mean_runs, 0.0)
+        if prior_eps > 0:
+            self.dp_event_ = compose_events(epsilon_delta_event(prior_eps), self.dp_event_)
         if self.accountant is not None:
-            self.accountant.spend(epsilon, delta, label=f"PrivateGridSearch({m} candidates, {strategy})")
+            self.accountant.spend(epsilon, delta, event=self.dp_event_,
+                                  label=f"PrivateGridSearch({m} candidates, {strategy})")
         logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s)", epsilon, delta,
                     m, strategy)
         p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None

@@ -220,6 +220,26 @@ def tddl_calibration(
     )
 
 
+def _tddl_event(cal: "TDDLCalibration"):
+    """dp_accounting event of a TDDL release (:mod:`dpcore.accounting.events`).
+
+    ``noise="gp"``: stage 1 (RKHS Gaussian, sensitivity Δ, σ) and stage 2 (exact analytic Gaussian on the
+    float residual, sensitivity 2ρ, σ₂) compose to ``hypot(Δ/σ, 2ρ/σ₂)``-GDP (as in
+    :mod:`dpcore.kernel_learning.selection`). ``"gaussian"`` with the analytic plan: one Gaussian of
+    multiplier σ/Δ on T points, after the private norm bound's ε-DP Laplace if any. Otherwise (Laplace over
+    T points by advanced composition, or the zCDP plan) the declared (ε, δ).
+    """
+    from dpcore.accounting.events import compose_events, epsilon_delta_event, gaussian_event, gdp_event
+
+    if cal.noise == "gp":
+        mu = math.hypot(cal.sensitivity / cal.noise_scale, 2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)
+        return gdp_event(mu * (1.0 + 1e-12))
+    if cal.noise_method == "gaussian-analytic":
+        event = gaussian_event(cal.noise_scale, cal.sensitivity)
+        return compose_events(epsilon_delta_event(cal.epsilon_norm), event) if cal.epsilon_norm > 0 else event
+    return epsilon_delta_event(cal.epsilon, cal.delta)
+
+
 def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *, eig=None):
     r"""Exact ``argmin_{||w|| ≤ radius} Σ_t (<w, φ(z_t)> − y_t)²`` in representer form ``w = Σ_t α_t φ(z_t)``.
 
@@ -597,8 +617,9 @@ class TDDL(ReleasingEstimator):
             cal = prep["cal"]
             bar.update(1)
             rng = check_random_state(self.random_state)
+            self.dp_event_ = _tddl_event(cal)
             if self.accountant is not None:
-                self.accountant.spend(cal.epsilon, cal.delta, label=f"TDDL({cal.noise})")
+                self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_, label=f"TDDL({cal.noise})")
             logger.info("TDDL(%s): charged (epsilon=%.6g, delta=%.3g) for %d public points", cal.noise,
                         cal.epsilon, cal.delta, cal.n_points)
             bar.set_postfix_str("noisy predictions", refresh=False)

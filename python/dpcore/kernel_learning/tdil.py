@@ -21,6 +21,7 @@ from dpcore.kernel_learning._model import (
 )
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive, check_probability
 from dpcore.accounting.calibrate import compose_advanced, per_step_epsilon
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.mechanisms import exponential as linear_em
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
@@ -461,8 +462,9 @@ class TDIL(ReleasingEstimator):
         k = info["kernel"]
         d = info["X"].shape[1]
         rng = check_random_state(self.random_state)
+        self.dp_event_ = epsilon_delta_event(cal.epsilon, cal.delta)  # Laplace + EM rounds, (ε, δ) proof
         if self.accountant is not None:
-            self.accountant.spend(cal.epsilon, cal.delta, label=f"TDIL({cal.mode})")
+            self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_, label=f"TDIL({cal.mode})")
         logger.info("TDIL(%s): charged (epsilon=%.6g, delta=%.3g); %d rounds, net of %s points",
                     cal.mode, cal.epsilon, cal.delta, cal.B, plan["net_size"])
         lap = laplace_plan(cal.sensitivity * self._sensitivity_factor, cal.epsilon_laplace, dim=1)

@@ -478,7 +478,9 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
     plan = plan_for(flat.size)
     rng = check_random_state(random_state)
     if accountant is not None:
-        accountant.spend(epsilon, delta, label=label)
+        from dpcore.accounting.events import plan_event
+
+        accountant.spend(epsilon, delta, event=plan_event(plan), label=label)
     out = grid_release(flat, plan, rng)
     return float(out[0]) if scalar else out.reshape(shape)
 

@@ -115,6 +115,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
+from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_up
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import (
@@ -644,7 +645,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_",
-                     "random_features_"):
+                     "random_features_", "dp_event_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
@@ -679,8 +680,11 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             prep = self._prepare(X, y, rng)
             cal = prep.cal
             self._reset()
+            # exact grid Laplace on the weights: ε-DP, no tighter dp_accounting description (accounting.events)
+            self.dp_event_ = epsilon_delta_event(cal.epsilon, 0.0)
             if self.accountant is not None:
-                self.accountant.spend(cal.epsilon, 0.0, label=f"PrivateSVM({cal.kernel}, {cal.loss})")
+                self.accountant.spend(cal.epsilon, 0.0, event=self.dp_event_,
+                                      label=f"PrivateSVM({cal.kernel}, {cal.loss})")
             logger.info("PrivateSVM(%s, %s): charged (epsilon=%.6g, delta=0); %d released coefficients",
                         cal.kernel, cal.loss, cal.epsilon, cal.n_features_out)
             bar.update(1)

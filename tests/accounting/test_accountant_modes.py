@@ -1,0 +1,228 @@
+"""BudgetAccountant(accounting="pld" | "rdp" | "basic"): acceptance rule, refusals, threads, the 100-release numbers."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from fractions import Fraction
+
+import dp_accounting as dpa
+import pytest
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcore.accounting import BudgetAccountant
+from dpcore.accounting import calibrate as cal
+from dpcore.accounting import events as ev
+from dpcore.exceptions import BudgetExceededError
+from dpcore.mechanisms.noise import gaussian_mechanism, laplace_mechanism
+
+SIGMA = cal.gaussian_sigma(1.0, 0.1, 1e-7)  # one release at (0.1, 1e-7), Δ₂ = 1
+EVENT = ev.gaussian_event(SIGMA, 1.0)
+
+
+def _direct(accountant) -> float:
+    accountant.compose(dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(SIGMA), 100))
+    return accountant.get_epsilon(1e-5)
+
+
+@pytest.mark.parametrize("accounting, direct", [("pld", lambda: _direct(PLDAccountant())),
+                                                ("rdp", lambda: _direct(RdpAccountant()))])
+def test_100_releases_match_dp_accounting(accounting, direct):
+    acc = BudgetAccountant(1.0, 1e-5, accounting=accounting)
+    for _ in range(100):
+        acc.spend(0.1, 1e-7, event=EVENT, label="release")
+    eps, delta = acc.spent
+    assert eps == pytest.approx(direct(), rel=0.02)
+    assert eps <= 1.0 and delta == 1e-5
+    assert len(acc) == 100 and acc.log[0].event == EVENT
+
+
+def test_100_releases_basic_charges_the_sum():
+    acc = BudgetAccountant(1.0, 1e-5, accounting="basic")
+    n = 0
+    while (n + 1) * Fraction(0.1) <= 1:  # exact: 10 × float(0.1) > 1, so 9 fit
+        acc.spend(0.1, 1e-7, event=EVENT)
+        n += 1
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.1, 1e-7, event=EVENT)
+    assert len(acc) == n == 9
+
+
+def test_accept_refuse_boundary_and_refusal_records_nothing():
+    acc = BudgetAccountant(0.5, 1e-6, accounting="pld")
+    accepted = []
+    while True:
+        before = (acc.spent, acc.remaining(), acc.log, len(acc))
+        try:
+            acc.spend(0.1, 1e-7, event=EVENT)
+        except BudgetExceededError:
+            assert (acc.spent, acc.remaining(), acc.log, len(acc)) == before
+            break
+        accepted.append((EVENT, 0.1, 1e-7))
+    n = len(accepted)
+    assert n > 10  # basic composition alone would stop at 5 (ε) / 10 (δ)
+    assert ev.composed_epsilon(accepted, 1e-6) <= Fraction(0.5)
+    assert ev.composed_epsilon(accepted + [(EVENT, 0.1, 1e-7)], 1e-6) > Fraction(0.5)
+    with pytest.raises(BudgetExceededError):
+        acc.check(0.1, 1e-7, event=EVENT)
+    assert len(acc) == n
+    # a pure spend of the remaining ε still fits, a little more does not
+    rem_eps, rem_delta = acc.remaining()
+    assert rem_delta == 0.0 and rem_eps > 0.0
+    acc.check(rem_eps)
+    with pytest.raises(BudgetExceededError):
+        acc.check(rem_eps * 1.001 + 1e-9)
+    acc.spend(rem_eps)
+    assert acc.spent[0] <= 0.5
+
+
+def test_remaining_per_step_fits():
+    acc = BudgetAccountant(1.0, 1e-5)
+    for _ in range(50):
+        acc.spend(0.1, 1e-7, event=EVENT)
+    step = acc.remaining_per_step(7)
+    for _ in range(7):
+        acc.spend(step)
+    assert acc.remaining()[0] < 1e-9
+    with pytest.raises(ValueError, match="delta_prime"):
+        acc.remaining_per_step(3, delta_prime=1e-6)
+
+
+def test_pure_budget_with_laplace_and_pure_events():
+    for accounting in ("pld", "rdp", "basic"):
+        acc = BudgetAccountant(1.0, accounting=accounting)
+        for i in range(8):
+            laplace_mechanism(float(i), 1.0, 0.125, random_state=i, accountant=acc)
+        with pytest.raises(BudgetExceededError):
+            laplace_mechanism(0.0, 1.0, 0.125, random_state=0, accountant=acc)
+        assert acc.spent == (1.0, 0.0) and acc.remaining() == (0.0, 0.0)
+        assert isinstance(acc.log[0].event, ev.EpsilonDeltaDpEvent)
+        # a Gaussian can never enter a pure budget
+        with pytest.raises(BudgetExceededError):
+            BudgetAccountant(100.0, accounting=accounting).spend(1.0, 1e-6, event=EVENT)
+
+
+def test_gaussian_mechanism_charges_its_gaussian_event():
+    acc = BudgetAccountant(1.0, 1e-5)
+    for i in range(30):
+        gaussian_mechanism(1.0, 2.0, 0.1, 1e-7, random_state=i, accountant=acc)
+    assert acc.log[0].event == ev.gaussian_event(cal.gaussian_sigma(2.0, 0.1, 1e-7), 2.0)
+    assert acc.spent[0] < 0.6  # basic composition: 3.0
+
+
+def test_event_validation():
+    acc = BudgetAccountant(1.0, 1e-5)
+    with pytest.raises(TypeError, match="event"):
+        acc.spend(0.1, 1e-7, event="gaussian")
+    with pytest.raises(ValueError, match="delta=0"):
+        acc.spend(0.1, 0.0, event=EVENT)
+    with pytest.raises(ValueError, match="accounting"):
+        BudgetAccountant(1.0, accounting="advanced")
+    assert len(acc) == 0
+    acc.spend(0.1)
+    assert acc.log[0].event == ev.EpsilonDeltaDpEvent(0.1, 0.0)
+    assert "accounting='pld'" in repr(acc)
+
+
+def test_unsupported_event_falls_back_to_declared():
+    rs = dpa.dp_event.RepeatAndSelectDpEvent(ev.gdp_event(0.2), 3.0, 1.0)  # RDP only
+    acc = BudgetAccountant(1.0, 1e-6, accounting="pld")
+    acc.spend(0.6, 1e-7, event=rs)
+    acc.spend(0.3, 1e-7, event=dpa.UnsupportedDpEvent())
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.2, 0.0, event=rs)
+    assert acc.spent == (pytest.approx(0.9), pytest.approx(2e-7))
+
+
+def test_pickle_keeps_events_and_mode():
+    acc = BudgetAccountant(1.0, 1e-5, accounting="rdp")
+    for _ in range(20):
+        acc.spend(0.1, 1e-7, event=EVENT)
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy.accounting == "rdp" and copy.spent == acc.spent and copy.log == acc.log
+    copy.resume().spend(0.1, 1e-7, event=EVENT)
+    assert len(copy) == 21 and len(acc) == 20
+
+
+def test_thread_safety_concurrent_gaussian_spends():
+    sequential = BudgetAccountant(0.4, 1e-6)
+    n_seq = 0
+    while True:
+        try:
+            sequential.spend(0.1, 1e-7, event=EVENT)
+        except BudgetExceededError:
+            break
+        n_seq += 1
+    acc = BudgetAccountant(0.4, 1e-6)
+    accepted, refused = [], []
+    barrier = threading.Barrier(6)
+
+    def worker():
+        barrier.wait()
+        for _ in range(6):
+            try:
+                acc.spend(0.1, 1e-7, event=EVENT)
+                accepted.append(1)
+            except BudgetExceededError:
+                refused.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(accepted) == n_seq == len(acc) and len(refused) == 36 - n_seq and n_seq > 4
+    assert acc.spent == sequential.spent
+
+
+# ------------------------------------------------------------------ never looser than basic
+_event = st.one_of(
+    st.tuples(st.just("gauss"), st.sampled_from([0.05, 0.1, 0.3, 1.0]), st.sampled_from([1e-8, 1e-7, 1e-6])),
+    st.tuples(st.just("pure"), st.sampled_from([0.05, 0.1, 0.4]), st.just(0.0)),
+    st.tuples(st.just("approx"), st.sampled_from([0.05, 0.2]), st.sampled_from([1e-8, 1e-7])),
+)
+
+
+def _make(kind, eps, delta):
+    if kind == "gauss":
+        return ev.gaussian_event(cal.gaussian_sigma(1.0, eps, delta), 1.0), eps, delta
+    return ev.epsilon_delta_event(eps, delta), eps, delta
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(seq=st.lists(_event, min_size=1, max_size=25), accounting=st.sampled_from(["pld", "rdp"]),
+       budget=st.sampled_from([(0.5, 1e-6), (1.0, 1e-5), (2.0, 0.0), (1.5, 3e-7)]))
+def test_never_looser_than_basic(seq, accounting, budget):
+    E, D = budget
+    basic = BudgetAccountant(E, D, accounting="basic")
+    tight = BudgetAccountant(E, D, accounting=accounting)
+    basic_ok = True
+    accepted = []
+    for kind, eps, delta in seq:
+        event, eps, delta = _make(kind, eps, delta)
+        # the rule: accept iff basic composition (exact) or the dp_accounting composition fits
+        fits_basic = (sum(Fraction(e) for _, e, _ in accepted) + Fraction(eps) <= Fraction(E)
+                      and sum(Fraction(d) for _, _, d in accepted) + Fraction(delta) <= Fraction(D))
+        composed = ev.composed_epsilon(accepted + [(event, eps, delta)], D, accounting)
+        expect = fits_basic or (composed is not None and composed <= Fraction(E))
+        try:
+            tight.spend(eps, delta, event=event)
+            got = True
+            accepted.append((event, eps, delta))
+        except BudgetExceededError:
+            got = False
+        assert got == expect
+        if basic_ok:
+            try:
+                basic.spend(eps, delta, event=event)
+            except BudgetExceededError:
+                basic_ok = False
+            else:
+                assert got, "pld/rdp refused a spend that basic composition accepted on the same history"
+        # the spent guarantee is never above basic's and within the budget
+        assert tight.spent[0] <= E
+        if basic_ok:
+            assert tight.spent[0] <= basic.spent[0]
