@@ -229,7 +229,7 @@ def _simulate_partitioned(X, y, protocol, random_state, *, clip: bool, chunks):
                                _check_y(y, X.shape[0], 1.0, clip), chunks=-1)
         if yd.shape[0] != X.shape[0]:
             raise ValueError(f"y must have length {X.shape[0]} (one response per row of X), got {yd.shape[0]}")
-        args.append(yd.astype(np.float64).rechunk(X.chunks[0])[:, None])
+        args.append(yd.astype(np.float64).rechunk((X.chunks[0],))[:, None])
     seeds = partition_seeds(random_state, len(X.chunks[0]))
     out = da.map_blocks(_simulate_block, *args, protocol=protocol, seeds=seeds, clip=clip, dtype=np.float64,
                         chunks=(X.chunks[0], (width,)), meta=np.empty((0, width)))
