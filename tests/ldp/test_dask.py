@@ -231,6 +231,10 @@ def test_simulate_partitioned_protocols_and_errors(client, X):
         ldp.simulate(X, None, mp, random_state=np.random.default_rng(0), chunks=5000)
     with pytest.raises(TypeError, match="protocol"):
         ldp.simulate(X, None, object(), random_state=0, chunks=5000)
+    with pytest.raises(ValueError, match="chunks"):
+        ldp.simulate(X, None, mp, random_state=0, chunks=0)
+    with pytest.raises(ValueError, match="chunks"):
+        ldp.simulate(X, None, mp, random_state=0, chunks=(5000, 5000))
     big = X.copy()
     big[7000] = 1.0
     with pytest.raises(ValueError, match="clip=True"):

@@ -199,6 +199,22 @@ def _simulate_block(Xb, *rest, protocol, seeds, clip, block_id=None):
     return out
 
 
+def _check_chunks(chunks, n: int):
+    if isinstance(chunks, numbers.Integral) and not isinstance(chunks, bool):
+        if int(chunks) < 1:
+            raise ValueError(f"chunks must be a positive int or a sequence of positive ints summing to {n}, "
+                             f"got {chunks!r}")
+        return int(chunks)
+    try:
+        sizes = tuple(int(c) for c in chunks)
+    except TypeError:
+        raise TypeError(f"chunks must be None, an int or a sequence of ints, got {type(chunks).__name__}") from None
+    if any(c < 1 for c in sizes) or sum(sizes) != n:
+        raise ValueError(f"chunks must be a positive int or a sequence of positive ints summing to {n}, "
+                         f"got {chunks!r}")
+    return sizes
+
+
 def _simulate_partitioned(X, y, protocol, random_state, *, clip: bool, chunks):
     from dpcore._internal.dask import as_dask_array, require_dask
 
@@ -207,10 +223,10 @@ def _simulate_partitioned(X, y, protocol, random_state, *, clip: bool, chunks):
     if is_dask_collection(X):
         X = as_dask_array(X, "X", ndim=2)
     else:
-        X = da.from_array(np.asarray(check_array(X, "X"), dtype=np.float64), chunks=(X.shape[0] if chunks is None
-                                                                                   else chunks, -1))
+        arr = np.asarray(check_array(X, "X"), dtype=np.float64)
+        X = da.from_array(arr, chunks=(arr.shape[0], -1))
     if chunks is not None:
-        X = X.rechunk({0: chunks})
+        X = X.rechunk({0: _check_chunks(chunks, X.shape[0])})
     if X.shape[1] != protocol.dim:
         raise ValueError(f"X must have {protocol.dim} columns (the protocol's dimension), got {X.shape[1]}")
     if not isinstance(protocol, GaussianChannel) and X.shape[0] != protocol.n_users:
