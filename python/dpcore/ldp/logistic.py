@@ -72,7 +72,7 @@ from dpcore.ldp.regression import check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, release, release_rows
 from dpcore.ldp._stats import LeafStream, check_finite, reduce_blocks
-from dpcore._internal.types import ArrayLike, NDArray
+from dpcore._internal.types import ArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -443,7 +443,7 @@ class LDPLogisticRegression(BaseEstimator):
         self.step_size = step_size
         self.verbose = verbose
 
-    def fit(self, reports: LogisticReports) -> "LDPLogisticRegression":
+    def fit(self, reports: LogisticReports) -> Self:
         """One pass of mini-batch projected SGD over the reports, in user order.
 
         Parameters
@@ -487,7 +487,7 @@ class LDPLogisticRegression(BaseEstimator):
         self._run(arrays, is_dask)
         return self
 
-    def partial_fit(self, reports: LogisticReports) -> "LDPLogisticRegression":
+    def partial_fit(self, reports: LogisticReports) -> Self:
         """Continue the SGD pass with the next batch of users' reports (requires ``step_size``).
 
         After batches that together hold the ``n_users`` reports, the model is bit-identical to :meth:`fit`
