@@ -234,7 +234,7 @@ def local_dp() -> None:
     lr_reports = ldp.simulate(X, y, lr_proto, random_state=0)
     lr = ldp.LDPLogisticRegression(lr_proto, verbose=0).fit(lr_reports)
     lr_proba: NDArray[np.float64] = lr.predict_proba(X)
-    lr_pred: NDArray[np.float64] = lr.predict(X)
+    lr_pred: NDArray[np.int64] = lr.predict(X)  # labels ±1 (fit is now typed, so this is checked)
     coefs: NDArray[np.float64] = ldp.chebyshev_coefficients(np.tanh, 3)
     specs: list[ldp.ReleaseSpec] = list(lr_proto.releases())
     print(channel.sigma, noisy.shape, many.shape, np.shape(reports_basic), budget.epsilon, one_report.shape,

@@ -18,7 +18,11 @@ Algorithm               protocol                           client               
 ======================  =================================  =========================  ==============================
 
 :func:`simulate` runs all clients of a protocol — or, given a :class:`GaussianChannel`, Algorithm 1 on
-every row — on a dataset (experiments/tests only). :class:`RecoveryRadiusWarning`: Algorithm 2's
+every row — on a dataset (experiments/tests only). :func:`simulate` with ``chunks=`` (or a Dask ``X``) generates the reports partition by partition, each
+from its own ChaCha stream derived from ``(random_state, partition)``. Every server also accepts Dask
+arrays (map-reduce of exact sufficient statistics) and has ``partial_fit``; the results are bit-identical
+to the in-memory fit (``docs/scaling.md``; dask is the optional extra ``dpcore[dask]``).
+:class:`RecoveryRadiusWarning`: Algorithm 2's
 estimate is identically zero because the recovery radius τ is at least ``||u||_1``.
 """
 

@@ -16,6 +16,23 @@ def project_psd(S: np.ndarray) -> np.ndarray:
     return (U * w) @ U.T
 
 
+def gram_stat(acc, start: int, arrays) -> None:
+    """Leaf statistic of Algorithms 3–4: ``[Z v]ᵀ[Z v]`` (one ``syrk`` on the augmented leaf), i.e. ``ZᵀZ``,
+    ``Zᵀv`` and ``vᵀv`` together (see :mod:`dpcore.ldp._stats`)."""
+    Z, v = arrays
+    if not (np.isfinite(Z).all() and np.isfinite(v).all()):
+        raise ValueError("Z_reports or v_reports contains NaN or infinite values")
+    W = np.empty((Z.shape[0], Z.shape[1] + 1))
+    W[:, :-1] = Z
+    W[:, -1] = v
+    acc["gram"].add(W.T @ W)
+
+
+def debiased_gram_from(ZtZ: np.ndarray, n: int, sigma: float) -> np.ndarray:
+    """``Proj_PSD(ZᵀZ − n σ² I)`` from the (exactly summed) ``ZᵀZ``."""
+    return project_psd(ZtZ - n * sigma**2 * np.eye(ZtZ.shape[0]))
+
+
 def debiased_gram(Z: np.ndarray, sigma: float) -> np.ndarray:
     """``Proj_PSD(ZᵀZ − n σ² I)``: unbiased for ``Σ x̃ x̃ᵀ`` (noise ``N(0, σ² I)``), then made convex."""
     n, m = Z.shape

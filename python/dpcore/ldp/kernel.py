@@ -63,7 +63,8 @@ from sklearn.base import BaseEstimator
 from dpcore.mechanisms import noise
 from dpcore._internal.validation import check_array, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
-from dpcore.ldp._solvers import debiased_gram
+from dpcore.ldp._solvers import debiased_gram_from, gram_stat
+from dpcore.ldp._stats import LeafStream, feed
 from dpcore.ldp.regression import check_zv_reports, check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import clip_rows, release
@@ -267,9 +268,10 @@ class LDPKernelRidge(BaseEstimator):
 
         Parameters
         ----------
-        Z_reports : array_like, shape (n_users, 2D)
+        Z_reports : array_like or dask array/DataFrame, shape (n_users, 2D)
             The released features ``z``, one row per user (:func:`kernel_report` / :func:`simulate`).
-        v_reports : array_like, shape (n_users,)
+            Dask inputs are aggregated blockwise (exactly the in-memory result).
+        v_reports : array_like or dask array/Series, shape (n_users,)
             The released responses ``v``.
 
         Returns
@@ -285,22 +287,69 @@ class LDPKernelRidge(BaseEstimator):
             If ``alpha`` is neither ``"auto"`` nor a positive finite float, or the reports have the
             wrong shape or non-finite entries.
         """
+        self._reset()
+        return self._consume(Z_reports, v_reports, partial=False)
+
+    def partial_fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
+        """Add a batch of reports and refit from all reports seen so far (``n`` = rows seen).
+
+        ``ZᵀZ`` and ``Zᵀv`` are summed exactly (:mod:`dpcore.ldp._stats`): after batches that together hold
+        the ``n_users`` reports the model is bit-identical to :meth:`fit` on their concatenation
+        (``alpha="auto"`` always uses the protocol's ``n_users``). ``fit`` resets the sums.
+
+        Parameters
+        ----------
+        Z_reports : array_like or dask array, shape (n_batch, 2D)
+        v_reports : array_like or dask array, shape (n_batch,)
+
+        Returns
+        -------
+        LDPKernelRidge
+            ``self``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.sin(X[:, 0])
+        >>> proto = ldp.KernelRidgeProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6, n_components=20)
+        >>> Z, v = ldp.simulate(X, y, proto, random_state=0)
+        >>> model = ldp.LDPKernelRidge(proto).partial_fit(Z[:300], v[:300]).partial_fit(Z[300:], v[300:])
+        >>> bool(np.array_equal(model.coef_, ldp.LDPKernelRidge(proto).fit(Z, v).coef_))
+        True
+        """
+        if getattr(self, "_stream", None) is None:
+            self._reset()
+        return self._consume(Z_reports, v_reports, partial=True)
+
+    def _reset(self) -> None:
+        proto = self.protocol
+        if not isinstance(proto, KernelRidgeProtocol):
+            raise TypeError(f"protocol must be a KernelRidgeProtocol, got {type(proto).__name__}")
+        k = proto.n_features
+        self._stream = LeafStream(gram_stat, {"gram": (k + 1, k + 1)})
+
+    def _consume(self, Z_reports, v_reports, *, partial: bool) -> Self:
         proto = self.protocol
         if not isinstance(proto, KernelRidgeProtocol):
             raise TypeError(f"protocol must be a KernelRidgeProtocol, got {type(proto).__name__}")
         alpha = _check_alpha(self.alpha)
         alpha = auto_alpha(proto) if alpha == "auto" else alpha
         check_verbose(self.verbose)
-        Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.n_features)
-        n = Z.shape[0]
+        feed(self._stream, (Z_reports, v_reports), ("Z_reports", "v_reports"), ((proto.n_features,), ()),
+             proto.n_users, partial=partial)
+        n = self._stream.n_rows
         with progress_bar(self.verbose, total=2, desc="LDPKernelRidge", unit="stage") as bar:
-            Q = debiased_gram(Z, proto.x_channel.sigma)
+            G = self._stream.totals()["gram"].value()
+            Q = debiased_gram_from(G[:-1, :-1], n, proto.x_channel.sigma)
             bar.update(1)
-            self.coef_ = linalg.solve(Q / n + alpha * np.eye(Q.shape[0]), Z.T @ v / n, assume_a="pos")
+            self.coef_ = linalg.solve(Q / n + alpha * np.eye(Q.shape[0]), G[:-1, -1] / n, assume_a="pos")
             bar.update(1)
         logger.info("LDPKernelRidge: %d reports, alpha=%.3g", n, alpha)
         self.alpha_ = alpha
         self.Q_ = Q
+        self.n_reports_seen_ = n
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:

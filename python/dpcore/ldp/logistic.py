@@ -54,6 +54,7 @@ inexact stochastic oracle on a convex smooth objective, and simpler to certify. 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int
 from dpcore.ldp.regression import check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, release, release_rows
-from dpcore._internal.types import ArrayLike, NDArray
+from dpcore.ldp._stats import LeafStream, check_finite, reduce_blocks
+from dpcore._internal.types import ArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -315,6 +317,90 @@ def _gradients(w, z0, zy, zx, proto: LogisticProtocol) -> np.ndarray:
     return proto.r * mag[:, None] * z0
 
 
+def _g0_stat(proto: LogisticProtocol, acc, start: int, arrays) -> None:
+    """Leaf statistic of the step rule: ``Σ_i ||G̃_i(0)||²`` over the leaf (see :mod:`dpcore.ldp._stats`)."""
+    z0, zy, zx = arrays
+    check_finite(arrays, ("reports.z0", "reports.zy", "reports.zx"))
+    g0 = _gradients(np.zeros(proto.dim), z0, zy, zx, proto)
+    acc["g0sq"].add(np.sum(g0**2))
+
+
+def _sgd_init(d: int) -> dict:
+    return {"w": np.zeros(d), "w_sum": np.zeros(d), "t": 0, "seen": 0, "carry": None}
+
+
+def _sgd_consume(state: dict, z0, zy, zx, *, proto: LogisticProtocol, b: int, eta: float, T: int) -> dict:
+    """Projected SGD steps over the next reports in user order (Algorithm 6 as implemented here).
+
+    Batch ``t`` is users ``[t·b, (t+1)·b)`` whatever the blocks are: rows left over at the end of a block
+    (< ``b``) are carried into the next call. Pure function of ``(state, rows)``; the state is the iterate,
+    the running sum of iterates, the step count and the carried rows."""
+    check_finite((z0, zy, zx), ("reports.z0", "reports.zy", "reports.zx"))
+    seen = state["seen"] + z0.shape[0]
+    if state["carry"] is not None:
+        c0, cy, cx = state["carry"]
+        z0, zy, zx = np.concatenate([c0, z0]), np.concatenate([cy, zy]), np.concatenate([cx, zx])
+    w, w_sum, t = state["w"].copy(), state["w_sum"].copy(), state["t"]
+    k = z0.shape[0]
+    steps = min(k // b, T - t)
+    for s in range(steps):
+        sl = slice(s * b, (s + 1) * b)
+        g = _gradients(w, z0[sl], zy[sl], zx[sl], proto).mean(axis=0)
+        w = w - eta * g
+        nw = np.linalg.norm(w)
+        if nw > 1.0:
+            w /= nw
+        w_sum += w
+    t += steps
+    rest = steps * b
+    carry = (z0[rest:].copy(), zy[rest:].copy(), zx[rest:].copy()) if t < T and rest < k else None
+    return {"w": w, "w_sum": w_sum, "t": t, "seen": seen, "carry": carry}
+
+
+def _prepare_reports(reports, proto: LogisticProtocol, *, partial: bool, seen: int):
+    """Validate a :class:`LogisticReports` (numpy or Dask fields). Returns ``(is_dask, (z0, zy, zx))``."""
+    from dpcore._internal.dask import as_dask_array, is_dask_collection
+
+    if not isinstance(reports, LogisticReports):
+        raise TypeError(f"reports must be LogisticReports, got {type(reports).__name__}")
+    d = proto.dim
+    tails = {"z0": (d,), "zy": (proto.n_y_copies,), "zx": (proto.n_x_copies, d)}
+    fields = [getattr(reports, k) for k in tails]
+    if not any(is_dask_collection(f) for f in fields):
+        if not partial:
+            return False, _check_reports(reports, proto)
+        out = []
+        for name, a in zip(tails, fields):
+            a = np.asarray(a, dtype=np.float64)
+            if a.ndim < 1 or a.shape[1:] != tails[name]:
+                raise ValueError(f"reports.{name} must have shape (n_batch, {', '.join(map(str, tails[name]))}) "
+                                 f"for this protocol, got {a.shape}")
+            out.append(a)
+    else:
+        import dask.array as da
+
+        out = []
+        for name, a in zip(tails, fields):
+            a = as_dask_array(a, f"reports.{name}", ndim=1 + len(tails[name])) if is_dask_collection(a) \
+                else da.from_array(np.asarray(a, dtype=np.float64))
+            if a.shape[1:] != tails[name]:
+                raise ValueError(f"reports.{name} must have shape (n_users, {', '.join(map(str, tails[name]))}) "
+                                 f"for this protocol, got {a.shape}")
+            out.append(a)
+        out = [out[0]] + [a.rechunk({0: out[0].chunks[0]}) for a in out[1:]]
+    rows = {int(a.shape[0]) for a in out}
+    if len(rows) != 1:
+        raise ValueError(f"reports.z0, reports.zy and reports.zx must have the same number of rows, got {sorted(rows)}")
+    n = rows.pop()
+    if n == 0:
+        raise ValueError("reports must not be empty")
+    if not partial and n != proto.n_users:
+        raise ValueError(f"reports have {n} rows but the protocol declares n_users={proto.n_users}")
+    if partial and seen + n > proto.n_users:
+        raise ValueError(f"reports: {seen} already seen plus {n} in this batch exceed n_users={proto.n_users}")
+    return any(is_dask_collection(f) for f in fields), tuple(out)
+
+
 class LDPLogisticRegression(BaseEstimator):
     """Server side of Algorithm 6: logistic regression from the users' reports only.
 
@@ -323,7 +409,12 @@ class LDPLogisticRegression(BaseEstimator):
     protocol : LogisticProtocol
     batch_size : int — users per stochastic step (each report is used once).
     step_scale : float — step ``η = step_scale · 2 / (G_rms sqrt(T))`` (2 = diameter of ``B₂(1)``,
-        ``G_rms`` the RMS norm of the oracle at ``w = 0`` over the reports — post-processing).
+        ``G_rms`` the RMS norm of the oracle at ``w = 0`` over the reports — post-processing; a first
+        pass over the reports, ``Σ_i ||G̃_i(0)||²`` summed exactly).
+    step_size : float, optional
+        A fixed step ``η`` instead of the ``step_scale`` rule. Needed by :meth:`partial_fit` (a streaming
+        pass cannot know ``G_rms`` before its first step); ``fit`` with the same ``step_size`` gives the
+        same model as ``partial_fit`` over the batches.
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -345,42 +436,138 @@ class LDPLogisticRegression(BaseEstimator):
     """
 
     def __init__(self, protocol: LogisticProtocol, *, batch_size: int = 100, step_scale: float = 1.0,
-                 verbose: bool | int = False) -> None:
+                 step_size: Optional[float] = None, verbose: bool | int = False) -> None:
         self.protocol = protocol
         self.batch_size = batch_size
         self.step_scale = step_scale
+        self.step_size = step_size
         self.verbose = verbose
 
-    def fit(self, reports: LogisticReports):
+    def fit(self, reports: LogisticReports) -> Self:
+        """One pass of mini-batch projected SGD over the reports, in user order.
+
+        Parameters
+        ----------
+        reports : LogisticReports
+            Fields ``z0`` (n_users, d), ``zy`` (n_users, n_y_copies), ``zx`` (n_users, n_x_copies, d), as numpy
+            or Dask arrays. With Dask, the ``G_rms`` pass is a blockwise exact sum and the SGD consumes the
+            blocks in order (one task per block, chained; only the iterate, its running sum and the
+            < ``batch_size`` reports of a batch straddling two blocks move between tasks).
+
+        Returns
+        -------
+        LDPLogisticRegression
+            ``self``, fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+        >>> ldp.LDPLogisticRegression(proto).fit(ldp.simulate(X, y, proto, random_state=0)).coef_.shape
+        (3,)
+        """
+        b, scale, step = self._check_params()
+        proto = self.protocol
+        is_dask, arrays = _prepare_reports(reports, proto, partial=False, seen=0)
+        n = proto.n_users
+        T = max(1, n // b)
+        if step is None:
+            stream = LeafStream(functools.partial(_g0_stat, proto), {"g0sq": ()})
+            if is_dask:
+                reduce_blocks(stream, arrays, finish=True)
+            else:
+                stream.update(*arrays)
+            g_rms = float(np.sqrt(float(stream.totals()["g0sq"].value()) / n / b)) or 1.0
+            step = scale * 2.0 / (g_rms * math.sqrt(T))
+        self._state = _sgd_init(proto.dim)
+        self._eta, self._T, self._b = step, T, b
+        self._run(arrays, is_dask)
+        return self
+
+    def partial_fit(self, reports: LogisticReports) -> Self:
+        """Continue the SGD pass with the next batch of users' reports (requires ``step_size``).
+
+        After batches that together hold the ``n_users`` reports, the model is bit-identical to :meth:`fit`
+        (same ``step_size``) on their concatenation; in between, ``coef_`` is the average of the iterates so
+        far. ``fit`` restarts the pass.
+
+        Parameters
+        ----------
+        reports : LogisticReports
+            The next users' reports (numpy or Dask fields).
+
+        Returns
+        -------
+        LDPLogisticRegression
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If ``step_size`` is None, or the batches exceed ``n_users`` reports.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(500, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+        >>> proto = ldp.LogisticProtocol(dim=3, n_users=500, epsilon=8.0, delta=1e-6)
+        >>> R = ldp.simulate(X, y, proto, random_state=0)
+        >>> clf = ldp.LDPLogisticRegression(proto, step_size=0.5)
+        >>> for lo, hi in [(0, 150), (150, 500)]:
+        ...     clf = clf.partial_fit(ldp.LogisticReports(R.z0[lo:hi], R.zy[lo:hi], R.zx[lo:hi]))
+        >>> full = ldp.LDPLogisticRegression(proto, step_size=0.5).fit(R)
+        >>> bool(np.array_equal(clf.coef_, full.coef_))
+        True
+        """
+        b, _, step = self._check_params()
+        if step is None:
+            raise ValueError("step_size must be set for partial_fit: the default step rule needs the RMS oracle "
+                             "norm over all reports before the first step (use fit, or pass step_size=...)")
+        proto = self.protocol
+        if getattr(self, "_state", None) is None or (self._eta, self._b) != (step, b):
+            self._state = _sgd_init(proto.dim)
+            self._eta, self._T, self._b = step, max(1, proto.n_users // b), b
+        is_dask, arrays = _prepare_reports(reports, proto, partial=True, seen=self._state["seen"])
+        self._run(arrays, is_dask)
+        return self
+
+    def _check_params(self):
         proto = self.protocol
         if not isinstance(proto, LogisticProtocol):
             raise TypeError(f"protocol must be a LogisticProtocol, got {type(proto).__name__}")
         b = check_int(self.batch_size, "batch_size")
         scale = check_positive(self.step_scale, "step_scale")
+        step = None if self.step_size is None else check_positive(self.step_size, "step_size")
         check_verbose(self.verbose)
-        z0, zy, zx = _check_reports(reports, proto)
-        n, d = z0.shape
-        T = max(1, n // b)
-        g0 = _gradients(np.zeros(d), z0, zy, zx, proto)
-        g_rms = float(np.sqrt(np.mean(np.sum(g0**2, axis=1)) / b)) or 1.0
-        eta = scale * 2.0 / (g_rms * math.sqrt(T))
-        w = np.zeros(d)
-        w_sum = np.zeros(d)
+        return b, scale, step
+
+    def _run(self, arrays, is_dask: bool) -> None:
+        proto, eta, T, b = self.protocol, self._eta, self._T, self._b
         with progress_bar(self.verbose, total=T, desc="LDPLogisticRegression", unit="step") as bar:
-            for t in range(T):
-                sl = slice(t * b, (t + 1) * b)
-                g = _gradients(w, z0[sl], zy[sl], zx[sl], proto).mean(axis=0)
-                w = w - eta * g
-                nw = np.linalg.norm(w)
-                if nw > 1.0:
-                    w /= nw
-                w_sum += w
-                bar.update(1)
-        logger.info("LDPLogisticRegression: %d steps of %d reports, step size %.3g", T, b, eta)
-        self.w_ = w_sum / T
+            t0 = self._state["t"]
+            if is_dask:
+                import dask
+
+                blocks = [a.to_delayed().reshape(-1) for a in arrays]
+                state = self._state
+                for i in range(len(blocks[0])):  # blocks in user order, one chained task each
+                    state = dask.delayed(_sgd_consume, pure=True)(state, *[bl[i] for bl in blocks],
+                                                                  proto=proto, b=b, eta=eta, T=T)
+                self._state = dask.compute(state)[0]
+            else:
+                self._state = _sgd_consume(self._state, *arrays, proto=proto, b=b, eta=eta, T=T)
+            bar.update(self._state["t"] - t0)
+        t = self._state["t"]
+        logger.info("LDPLogisticRegression: %d steps of %d reports, step size %.3g", t, b, eta)
+        self.w_ = self._state["w_sum"] / max(t, 1)
         self.coef_ = proto.r * self.w_
-        self.n_iter_ = T
-        return self
+        self.n_iter_ = t
+        self.n_reports_seen_ = self._state["seen"]
 
     def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         return check_array(X, "X", n_features=self.protocol.dim) @ self.coef_

@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
+import functools
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -58,6 +59,7 @@ from dpcore._internal.validation import check_count, check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
 from dpcore.ldp._records import check_record, clip_to, release
+from dpcore.ldp._stats import LeafStream, check_finite, feed
 from dpcore.exceptions import RecoveryRadiusWarning
 from dpcore._internal.types import ArrayLike, Self
 from dpcore._internal.progress import check_verbose, progress_bar
@@ -197,10 +199,37 @@ def mean_report(x, protocol: MeanEstimationProtocol, *, clip: bool = False, rand
     return release(v, protocol.channel, noise.check_random_state(random_state))
 
 
+def group_bounds(n: int, m: int) -> np.ndarray:
+    """Boundaries of the ``m`` contiguous groups of ``np.array_split(range(n), m)``: group ``j`` is
+    ``[bounds[j], bounds[j+1])`` (public: a function of ``n_users`` and ``n_groups`` only)."""
+    q, r = divmod(n, m)
+    j = np.arange(m + 1)
+    return j * q + np.minimum(j, r)
+
+
+def _group_sum_stat(bounds: np.ndarray, acc, start: int, arrays) -> None:
+    """Leaf statistic of Algorithm 2: the column sums of the leaf's rows, per group they fall in."""
+    (Y,) = arrays
+    check_finite((Y,), ("reports",))
+    end = start + Y.shape[0]
+    j = int(np.searchsorted(bounds, start, side="right")) - 1
+    while j < bounds.size - 1 and bounds[j] < end:
+        lo, hi = max(int(bounds[j]), start), min(int(bounds[j + 1]), end)
+        acc["group_sums"].add(Y[lo - start:hi - start].sum(axis=0), index=j)
+        j += 1
+
+
 def median_of_means_l1(Y: np.ndarray, m: int):
     """Hsu–Sabato median-of-means in ℓ1 over ``m`` contiguous groups. Returns (u, j*, radii, means)."""
-    groups = np.array_split(np.arange(Y.shape[0]), m)
-    means = np.stack([Y[g].mean(axis=0) for g in groups])
+    stream = LeafStream(functools.partial(_group_sum_stat, group_bounds(Y.shape[0], m)), {"group_sums": (m, Y.shape[1])})
+    stream.update(np.asarray(Y, dtype=np.float64))
+    return median_of_means_from_sums(stream.totals()["group_sums"].value(), group_bounds(Y.shape[0], m))
+
+
+def median_of_means_from_sums(sums: np.ndarray, bounds: np.ndarray):
+    """Median-of-means in ℓ1 from the exact per-group sums (``sums[j]`` over group ``j``)."""
+    m = sums.shape[0]
+    means = sums / np.diff(bounds)[:, None].astype(np.float64)
     D = np.abs(means[:, None, :] - means[None, :, :]).sum(axis=2)
     need = math.ceil(m / 2)  # |B(μ_j, r) ∩ M| ≥ m/2, μ_j itself included
     radii = np.sort(D, axis=1)[:, need - 1]
@@ -302,7 +331,7 @@ class LDPMeanEstimator(BaseEstimator):
 
         Parameters
         ----------
-        reports : array_like, shape (n_users, p)
+        reports : array_like or dask array/DataFrame, shape (n_users, p)
             One row per user, as returned by :func:`mean_report` (or :func:`simulate`).
 
         Returns
@@ -333,19 +362,76 @@ class LDPMeanEstimator(BaseEstimator):
         >>> est.mean_.shape
         (3,)
         """
+        self._reset()
+        return self._consume(reports, partial=False)
+
+    def partial_fit(self, reports: ArrayLike) -> Self:
+        """Add a batch of reports (the next users in index order); estimate once all ``n_users`` have arrived.
+
+        Accumulates the exact per-group sums (:mod:`dpcore.ldp._stats`); after the batches that together
+        hold all ``n_users`` reports, the fitted attributes are bit-identical to :meth:`fit` on their
+        concatenation. Before that only ``n_reports_seen_`` is updated (the median of means needs every
+        group complete). ``fit`` resets the accumulated sums.
+
+        Parameters
+        ----------
+        reports : array_like or dask array/DataFrame, shape (n_batch, p)
+            The next ``n_batch`` users' reports, in the same order as in the full set (groups are
+            contiguous index ranges).
+
+        Returns
+        -------
+        LDPMeanEstimator
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If the batches together exceed ``n_users`` rows, or a batch has the wrong shape or NaN/inf.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.0, 1.0, size=(1000, 3)); X /= 2 * X.sum(axis=1, keepdims=True)
+        >>> proto = ldp.MeanEstimationProtocol(dim=3, n_users=1000, epsilon=8.0, delta=1e-6, n_groups=1)
+        >>> Y = ldp.simulate(X, None, proto, random_state=0)
+        >>> est = ldp.LDPMeanEstimator(proto)
+        >>> for batch in np.array_split(Y, 3):
+        ...     est = est.partial_fit(batch)
+        >>> bool(np.array_equal(est.mean_, ldp.LDPMeanEstimator(proto).fit(Y).mean_))
+        True
+        """
+        if getattr(self, "_stream", None) is None:
+            self._reset()
+        return self._consume(reports, partial=True)
+
+    def _reset(self) -> None:
+        proto = self.protocol
+        if not isinstance(proto, MeanEstimationProtocol):
+            raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(proto).__name__}")
+        self._bounds = group_bounds(proto.n_users, proto.m)
+        self._stream = LeafStream(functools.partial(_group_sum_stat, self._bounds), {"group_sums": (proto.m, proto.p)})
+        self.n_reports_seen_ = 0
+
+    def _consume(self, reports, *, partial: bool) -> Self:
         proto = self.protocol
         if not isinstance(proto, MeanEstimationProtocol):
             raise TypeError(f"protocol must be a MeanEstimationProtocol, got {type(proto).__name__}")
         check_verbose(self.verbose)
-        Y = check_reports(reports, "reports", proto.n_users, proto.p)
+        feed(self._stream, (reports,), ("reports",), ((proto.p,),), proto.n_users, partial=partial)
+        self.n_reports_seen_ = self._stream.n_rows
+        if self.n_reports_seen_ < proto.n_users:
+            return self
         with progress_bar(self.verbose, total=2, desc="LDPMeanEstimator", unit="stage") as bar:
-            u, j, _, _ = median_of_means_l1(Y, proto.m)
+            u, j, _, _ = median_of_means_from_sums(self._stream.totals()["group_sums"].value(), self._bounds)
             bar.update(1)
             u_l1 = float(np.abs(u).sum())
             zero = u_l1 <= proto.tau_
             if zero:  # z = 0 is feasible, hence the LP's unique minimiser of ||z||_1
                 z, tau = np.zeros(proto.dim), proto.tau_
-                warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=2)
+                warnings.warn(_zero_message(proto, u_l1), RecoveryRadiusWarning, stacklevel=3)
             else:
                 z, tau = l1_recovery(proto._G, u, proto.tau_)
             bar.update(1)

@@ -34,7 +34,8 @@ from sklearn.base import BaseEstimator
 from dpcore.mechanisms import noise
 from dpcore._internal.validation import check_positive
 from dpcore.ldp._protocol import ProtocolMixin, ReleaseSpec, check_int, check_reports, projection_matrix
-from dpcore.ldp._solvers import debiased_gram, l1_ball_qp
+from dpcore.ldp._solvers import debiased_gram_from, gram_stat, l1_ball_qp
+from dpcore.ldp._stats import LeafStream, feed
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore._internal.validation import check_array
@@ -208,22 +209,91 @@ class LDPSparseRegression(BaseEstimator):
         self.verbose = verbose
 
     def fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
+        """Fit from the users' reports (numpy, or Dask arrays / DataFrame / Series, aggregated blockwise).
+
+        Parameters
+        ----------
+        Z_reports : array_like or dask array/DataFrame, shape (n_users, m)
+        v_reports : array_like or dask array/Series, shape (n_users,)
+
+        Returns
+        -------
+        LDPSparseRegression
+            ``self``, fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]
+        >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+        >>> ldp.LDPSparseRegression(proto).fit(*ldp.simulate(X, y, proto, random_state=0)).coef_.shape
+        (3,)
+        """
+        self._reset()
+        return self._consume(Z_reports, v_reports, partial=False)
+
+    def partial_fit(self, Z_reports: ArrayLike, v_reports: ArrayLike) -> Self:
+        """Add a batch of reports and refit from all reports seen so far (``n`` = rows seen).
+
+        The sufficient statistics ``ZᵀZ`` and ``Zᵀv`` are summed exactly (:mod:`dpcore.ldp._stats`), so after
+        batches that together hold the ``n_users`` reports the model is bit-identical to :meth:`fit` on
+        their concatenation. ``fit`` resets them.
+
+        Parameters
+        ----------
+        Z_reports : array_like or dask array, shape (n_batch, m)
+        v_reports : array_like or dask array, shape (n_batch,)
+
+        Returns
+        -------
+        LDPSparseRegression
+            ``self``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dpcore import ldp
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.2, 0.2, size=(500, 3)); y = X[:, 0]
+        >>> proto = ldp.SparseRegressionProtocol(dim=3, n_users=500, epsilon=2.0, delta=1e-6)
+        >>> Z, v = ldp.simulate(X, y, proto, random_state=0)
+        >>> model = ldp.LDPSparseRegression(proto)
+        >>> model = model.partial_fit(Z[:200], v[:200]).partial_fit(Z[200:], v[200:])
+        >>> bool(np.array_equal(model.coef_, ldp.LDPSparseRegression(proto).fit(Z, v).coef_))
+        True
+        """
+        if getattr(self, "_stream", None) is None:
+            self._reset()
+        return self._consume(Z_reports, v_reports, partial=True)
+
+    def _reset(self) -> None:
+        proto = self.protocol
+        if not isinstance(proto, SparseRegressionProtocol):
+            raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(proto).__name__}")
+        self._stream = LeafStream(gram_stat, {"gram": (proto.m + 1, proto.m + 1)})
+
+    def _consume(self, Z_reports, v_reports, *, partial: bool) -> Self:
         proto = self.protocol
         if not isinstance(proto, SparseRegressionProtocol):
             raise TypeError(f"protocol must be a SparseRegressionProtocol, got {type(proto).__name__}")
         tol = check_positive(self.tol, "tol")
         max_iter = check_int(self.max_iter, "max_iter")
         check_verbose(self.verbose)
-        Z, v = check_zv_reports(Z_reports, v_reports, proto.n_users, proto.m)
-        n = Z.shape[0]
-        Q = debiased_gram(Z, proto.x_channel.sigma)
+        feed(self._stream, (Z_reports, v_reports), ("Z_reports", "v_reports"), ((proto.m,), ()), proto.n_users,
+             partial=partial)
+        n = self._stream.n_rows
+        G = self._stream.totals()["gram"].value()
+        Q = debiased_gram_from(G[:-1, :-1], n, proto.x_channel.sigma)
         A = proto._A
         H = A.T @ (Q @ A) / n
-        b = A.T @ (Z.T @ v) / n
+        b = A.T @ G[:-1, -1] / n
         with progress_bar(self.verbose, total=max_iter, desc="LDPSparseRegression", unit="it") as bar:
             w, gap, it = l1_ball_qp(H, b, proto.l1_radius, tol=tol, max_iter=max_iter, bar=bar)
         logger.info("LDPSparseRegression: certified gap %.3e (tol %.1e) after %d FISTA iterations", gap, tol, it)
         self.coef_, self.gap_, self.n_iter_, self.Q_ = w, gap, it, Q
+        self.n_reports_seen_ = n
         return self
 
     def predict(self, X: ArrayLike) -> NDArray[np.float64]:
