@@ -44,11 +44,18 @@
 //!
 //! # Solvers
 //!
-//! * **Hinge**: greedy dual coordinate descent on `min ½ αᵀQα − Σ α, 0 ≤ α ≤ C` (no equality
-//!   constraint since there is no bias). The gradient `G = Qα − 1` is maintained; each step picks
-//!   the coordinate with the largest exact one-dimensional decrease (second-order selection, as
-//!   LIBSVM's WSS 2 with one variable), moves it to the clipped Newton point, and updates `G`
-//!   with one kernel row. Selection for the next step is fused into the update pass. Shrinking
+//! * **Hinge**: greedy dual block-coordinate descent on `min ½ αᵀQα − Σ α, 0 ≤ α ≤ C` (no
+//!   equality constraint since there is no bias). The gradient `G = Qα − 1` is maintained; each
+//!   step picks the coordinate `i` with the largest exact one-dimensional decrease (second-order
+//!   selection, as LIBSVM's WSS 2 with one variable), then, with the kernel row of `i`, a partner
+//!   `j` maximising the exact clipped decrease of `j` in the Schur complement of `i` (the gain of
+//!   moving `j` while `i` follows optimally: LIBSVM's WSS 2 adapted to the box-constrained dual;
+//!   without interaction it is the plain second-best single step), and moves `(i, j)` to the exact
+//!   minimiser of the two-variable box QP (never a smaller decrease than the step on `i` alone).
+//!   Single-coordinate descent zig-zags along strongly correlated directions — a polynomial
+//!   kernel's `coef0` acts like an unregularised bias — which the joint step follows directly.
+//!   `G` is updated with both kernel rows in one pass fused with the selection of the next `i`.
+//!   Shrinking
 //!   (LIBSVM / LIBLINEAR style) removes bounded variables whose gradient points out of the box by
 //!   more than the current largest violation; before stopping, the full gradient is recomputed
 //!   exactly from `α` and the **exact** duality gap of the full problem decides (never a
