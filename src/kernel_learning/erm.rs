@@ -1365,6 +1365,46 @@ mod tests {
     }
 
     #[test]
+    fn pair_step_is_the_exact_box_minimiser() {
+        // brute force over a fine grid of the box: the exact step is never worse, stays feasible,
+        // and never decreases less than the single step on i
+        let mut s = 7u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let c = 1.5;
+        for case in 0..300 {
+            let (u, v, w) = (next() * 2.0 - 1.0, next() * 2.0 - 1.0, next());
+            // PSD [[a, b], [b, d]] = Gram of two vectors (nearly collinear in some cases)
+            let (p0, p1) = (1.0 + u, 0.3 * v);
+            let (q0, q1) = (1.0 + u * w, if case % 3 == 0 { 0.3 * v } else { v });
+            let (a, b, d) = (p0 * p0 + p1 * p1, p0 * q0 + p1 * q1, q0 * q0 + q1 * q1);
+            let snap = |x: f64| if x < 0.2 { 0.0 } else if x > 1.3 { c } else { x };
+            let (ai, aj) = (snap(next() * c), snap(next() * c));
+            let (gi, gj) = (3.0 * next() - 1.5, 3.0 * next() - 1.5);
+            let obj = |x: f64, y: f64| {
+                let (s, t) = (x - ai, y - aj);
+                gi * s + gj * t + 0.5 * (a * s * s + 2.0 * b * s * t + d * t * t)
+            };
+            let (ni, nj) = pair_step(ai, aj, gi, gj, a, b, d, c);
+            assert!((0.0..=c).contains(&ni) && (0.0..=c).contains(&nj));
+            let single = (ai - gi / a).clamp(0.0, c);
+            assert!(obj(ni, nj) <= obj(single, aj) + 1e-12);
+            let m = 200;
+            let mut best = f64::INFINITY;
+            for k in 0..=m {
+                for l in 0..=m {
+                    best = best.min(obj(c * k as f64 / m as f64, c * l as f64 / m as f64));
+                }
+            }
+            assert!(obj(ni, nj) <= best + 1e-12, "case {case}: {} > {best}", obj(ni, nj));
+        }
+    }
+
+    #[test]
     fn subproblem_is_accurate_at_extremes() {
         for (q, k, a) in [
             (0.0, 0.0, 0.0),
