@@ -239,55 +239,73 @@ impl<'x> RowCache<'x> {
         v
     }
 
-    /// Row `i` (from the cache, or computed and cached, evicting the least recently used row).
-    pub fn row(&mut self, i: usize) -> RowRef<'_> {
+    /// Slot of row `i` (from the cache, or computed and cached, evicting the least recently used
+    /// row); marks it most recently used.
+    fn ensure(&mut self, i: usize) -> usize {
         self.clock += 1;
         let s = self.slot_of[i];
-        let slot = if s != NO_SLOT {
+        if s != NO_SLOT {
             let s = s as usize;
             self.stamp[s] = self.clock;
-            s
-        } else {
-            let slot = if self.owner.len() < self.cap {
-                self.owner.push(i);
-                self.stamp.push(0);
-                if self.wide {
-                    let v = self.fresh::<f64>(i);
-                    self.data64.push(v);
-                } else {
-                    let v = self.fresh::<f32>(i);
-                    self.data32.push(v);
-                }
-                self.owner.len() - 1
+            return s;
+        }
+        let slot = if self.owner.len() < self.cap {
+            self.owner.push(i);
+            self.stamp.push(0);
+            if self.wide {
+                let v = self.fresh::<f64>(i);
+                self.data64.push(v);
             } else {
-                let (lru, _) = self
-                    .stamp
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|&(_, t)| *t)
-                    .expect("cache has slots");
-                self.slot_of[self.owner[lru]] = NO_SLOT;
-                self.owner[lru] = i;
-                if self.wide {
-                    let mut buf = std::mem::take(&mut self.data64[lru]);
-                    self.compute(i, as_uninit(&mut buf));
-                    self.data64[lru] = buf;
-                } else {
-                    let mut buf = std::mem::take(&mut self.data32[lru]);
-                    self.compute(i, as_uninit(&mut buf));
-                    self.data32[lru] = buf;
-                }
-                lru
-            };
-            self.slot_of[i] = slot as u32;
-            self.stamp[slot] = self.clock;
-            slot
+                let v = self.fresh::<f32>(i);
+                self.data32.push(v);
+            }
+            self.owner.len() - 1
+        } else {
+            let (lru, _) = self
+                .stamp
+                .iter()
+                .enumerate()
+                .min_by_key(|&(_, t)| *t)
+                .expect("cache has slots");
+            self.slot_of[self.owner[lru]] = NO_SLOT;
+            self.owner[lru] = i;
+            if self.wide {
+                let mut buf = std::mem::take(&mut self.data64[lru]);
+                self.compute(i, as_uninit(&mut buf));
+                self.data64[lru] = buf;
+            } else {
+                let mut buf = std::mem::take(&mut self.data32[lru]);
+                self.compute(i, as_uninit(&mut buf));
+                self.data32[lru] = buf;
+            }
+            lru
         };
+        self.slot_of[i] = slot as u32;
+        self.stamp[slot] = self.clock;
+        slot
+    }
+
+    fn get(&self, slot: usize) -> RowRef<'_> {
         if self.wide {
             RowRef::F64(&self.data64[slot])
         } else {
             RowRef::F32(&self.data32[slot])
         }
+    }
+
+    /// Row `i` (from the cache, or computed and cached, evicting the least recently used row).
+    pub fn row(&mut self, i: usize) -> RowRef<'_> {
+        let slot = self.ensure(i);
+        self.get(slot)
+    }
+
+    /// Rows `i` and `j` together (both cached: the cache always holds at least two rows, and
+    /// fetching `j` never evicts the just-used row `i`). Both have the same storage type.
+    pub fn row_pair(&mut self, i: usize, j: usize) -> (RowRef<'_>, RowRef<'_>) {
+        let si = self.ensure(i);
+        let sj = self.ensure(j);
+        debug_assert!(i == j || si != sj);
+        (self.get(si), self.get(sj))
     }
 
     /// `q = Q α` recomputed from scratch from `α` in `f64` with the fused kernel engine over the
