@@ -23,6 +23,7 @@ import numbers
 from typing import Any, Sequence, Tuple
 
 import numpy as np
+from sklearn.utils.multiclass import type_of_target
 
 from dpcore._internal.validation import as_1d_target
 
@@ -97,8 +98,6 @@ def _label_kind_note(y: np.ndarray) -> str:
     """scikit-learn's wording for the two common causes of labels outside the declared set
     (a continuous target, or more than two classes), so tools that match on it recognise them."""
     try:
-        from sklearn.utils.multiclass import type_of_target
-
         kind = type_of_target(y)
     except (ValueError, TypeError):
         return ""
