@@ -10,13 +10,16 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Optional
+from functools import partial
+from typing import Any, Callable, Optional
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 from sklearn.exceptions import DataConversionWarning
 
+from dpcore._internal.dask import as_dask_array, column_schema, is_dask_collection, map_row_blocks
 from dpcore._internal.fp import PARAM_RANGE
+from dpcore._internal.types import DaskArray, NDArray
 from dpcore import _core
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_array",
+    "check_rows",
+    "map_rows",
     "check_X",
     "check_vector",
     "check_count",
@@ -143,6 +148,43 @@ def check_array(
     return arr
 
 
+def check_rows(X, name: str, *, n_features: Optional[int] = None,
+               estimator: Optional[str] = None) -> NDArray[Any] | DaskArray:
+    """:func:`check_array` for the rows a prediction maps over, which may also be a Dask array or DataFrame.
+
+    An in-memory ``X`` is validated completely (:func:`check_array`). A Dask ``X`` becomes a float64 Dask array with
+    one column chunk and known row counts (:func:`dpcore._internal.dask.as_dask_array`; a DataFrame's are counted)
+    and only its metadata is checked now — numeric, 2-D, non-empty, ``n_features`` — with the messages of
+    :func:`check_array`; its values (NaN/inf) are checked block by block when computed, by :func:`map_rows`.
+    """
+    if not is_dask_collection(X):
+        return check_array(X, name, n_features=n_features, estimator=estimator)
+    X = as_dask_array(X, name, ndim=2)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        what = "feature(s)" if X.shape[0] > 0 else "sample(s)"
+        raise ValueError(f"{name} must not be empty: 0 {what} (shape={X.shape}) while a minimum of 1 "
+                         f"is required.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(_n_features_message(name, X.shape, n_features, estimator))
+    return X
+
+
+def map_rows(func: Callable[..., np.ndarray], X: Any, *shared: Any, name: Optional[str], n_cols: Optional[int] = None,
+             dtype: Any = np.float64) -> Any:
+    """``func(X, *shared)`` for rows ``X`` returned by :func:`check_rows` (or outputs computed from them).
+
+    In memory, ``func`` is called once. On a Dask array it is mapped lazily over the row blocks
+    (:func:`dpcore._internal.dask.map_row_blocks`; ``n_cols``/``dtype`` describe ``func``'s output), each block first
+    validated by :func:`check_array` under ``name`` (the value checks :func:`check_rows` leaves to compute time);
+    ``name=None`` for arrays that need no check (e.g. decision values mapped to labels). ``func`` must treat rows
+    independently, so that the blocks of a Dask array give the in-memory result.
+    """
+    if not is_dask_collection(X):
+        return func(X, *shared)
+    check = None if name is None else partial(check_array, name=name)
+    return map_row_blocks(func, X, *shared, n_cols=n_cols, dtype=dtype, check=check)
+
+
 def _is_sparse(array) -> bool:
     from scipy import sparse
 
@@ -220,14 +262,16 @@ def record_feature_names(estimator, X) -> None:
     """Set ``feature_names_in_`` (string column names of a DataFrame ``X``; removed otherwise) and
     ``n_features_in_`` exactly as scikit-learn's ``validate_data`` does. Call at the end of a
     successful ``fit`` with the caller's original ``X`` (already validated). Column names are schema,
-    not records: they are public metadata of the release."""
-    validate_data(estimator, X, skip_check_array=True, reset=True)
+    not records: they are public metadata of the release. A Dask ``X`` is read through its columns only."""
+    validate_data(estimator, column_schema(X) if is_dask_collection(X) else X, skip_check_array=True, reset=True)
 
 
 def check_feature_names(estimator, X) -> None:
     """At prediction: scikit-learn's warning when ``X``'s column names differ from those seen in
-    ``fit`` (or are present/absent only in one of them). Call after ``X`` itself was validated."""
-    validate_data(estimator, X, skip_check_array=True, reset=False)
+    ``fit`` (or are present/absent only in one of them). Call after ``X`` itself was validated.
+    A Dask ``X`` is checked through its columns only (a Dask DataFrame's names; none for a Dask
+    array, as for a numpy array), without computing anything."""
+    validate_data(estimator, column_schema(X) if is_dask_collection(X) else X, skip_check_array=True, reset=False)
 
 
 def as_1d_target(y, name: str = "y") -> np.ndarray:

@@ -19,24 +19,37 @@ per block, the kernel map and the product with ``mu`` applied while the block is
 parallel over blocks with rayon. Its extra memory is ``O(m + n)`` plus a few MiB of block
 buffers, whatever ``m`` and ``n`` (see ``benches/bench_kernels.py`` for measurements); results do
 not depend on the number of threads (``RAYON_NUM_THREADS``).
+
+On Dask
+-------
+:func:`kernel_predict` also takes the query rows ``Z`` as a Dask array or DataFrame and returns a lazy Dask array:
+each row block is evaluated by the same Rust engine on a worker, with the support points and weights sent to each
+worker once, and the result is bit-for-bit the in-memory one (``docs/scaling.md``). The engine evaluates at most
+:data:`DIRECT_MAX_ROWS` query rows by direct dot products and more by GEMM (the two differ in the last bits), so a
+block that small of a larger ``Z`` is evaluated padded to ``DIRECT_MAX_ROWS + 1`` rows (:func:`fused_predict`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional
+from typing import Optional, overload
 
 import numpy as np
 
 from dpcore import _core
-from dpcore._internal.validation import check_array, check_positive, check_vector
-from dpcore._internal.types import ArrayLike, NDArray
+from dpcore._internal.dask import refuse_dask
+from dpcore._internal.validation import check_array, check_positive, check_rows, check_vector, map_rows
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 
 __all__ = ["kernel_matrix", "kernel_predict", "feature_map_radius", "KERNELS"]
 
 #: Accepted kernel names (``"polynomial"`` is an alias of ``"poly"``).
 KERNELS = ("linear", "poly", "polynomial", "rbf")
+
+#: ``_core.kernel_predict`` computes the inner products of at most this many query rows by direct dot products and
+#: of more by GEMM (``DIRECT_MAX_ROWS`` in ``src/kernels/evaluation.rs``); the two paths differ in the last bits.
+DIRECT_MAX_ROWS = 4
 
 
 def check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]):
@@ -195,8 +208,39 @@ def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rb
     return _check_representable(K, name, "A and B")
 
 
-def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "rbf", gamma: float | None = None,
-                   degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64]:
+def fused_predict(Z: np.ndarray, X: np.ndarray, mu: np.ndarray, kernel: dict, *,
+                  n_rows_total: Optional[int] = None) -> np.ndarray:
+    """``K(Z, X) @ mu`` by the Rust engine on validated inputs, as rows of a call on ``n_rows_total`` query rows.
+
+    ``kernel`` holds the resolved ``kernel``, ``gamma``, ``degree``, ``coef0``. ``Z`` may be a block of
+    ``n_rows_total`` rows (default: ``Z`` is all of them): the engine takes its direct dot-product path for at most
+    :data:`DIRECT_MAX_ROWS` rows and GEMM beyond, so a block that small of a larger call is padded (its last row
+    repeated) to ``DIRECT_MAX_ROWS + 1`` rows, and every row gets exactly the bits the whole call gives it (each
+    row's value depends only on that row and the code path). No new values enter: overflow checks are unaffected.
+    """
+    m = Z.shape[0]
+    n_total = m if n_rows_total is None else int(n_rows_total)
+    if m <= DIRECT_MAX_ROWS < n_total:
+        Z = np.concatenate([Z, np.repeat(Z[-1:], DIRECT_MAX_ROWS + 1 - m, axis=0)])
+    f = _core.kernel_predict(as_f64(Z), as_f64(X), as_f64(mu), kernel["kernel"], kernel["gamma"], kernel["degree"],
+                             kernel["coef0"])
+    return f[:m] if f.shape[0] != m else f
+
+
+def _predict_checked(Z: np.ndarray, X: np.ndarray, mu: np.ndarray, kernel: dict, n_rows_total: int) -> np.ndarray:
+    """:func:`kernel_predict` on validated inputs (one block of a Dask ``Z``, or all of an in-memory one)."""
+    return _check_representable(fused_predict(Z, X, mu, kernel, n_rows_total=n_rows_total), kernel["kernel"],
+                                 "Z, X and mu")
+
+
+@overload
+def kernel_predict(Z: DaskArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = ..., gamma: float | None = ...,
+                   degree: int = ..., coef0: float = ...) -> DaskArray: ...
+@overload
+def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = ..., gamma: float | None = ...,
+                   degree: int = ..., coef0: float = ...) -> NDArray[np.float64]: ...
+def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "rbf",
+                   gamma: float | None = None, degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64] | DaskArray:
     """Kernel expansion ``f(Z) = K(Z, X) @ mu``, i.e. ``f(z) = sum_i mu_i K(z, x_i)``.
 
     The ``m x n`` kernel matrix is never materialised: the Rust core computes it block by block
@@ -207,12 +251,13 @@ def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "
 
     Parameters
     ----------
-    Z : array-like of shape (m, n_features)
-        Query points (float64 or float32, any memory layout; finite, non-empty).
+    Z : array-like, Dask array or Dask DataFrame of shape (m, n_features)
+        Query points (float64 or float32, any memory layout; finite, non-empty). A Dask ``Z`` gives a lazy
+        result (see Notes).
     X : array-like of shape (n, n_features)
-        Support points (e.g. the training points of a kernel machine).
+        Support points (e.g. the training points of a kernel machine); in memory.
     mu : array-like of shape (n,)
-        Weights of the support points (``w = sum_i mu_i phi(x_i)``).
+        Weights of the support points (``w = sum_i mu_i phi(x_i)``); in memory.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
     gamma : float, optional
@@ -224,7 +269,7 @@ def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "
 
     Returns
     -------
-    f : ndarray of shape (m,), float64
+    f : ndarray of shape (m,), float64, or a Dask array if ``Z`` is one
         Agrees with ``sklearn.metrics.pairwise_kernels(Z, X, metric=kernel, ...) @ mu`` up to
         rounding (about 1e-13 relative to ``|K| @ |mu|`` on well-scaled data).
 
@@ -234,6 +279,17 @@ def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "
         For NaN/inf or empty input, wrong number of dimensions, different feature counts,
         ``len(mu) != len(X)``, an unknown kernel or invalid ``gamma``/``degree``/``coef0``; the
         message names the argument.
+    TypeError
+        For a Dask ``X`` or ``mu`` (only the query points may be a Dask collection).
+
+    Notes
+    -----
+    With a Dask ``Z`` (array, or DataFrame of numeric columns, whose partition lengths are counted), the result is
+    a lazy Dask array with ``Z``'s row chunks; computing it evaluates every block of rows with the Rust engine on a
+    worker, ``X`` and ``mu`` being sent to each worker once. Each block's values are bit-for-bit those of the
+    in-memory call on all of ``Z``. Everything about ``X``, ``mu``, the kernel parameters and ``Z``'s shape is
+    checked when this function is called; ``Z``'s values (NaN/inf) and the overflow check of the results are
+    checked block by block when the result is computed, where the same ``ValueError`` is raised.
 
     Examples
     --------
@@ -242,13 +298,26 @@ def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> kernel_predict(X, X, np.array([1.0, -1.0]), kernel="linear")
     array([ 0., -1.])
+
+    On a Dask array (lazy; computed here with the synchronous scheduler):
+
+    >>> import dask.array as da
+    >>> Z, mu = np.random.default_rng(0).normal(size=(1000, 2)), np.array([1.0, -1.0])
+    >>> f = kernel_predict(da.from_array(Z, chunks=300), X, mu, gamma=0.5)
+    >>> f.chunks
+    ((300, 300, 300, 100),)
+    >>> bool(np.array_equal(f.compute(scheduler="synchronous"), kernel_predict(Z, X, mu, gamma=0.5)))
+    True
     """
-    Z = check_array(Z, "Z")
+    why = "the support points and weights are sent to every worker in memory (only Z may be a Dask collection)"
+    refuse_dask(X, "X", why)
+    refuse_dask(mu, "mu", why)
+    Z = check_rows(Z, "Z")
     X = check_array(X, "X", n_features=Z.shape[1])
     mu = check_vector(mu, "mu", length=X.shape[0])
     name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
-    f = _core.kernel_predict(as_f64(Z), as_f64(X), as_f64(mu), name, gamma, degree, coef0)
-    return _check_representable(f, name, "Z, X and mu")
+    params = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
+    return map_rows(_predict_checked, Z, as_f64(X), as_f64(mu), params, Z.shape[0], name="Z")
 
 
 def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None) -> float:

@@ -29,22 +29,25 @@ number of features), and are published with any model built on the features. ``r
 
 The transform runs in Rust (``dpcore._core.rff_transform``): zero-copy on float64 input, rayon over
 fixed tiles of 128 rows with one GEMM per tile followed by ``sin_cos``; bit-for-bit identical for
-any thread count, and each output row depends only on its input row.
+any thread count, and each output row depends only on its input row. :meth:`RandomFourierFeatures.transform` also
+maps a Dask array or DataFrame, block of rows by block of rows (lazily; bit-for-bit the in-memory features).
 """
 
 from __future__ import annotations
 
 import numbers
+from typing import overload
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import validate_data
 
 from dpcore import _core
-from dpcore._internal.validation import check_array
+from dpcore._internal.validation import (
+    check_array, check_feature_names, check_rows, map_rows, record_feature_names,
+)
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.mechanisms.noise import check_random_state
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 
 __all__ = ["RandomFourierFeatures", "RFF_KERNELS"]
 
@@ -70,6 +73,20 @@ def check_gamma(value) -> float:
     ):
         raise ValueError(f"gamma must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def rff_features(X: np.ndarray, weights: np.ndarray, n_components: int) -> np.ndarray:
+    """``φ̂(X)`` for validated rows ``X`` (Rust; every output row depends only on its input row, so a block of rows
+    gives exactly its rows of the whole): the first ``n_components`` of ``[cos XW, sin XW] / sqrt(D)``."""
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    out = _core.rff_transform(X, weights)
+    if out.shape[1] != n_components:  # odd n_components: drop the last sin column
+        out = np.ascontiguousarray(out[:, :n_components])
+    if not np.isfinite(out).all():
+        raise ValueError(f"X has values too large for the random projection X·W (it overflows a float; "
+                         f"max |X| = {float(np.abs(X).max()):.3g}); scale X to the data domain")
+    return out
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -114,9 +131,10 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     def _validate_params(self):
         return check_n_components(self.n_components), _check_kernel(self.kernel), check_gamma(self.gamma)
 
-    def fit(self, X: ArrayLike, y: object = None) -> Self:
+    def fit(self, X: ArrayLike | DaskArrayLike, y: object = None) -> Self:
         """Draw the public weights; only ``X.shape[1]`` is read (never the values' content beyond
-        validation: NaN/inf entries are refused).
+        validation: NaN/inf entries are refused). A Dask ``X`` is not loaded: only its shape (and a
+        DataFrame's column names) is read; its values are checked by :meth:`transform`.
 
         Examples
         --------
@@ -128,8 +146,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         (3, 5)
         """
         D, kernel, gamma = self._validate_params()
-        Xc = check_array(X, "X")
-        validate_data(self, X, skip_check_array=True, reset=True)  # feature_names_in_ for DataFrames
+        Xc = check_rows(X, "X")
+        record_feature_names(self, X)  # feature_names_in_ for DataFrames
         X = Xc
         rng = check_random_state(self.random_state)
         d = int(X.shape[1])
@@ -144,8 +162,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
                 f"This {type(self).__name__} instance is not fitted yet; call fit(X) first."
             )
 
-    def transform(self, X) -> np.ndarray:
+    @overload
+    def transform(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def transform(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
         """``φ̂(X)`` of shape ``(n_samples, n_components)`` (Rust, parallel, zero-copy on float64).
+
+        ``X`` may be a Dask array or DataFrame: the result is then a lazy Dask array with ``X``'s row chunks and one
+        column chunk, each block of rows transformed by the Rust engine on a worker (the public weights are sent to
+        each worker once), bit-for-bit the in-memory features of those rows. The number of features (and a
+        DataFrame's column names) are checked at the call, the values (NaN/inf) block by block when computed.
 
         Examples
         --------
@@ -157,23 +184,16 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         (5, 10)
         """
         self._check_fitted()
-        Xc = check_array(X, "X")
-        validate_data(self, X, skip_check_array=True, reset=False)  # the fitted feature names, if any
-        X = Xc
+        X_in = X
+        X = check_rows(X, "X")
+        check_feature_names(self, X_in)  # the fitted feature names, if any
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"n_features_in_ = {self.n_features_in_}"
             )
-        if X.dtype != np.float64:
-            X = X.astype(np.float64)
-        out = _core.rff_transform(X, self.random_weights_)
-        if out.shape[1] != self.n_output_features_:  # odd n_components: drop the last sin column
-            out = np.ascontiguousarray(out[:, : self.n_output_features_])
-        if not np.isfinite(out).all():
-            raise ValueError(f"X has values too large for the random projection X·W (it overflows a float; "
-                             f"max |X| = {float(np.abs(X).max()):.3g}); scale X to the data domain")
-        return out
+        return map_rows(rff_features, X, self.random_weights_, self.n_output_features_, name="X",
+                        n_cols=self.n_output_features_)
 
     @property
     def _n_features_out(self) -> int:
