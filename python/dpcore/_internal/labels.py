@@ -27,7 +27,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from dpcore._internal.validation import as_1d_target
 
-__all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels"]
+__all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels", "decision_labels"]
 
 #: The declared label set used when ``classes`` is not given: the ±1 convention of the papers and
 #: of ``dpcore.datasets``.
@@ -63,6 +63,11 @@ def check_classes(classes: Sequence[Any], name: str = "classes") -> np.ndarray:
     if arr[0] == arr[1]:
         raise ValueError(f"{name} must list two distinct labels, got {classes!r}")
     return np.sort(arr)
+
+
+def decision_labels(f: np.ndarray, classes: np.ndarray, threshold: float = 0.0) -> np.ndarray:
+    """The predicted labels of decision values ``f``: ``classes[1]`` where ``f > threshold``, else ``classes[0]``."""
+    return classes[(f > threshold).astype(np.intp)]
 
 
 def encode_binary_labels(y, classes: Sequence[Any], n: int, *, name: str = "y",

@@ -67,6 +67,8 @@ from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, b64, fingerprint, model_info, unb64, check_in_domain, check_mu_l1,
     kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
+from dpcore._internal.dask import refuse_dask
+from dpcore._internal.labels import decision_labels
 from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
@@ -77,6 +79,11 @@ from dpcore._internal.progress import check_verbose, progress_bar
 logger = logging.getLogger(__name__)
 
 __all__ = ["GPService", "GPServiceCalibration"]
+
+#: Why queries cannot be a Dask collection: answers draw fresh noise in query order from one generator (a blockwise
+#: map would need a random stream per block, and a recomputed block must not draw again);
+#: each new point also extends the released sample path in order.
+_NO_DASK = "GPService answers draw fresh noise, in query order, from the session's one generator"
 
 _STATE_FORMAT = "dpcore.gp_service.state/1"
 #: μ₂/μ: the share of the GDP budget of the exact stage-2 release that covers the float residual.
@@ -383,6 +390,7 @@ class GPService(NotPicklableService):
 
     # ------------------------------------------------------------------ public API
     def _check_queries(self, X) -> np.ndarray:
+        refuse_dask(X, "X", _NO_DASK)
         d = self._info["X"].shape[1]
         X = np.asarray(X) if not hasattr(X, "tocsr") else X
         if getattr(X, "ndim", 2) == 1:
@@ -395,6 +403,9 @@ class GPService(NotPicklableService):
 
         Points answered before get their stored answer; new points (up to ``max_exact_queries``
         distinct ones) extend the released path; beyond that, new points get its posterior mean.
+        ``X`` must be in memory: a Dask ``X`` is a ``TypeError`` (the answers draw fresh noise in
+        query order from the service's one generator; a blockwise map would need a random stream
+        per block). A :class:`dpcore.KernelRelease` (e.g. TDDL with ``noise="gp"``) predicts on Dask.
 
         Examples
         --------
@@ -479,7 +490,7 @@ class GPService(NotPicklableService):
         >>> set(labels.tolist()) <= {-1, 1}
         True
         """
-        return self.classes_[(self.predict(X) > getattr(self, "threshold_", 0.0)).astype(np.intp)]
+        return decision_labels(self.predict(X), self.classes_, getattr(self, "threshold_", 0.0))
 
     def calibrate_prior(self, proportion: float, points) -> "GPService":
         """Set ``threshold_`` so that ``classes_[1]`` is predicted on the fraction ``proportion`` of ``points``.
@@ -511,6 +522,7 @@ class GPService(NotPicklableService):
         p = float(proportion)
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
+        refuse_dask(points, "points", _NO_DASK)
         f = self.predict(points)
         self.threshold_ = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
         return self

@@ -24,6 +24,7 @@ from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names us
     model_info, seed_from, unb64, check_in_domain, public_error_bound,
 )
 
+from dpcore._internal.dask import refuse_dask
 from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
 from dpcore.exceptions import PINPBudgetExhausted
 from dpcore._internal.progress import check_verbose, progress_bar
@@ -31,6 +32,11 @@ from dpcore._internal.progress import check_verbose, progress_bar
 logger = logging.getLogger(__name__)
 
 __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration", "StateRollbackError"]
+
+#: Why queries cannot be a Dask collection: answers draw fresh noise in query order from one generator (a blockwise
+#: map would need a random stream per block, and a recomputed block must not draw again);
+#: each answer also consumes the session's query and update budget in order.
+_NO_DASK = "PINP answers draw fresh noise, in query order, from the session's one generator"
 
 #: Version 2 adds the sequence number ``seq`` (rollback detection); version-1 files are refused.
 _STATE_FORMAT = "dpcore.pinp.state/2"
@@ -504,6 +510,7 @@ class PINP(NotPicklableService):
 
     # ------------------------------------------------------------------ queries
     def _check_queries(self, X) -> np.ndarray:
+        refuse_dask(X, "X", _NO_DASK)
         d = self._info["X"].shape[1]
         X = np.asarray(X)
         if X.ndim == 1:
@@ -517,7 +524,9 @@ class PINP(NotPicklableService):
         Parameters
         ----------
         X : array of shape (m, d)
-            Queries, each with ``||z|| <= data_norm`` (or projected when ``clip=True``).
+            Queries, each with ``||z|| <= data_norm`` (or projected when ``clip=True``). In memory:
+            a Dask ``X`` is a ``TypeError`` (every answer draws fresh noise in query order from the
+            session's one generator; a blockwise map would need a random stream per block).
         return_details : bool, default False
             Also return a dict with the integer noise draws (grid units), the update signs and the
             grid exponent. **Not private** (with the answers it reveals the exact predictions);

@@ -5,13 +5,18 @@ the user's public points; TDIL: net points chosen by the exponential mechanism).
 :class:`KernelRelease`: it holds only public information — the points, the coefficients, the kernel
 parameters, the class labels and the privacy parameters with the full calibration record — and
 can be saved to / loaded from a JSON file with a checksum. It never holds training data.
+
+Predictions of a release (``decision_function``, ``predict``, ``score``) are post-processing of the released points
+and coefficients: they cost no privacy, whatever and however often they are asked. So they also run on Dask arrays
+or DataFrames of query rows, lazily, every block evaluated by the Rust engine on a worker (the release is sent to
+each worker once) and bit-for-bit the in-memory values (``docs/scaling.md``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Optional
+from typing import Any, Optional, overload
 
 import numpy as np
 
@@ -19,10 +24,13 @@ from sklearn.base import BaseEstimator
 
 from dpcore import __version__ as _version
 from dpcore import _core
+from dpcore._internal.dask import compute_all
+from dpcore._internal.labels import decision_labels
 from dpcore._internal.state import atomic_write, checksum
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 from dpcore.kernel_learning._model import b64, unb64
-from dpcore._internal.validation import check_array
-from dpcore.kernels.evaluation import as_f64
+from dpcore._internal.validation import check_array, check_rows, map_rows
+from dpcore.kernels.evaluation import fused_predict
 from dpcore.kernel_learning.svm import NotFittedError
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
@@ -110,8 +118,17 @@ class KernelRelease:
     def n_features_in_(self) -> int:
         return int(self.points.shape[1])
 
-    def decision_function(self, X) -> np.ndarray:
+    @overload
+    def decision_function(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
         """``f(q) = Σ_t α_t K(q, z_t)`` for the rows of ``X`` (fused kernel engine).
+
+        Post-processing of the release: no privacy cost. ``X`` may be a Dask array or DataFrame: the result is
+        then a lazy Dask array with ``X``'s row chunks, every block evaluated by the Rust engine on a worker (the
+        points and coefficients are sent to each worker once), bit-for-bit the in-memory values. ``X``'s shape is
+        checked at the call, its values (NaN/inf) block by block when computed.
 
         Examples
         --------
@@ -124,14 +141,13 @@ class KernelRelease:
         >>> rel = TDDL(svm, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z).release_
         >>> rel.decision_function(X[:3]).shape
         (3,)
+        >>> import dask.array as da                        # lazy on Dask; the same values
+        >>> f = rel.decision_function(da.from_array(X, chunks=500))
+        >>> bool(np.array_equal(f.compute(scheduler="synchronous"), rel.decision_function(X)))
+        True
         """
-        X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
-        if self.points.shape[0] == 0:
-            return np.full(X.shape[0], self.intercept)
-        k = self.kernel
-        return _core.kernel_predict(
-            as_f64(X), self.points, self.mu, k["kernel"], k["gamma"], k["degree"], k["coef0"]
-        ) + self.intercept
+        X = check_rows(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
+        return map_rows(_release_decision, X, self.points, self.mu, self.kernel, self.intercept, X.shape[0], name="X")
 
     def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
         """A copy whose decision threshold predicts ``classes_[1]`` on the fraction ``proportion`` of ``points``.
@@ -172,8 +188,12 @@ class KernelRelease:
                              epsilon=self.epsilon, delta=self.delta, calibration=cal, data_norm=self.data_norm,
                              intercept=-t)
 
-    def predict(self, X) -> np.ndarray:
-        """Class labels: ``classes_[1]`` where the decision value is > 0.
+    @overload
+    def predict(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def predict(self, X: ArrayLike) -> NDArray[Any]: ...
+    def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
+        """Class labels: ``classes_[1]`` where the decision value is > 0 (lazy on a Dask ``X``; post-processing).
 
         Examples
         --------
@@ -187,10 +207,12 @@ class KernelRelease:
         >>> set(rel.predict(X[:10]).tolist()) <= {-1, 1}
         True
         """
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+        return map_rows(decision_labels, self.decision_function(X), self.classes_, name=None,
+                        dtype=self.classes_.dtype)
 
-    def score(self, X, y) -> float:
-        """Mean accuracy on ``(X, y)``.
+    def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
+        """Mean accuracy on ``(X, y)`` (post-processing). With Dask inputs the predicted labels and ``y`` (one value
+        per row) are computed into this process, in one pass, and compared here.
 
         Examples
         --------
@@ -205,7 +227,8 @@ class KernelRelease:
         >>> 0.0 <= acc <= 1.0
         True
         """
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        pred, y = compute_all(self.predict(X), y)
+        return float(np.mean(pred == np.asarray(y)))
 
     def norm(self) -> float:
         """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release).
@@ -321,10 +344,21 @@ class KernelRelease:
                 f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
 
 
+def _release_decision(X: np.ndarray, points: np.ndarray, mu: np.ndarray, kernel: dict, intercept: float,
+                      n_rows_total: int) -> np.ndarray:
+    """:meth:`KernelRelease.decision_function` on validated rows ``X`` (all of them, or one block of
+    ``n_rows_total``)."""
+    if points.shape[0] == 0:
+        return np.full(X.shape[0], intercept)
+    return fused_predict(X, points, mu, kernel, n_rows_total=n_rows_total) + intercept
+
+
 class ReleasingEstimator(BaseEstimator):
     """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
 
     Subclasses set ``release_`` in ``fit``; parameters follow scikit-learn (``BaseEstimator``).
+    ``decision_function``, ``predict`` and ``score`` delegate to the release: post-processing, no privacy cost,
+    and they accept Dask arrays or DataFrames (lazy results; see :class:`KernelRelease`).
     """
 
 
@@ -333,18 +367,27 @@ class ReleasingEstimator(BaseEstimator):
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
 
-    def decision_function(self, X) -> np.ndarray:
-        """Decision values of the released model, ``Σ_t α_t K(q, z_t)``."""
+    @overload
+    def decision_function(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
+        """Decision values of the released model, ``Σ_t α_t K(q, z_t)`` (post-processing; lazy on a Dask ``X``,
+        see :meth:`KernelRelease.decision_function`)."""
         self._check_fitted()
         return self.release_.decision_function(X)
 
-    def predict(self, X) -> np.ndarray:
-        """Class labels of the released model."""
+    @overload
+    def predict(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def predict(self, X: ArrayLike) -> NDArray[Any]: ...
+    def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
+        """Class labels of the released model (post-processing; lazy on a Dask ``X``)."""
         self._check_fitted()
         return self.release_.predict(X)
 
-    def score(self, X, y) -> float:
-        """Mean accuracy of the released model on ``(X, y)``."""
+    def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
+        """Mean accuracy of the released model on ``(X, y)`` (post-processing; Dask inputs accepted)."""
         self._check_fitted()
         return self.release_.score(X, y)
 

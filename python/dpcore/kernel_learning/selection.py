@@ -62,7 +62,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -78,7 +78,7 @@ from dpcore.kernel_learning.svm import KernelSVM
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import private_proportion
 from dpcore.kernel_learning.tddl import TDDL
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -443,16 +443,24 @@ class PrivateGridSearch(BaseEstimator):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
         return self
 
-    def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Class labels of the selected private release."""
+    @overload
+    def predict(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def predict(self, X: ArrayLike) -> NDArray[Any]: ...
+    def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
+        """Class labels of the selected private release (post-processing; lazy on a Dask ``X``)."""
         return self.release_.predict(X)
 
-    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Decision values of the selected private release."""
+    @overload
+    def decision_function(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
+        """Decision values of the selected private release (post-processing; lazy on a Dask ``X``)."""
         return self.release_.decision_function(X)
 
-    def score(self, X, y) -> float:
-        """Mean accuracy of the selected private release on ``(X, y)``."""
+    def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
+        """Mean accuracy of the selected private release on ``(X, y)`` (post-processing; Dask inputs accepted)."""
         return self.release_.score(X, y)
 
 

@@ -48,20 +48,21 @@ import logging
 import math
 import numbers
 import warnings
-from typing import Optional
+from typing import Any, Optional, overload
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
+from dpcore._internal.dask import compute_all
+from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels
 from dpcore._internal.validation import (
-    check_array, check_feature_names, check_positive, check_scale, record_feature_names,
+    check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
 )
-from dpcore.kernels.evaluation import as_f64, check_kernel_params, check_kernel_domain
+from dpcore.kernels.evaluation import check_kernel_params, check_kernel_domain, fused_predict
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -249,33 +250,54 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                 f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) first."
             )
 
-    def decision_function(self, X) -> np.ndarray:
+    @overload
+    def decision_function(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
         """``f(z) = <w, phi(z)> = sum_i mu_i K(z, x_i)`` (fused kernel engine, no m x n matrix).
 
-        Positive values predict ``classes_[1]``.
+        Positive values predict ``classes_[1]``. ``X`` may be a Dask array or DataFrame: the result is then a
+        lazy Dask array with ``X``'s row chunks, every block evaluated by the Rust engine on a worker (the support
+        vectors and their coefficients are sent to each worker once), bit-for-bit the in-memory values. ``X``'s
+        shape and column names are checked at the call; its values (NaN/inf, the kernel's overflow domain) block
+        by block when computed, with the same errors.
         """
         self._check_fitted()
         X_in = X
-        X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
+        X = check_rows(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
         check_feature_names(self, X_in)
-        if self._mu_sv.shape[0] == 0:
-            return np.zeros(X.shape[0])
-        p = self.kernel_params_
-        check_kernel_domain(X, "X", p["kernel"], p["gamma"], p["degree"], p["coef0"], B=self._X_sv,
-                            n_terms=self._X_sv.shape[0])
-        return _core.kernel_predict(
-            as_f64(X), self._X_sv, self._mu_sv, p["kernel"], p["gamma"], p["degree"], p["coef0"]
-        )
+        return map_rows(_decision_values, X, self._X_sv, self._mu_sv, self.kernel_params_, X.shape[0], name="X")
 
-    def predict(self, X) -> np.ndarray:
-        """Predicted class labels (``classes_[1]`` where the decision value is > 0)."""
-        f = self.decision_function(X)
-        return self.classes_[(f > 0).astype(np.intp)]
+    @overload
+    def predict(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def predict(self, X: ArrayLike) -> NDArray[Any]: ...
+    def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
+        """Predicted class labels (``classes_[1]`` where the decision value is > 0); lazy on a Dask ``X``."""
+        return map_rows(decision_labels, self.decision_function(X), self.classes_, name=None,
+                        dtype=self.classes_.dtype)
 
-    def score(self, X, y) -> float:
-        """Mean accuracy on ``(X, y)``."""
-        y = np.asarray(y)
-        return float(np.mean(self.predict(X) == y))
+    def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
+        """Mean accuracy on ``(X, y)``. With Dask inputs the predicted labels and ``y`` (one value per row) are
+        computed into this process, in one pass, and compared here."""
+        pred, y = compute_all(self.predict(X), y)
+        return float(np.mean(pred == np.asarray(y)))
+
+
+def _decision_values(X: np.ndarray, X_sv: np.ndarray, mu_sv: np.ndarray, kernel: dict, n_rows_total: int) -> np.ndarray:
+    """:meth:`KernelERM.decision_function` on validated rows ``X`` (all of them, or one block of ``n_rows_total``)."""
+    if mu_sv.shape[0] == 0:
+        return np.zeros(X.shape[0])
+    check_kernel_domain(X, "X", kernel["kernel"], kernel["gamma"], kernel["degree"], kernel["coef0"], B=X_sv,
+                        n_terms=X_sv.shape[0])
+    return fused_predict(X, X_sv, mu_sv, kernel, n_rows_total=n_rows_total)
+
+
+def _probabilities(f: np.ndarray) -> np.ndarray:
+    """``[1 - sigma(f), sigma(f)]`` per row."""
+    p1 = 0.5 * (1.0 + np.tanh(0.5 * f))
+    return np.column_stack([1.0 - p1, p1])
 
 
 class KernelSVM(KernelERM):
@@ -405,8 +427,13 @@ class KernelLogisticRegression(KernelERM):
 
     _loss = "logistic"
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities ``[1 - sigma(f), sigma(f)]`` of shape (m, 2), columns as ``classes_``.
+    @overload
+    def predict_proba(self, X: DaskArrayLike) -> DaskArray: ...
+    @overload
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def predict_proba(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
+        """Class probabilities ``[1 - sigma(f), sigma(f)]`` of shape (m, 2), columns as ``classes_``; lazy on a
+        Dask ``X``.
 
         Examples
         --------
@@ -418,6 +445,4 @@ class KernelLogisticRegression(KernelERM):
         >>> bool((p[:2, 1] > 0.5).all() and (p[2:, 1] < 0.5).all())
         True
         """
-        f = self.decision_function(X)
-        p1 = 0.5 * (1.0 + np.tanh(0.5 * f))
-        return np.column_stack([1.0 - p1, p1])
+        return map_rows(_probabilities, self.decision_function(X), name=None, n_cols=2)
