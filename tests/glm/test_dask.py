@@ -178,3 +178,23 @@ def test_invalid_dask_input(client, data):
     Xn[5, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         OutputPerturbation(1.0, 1e-6, data_norm=1.0).fit(*_dask(Xn, y, 1000))
+
+
+def test_predictions_on_dask_blocks(client, data):
+    """decision_function / predict / predict_proba / score over Dask blocks: the in-memory bits, lazily."""
+    X, y = data
+    est = ObjectivePerturbation(1.0, 1e-6, data_norm=1.0, random_state=0).fit(X, y)
+    Xd = da.from_array(X, chunks=(777, D))
+    for method in ("decision_function", "predict", "predict_proba", "predict_log_proba"):
+        lazy = getattr(est, method)(Xd)
+        assert isinstance(lazy, da.Array)
+        assert np.array_equal(lazy.compute(), getattr(est, method)(X))
+    assert est.score(Xd, da.from_array(y, chunks=500)) == est.score(X, y)
+    assert est.score(Xd, y) == est.score(X, y)
+    reg = OutputPerturbation(2.0, 1e-6, loss="squared", label_bound=1.0, data_norm=1.0, random_state=2)
+    t = np.clip(X[:, 0], -1, 1)
+    reg.fit(X, t)
+    assert np.array_equal(reg.predict(Xd).compute(), reg.predict(X))
+    assert abs(reg.score(Xd, t) - reg.score(X, t)) < 1e-12
+    with pytest.raises(ValueError, match="X has 4 features, but ObjectivePerturbation is expecting 5"):
+        est.predict(Xd[:, :4])

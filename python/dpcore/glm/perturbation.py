@@ -660,9 +660,14 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Rows with ``||x|| ≤ data_norm`` (sparse input is never densified).
-        y : array-like of shape (n_samples,)
+        X : array-like, scipy.sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+            Rows with ``||x|| ≤ data_norm`` (sparse input is never densified). With Dask input the records
+            stay in their blocks: the certified solver runs by map-reduce (:mod:`dpcore.glm._dask`; each
+            pass sends ``θ`` to the workers and brings back one vector per block) and one extra pass
+            validates every record before anything is charged. Smooth losses only (not ``"hinge"``).
+            The noise is drawn here, on the client, from ``random_state``: partitioning changes
+            neither the calibration nor the guarantee (docs/scaling.md).
+        y : array-like, Dask array or Dask Series of shape (n_samples,)
             Two classes (classification losses) or real targets with ``|y| ≤ label_bound``
             (``loss="squared"``).
 
