@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["is_dask_collection", "require_dask", "as_dask_array", "aligned_row_chunks", "row_offsets",
-           "map_row_blocks", "column_schema", "compute_all", "refuse_dask"]
+           "map_row_blocks", "column_schema", "compute_all", "compute_tasks", "refuse_dask"]
 
 
 def is_dask_collection(x: object) -> bool:
@@ -44,6 +44,18 @@ def require_dask() -> Any:
     except ImportError as exc:  # pragma: no cover - exercised only without dask
         raise ImportError("this dpcore feature needs dask: pip install 'dpcore[dask]'") from exc
     return da
+
+
+def compute_tasks(fn: Any, arguments: Sequence[Tuple[Any, ...]]) -> List[Any]:
+    """``[fn(*args) for args in arguments]``, one Dask task each, computed together; results in order.
+
+    Arguments may be Dask objects (e.g. the blocks of ``x.to_delayed()``): each task then runs where Dask
+    puts it, on the block's data, and only its result comes back.
+    """
+    require_dask()
+    import dask
+
+    return list(dask.compute(*(dask.delayed(fn)(*args) for args in arguments)))
 
 
 def as_dask_array(x: Any, name: str, *, ndim: int | Tuple[int, ...]) -> Any:

@@ -10,11 +10,26 @@ of them exist depends on the public parameters only.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 
+from dpcore._internal.dask import is_dask_collection, map_row_blocks, require_dask
+from dpcore._internal.validation import check_feature_names, check_rows
 from dpcore.kernel_learning.svm import NotFittedError
+
+#: scikit-learn's warning when a model fitted on named columns gets a plain array: Dask blocks are plain arrays
+#: whose columns were checked on the client (:meth:`LinearPredictorMixin._map_dask`).
+_UNNAMED_BLOCK_WARNING = "X does not have valid feature names"
+
+
+def _call_on_block(block: np.ndarray, estimator, method: str) -> np.ndarray:
+    """``estimator.method(block)``: the in-memory method on one Dask block (runs on a worker)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_UNNAMED_BLOCK_WARNING)
+        return getattr(estimator, method)(block)
 
 
 def _is_classifier(estimator) -> bool:
@@ -45,6 +60,17 @@ class LinearPredictorMixin:
     def _decision_values(self, X) -> np.ndarray:
         raise NotImplementedError
 
+    def _map_dask(self, X, method: str, *, n_cols=None, dtype=np.float64):
+        """``method`` over the row blocks of the Dask array/DataFrame ``X``, lazily (a Dask array).
+
+        The fitted model is sent to every worker once; each block runs the in-memory method on its rows (the
+        same checks and messages). Post-processing of the release: no privacy cost.
+        """
+        self._check_fitted()
+        check_feature_names(self, X)
+        X = check_rows(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
+        return map_row_blocks(_call_on_block, X, self, method, n_cols=n_cols, dtype=dtype)
+
     @available_if(_is_classifier)
     def decision_function(self, X) -> np.ndarray:
         """Decision values ``<coef_, x> + intercept_`` (classifiers; ``> 0`` predicts ``classes_[1]``).
@@ -56,7 +82,10 @@ class LinearPredictorMixin:
         Returns
         -------
         ndarray of shape (n_samples,)
+            A lazy Dask array when ``X`` is a Dask array or DataFrame (the same for every method here).
         """
+        if is_dask_collection(X):
+            return self._map_dask(X, "decision_function")
         return self._decision_values(X)
 
     @available_if(_has_proba)
@@ -86,6 +115,8 @@ class LinearPredictorMixin:
         >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
         ((4, 2), True)
         """
+        if is_dask_collection(X):
+            return self._map_dask(X, "predict_proba", n_cols=2)
         f = self._decision_values(X)
         return np.column_stack([expit(-f), expit(f)])
 
@@ -101,24 +132,41 @@ class LinearPredictorMixin:
         -------
         ndarray of shape (n_samples, 2)
         """
+        if is_dask_collection(X):
+            return self._map_dask(X, "predict_log_proba", n_cols=2)
         f = self._decision_values(X)
         return np.column_stack([log_expit(-f), log_expit(f)])
 
     def predict(self, X) -> np.ndarray:
         """Classification: ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``.
-        Regression (no ``classes_``): the decision values."""
+        Regression (no ``classes_``): the decision values. A lazy Dask array for Dask ``X``."""
+        if is_dask_collection(X):
+            self._check_fitted()
+            return self._map_dask(X, "predict", dtype=getattr(self, "classes_", np.zeros(0)).dtype)
         f = self._decision_values(X)
         if not hasattr(self, "classes_"):
             return f
         return self.classes_[(f > 0).astype(np.intp)]
 
     def score(self, X, y) -> float:
-        """Mean accuracy (classification) or the coefficient of determination R² (regression)."""
-        y = np.asarray(y)
+        """Mean accuracy (classification) or the coefficient of determination R² (regression).
+
+        With Dask ``X`` (and ``y`` a Dask array or Series, or in memory) the sums are reduced by Dask;
+        the predictions are not gathered."""
         pred = self.predict(X)
-        if hasattr(self, "classes_"):
-            return float(np.mean(pred == y))
-        y = y.astype(np.float64)
-        ss_res = float(np.sum((y - pred) ** 2))
-        ss_tot = float(np.sum((y - y.mean()) ** 2))
+        if is_dask_collection(pred):
+            da = require_dask()
+            y = y.to_dask_array(lengths=True) if hasattr(y, "to_dask_array") else y
+            y = y if is_dask_collection(y) else da.from_array(np.asarray(y), chunks=(pred.chunks[0],))
+            if hasattr(self, "classes_"):
+                return float(da.mean(pred == y).compute())
+            y = y.astype(np.float64)
+            ss_res, ss_tot = (float(v) for v in da.compute(((y - pred) ** 2).sum(), ((y - y.mean()) ** 2).sum()))
+        else:
+            y = np.asarray(y)
+            if hasattr(self, "classes_"):
+                return float(np.mean(pred == y))
+            y = y.astype(np.float64)
+            ss_res = float(np.sum((y - pred) ** 2))
+            ss_tot = float(np.sum((y - y.mean()) ** 2))
         return 1.0 - ss_res / ss_tot if ss_tot > 0 else (1.0 if ss_res == 0 else 0.0)

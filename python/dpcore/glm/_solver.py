@@ -194,6 +194,17 @@ class GLMObjective:
     def hessp(self, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         return self._xt(w * self.z(v)) + self.mu * v
 
+    def grad_hessp(self, theta: np.ndarray):
+        """``(∇F(θ), v ↦ ∇²F(θ) v)``: the gradient of :meth:`grad` and the Hessian-vector product at ``θ``."""
+        z = self.z(theta)
+        g = self.grad(theta, z)
+        w = self.loss.deriv2(z, self.y) * self.inv_n
+        return g, lambda v: self.hessp(w, v)
+
+    def row_terms(self) -> int:
+        """Length of the computed dot products ``<θ, x_i>`` (:func:`row_terms`)."""
+        return row_terms(self.X)
+
 
 def _cg(hessp, rhs: np.ndarray, rtol: float, maxiter: int) -> np.ndarray:
     """Conjugate gradients for ``H p = rhs`` (H symmetric positive definite), from ``p = 0``."""
@@ -278,11 +289,9 @@ def solve_smooth(obj: GLMObjective, *, tol: float, max_iter: int, theta0: Option
         newton += 1
         if tick is not None:
             tick()
-        z = obj.z(theta)
-        g = obj.grad(theta, z)
+        g, hessp = obj.grad_hessp(theta)
         gn = _norm(g)
-        w = obj.loss.deriv2(z, obj.y) * obj.inv_n
-        p = _cg(lambda v: obj.hessp(w, v), -g, rtol=min(0.1, math.sqrt(gn)), maxiter=max(50, min(2 * d, 2000)))
+        p = _cg(hessp, -g, rtol=min(0.1, math.sqrt(gn)), maxiter=max(50, min(2 * d, 2000)))
         accepted = False
         for direction in (p, -g / lip_h):
             t = 1.0
@@ -340,7 +349,7 @@ def certify_smooth(obj: GLMObjective, theta: np.ndarray, *, radius: float, coupl
     g_cert = _norm(obj.grad(theta))
     theta_norm = _norm(theta)
     b_norm = 0.0 if obj.b is None else _norm(obj.b)
-    fp = gradient_fp_bound(n=obj.n, d=row_terms(obj.X), radius=radius, theta_norm=theta_norm, b_norm=b_norm,
+    fp = gradient_fp_bound(n=obj.n, d=obj.row_terms(), radius=radius, theta_norm=theta_norm, b_norm=b_norm,
                            mu=obj.mu, loss=obj.loss)
     residual = (g_cert + fp + coupling_error / obj.n) / obj.mu * (1.0 + _BOUND_SLACK)
     return SmoothCertificate(

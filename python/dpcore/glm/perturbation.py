@@ -125,13 +125,16 @@ from sklearn.base import BaseEstimator
 
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
+from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, dask_design
+from dpcore.glm._data import encode_targets, project_rows
 from dpcore.glm._losses import LOSSES, make_loss
 from dpcore.accounting.events import epsilon_delta_event
 from dpcore.glm._solver import (
     ConvergenceError, GLMObjective, certify_smooth, check_certifiable, gradient_fp_bound, hinge_gap_floor,
     solve_hinge, solve_smooth,
 )
-from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
+from dpcore._internal.dask import is_dask_collection
+from dpcore._internal.labels import DEFAULT_CLASSES, check_classes
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
     as_1d_target, check_X, check_delta, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
@@ -491,50 +494,8 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
         if y.shape[0] != n:
             raise ValueError(f"y must have length {n} (the number of rows of X), got {y.shape[0]}")
-        if y.dtype.kind in "fc" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinite values")
-
-        # -- labels
-        loss = p["loss"]
-        if loss.classification:
-            # Declared label set (dpcore._internal.labels): never inferred, one class is fine.
-            classes, y_pm = encode_binary_labels(y, self.classes, n)
-        else:
-            classes = None
-            if y.dtype.kind not in "biuf":
-                raise ValueError(f"Unknown label type: y must be numeric for loss='squared', got dtype {y.dtype}")
-            y_pm = np.asarray(y, dtype=np.float64)
-            B = loss.label_bound
-            out = np.abs(y_pm) > B
-            if out.any():
-                if not p["clip"]:
-                    raise ValueError(
-                        f"y: {int(out.sum())} label(s) exceed the declared label_bound = {B} (e.g. {y_pm[out][0]!r}); "
-                        "pass clip=True to clip them to [-label_bound, label_bound]"
-                    )
-                y_pm = np.clip(y_pm, -B, B)
-
-        # -- domain
-        R = p["R"]
-        if sparse.issparse(X):
-            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-        else:
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        bad = norms > R * (1.0 + RADIUS_TOL)
-        if bad.any():
-            if not p["clip"]:
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(
-                    f"X: {int(bad.sum())} row(s) lie outside the declared domain ||x|| <= data_norm = {R} "
-                    f"(e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to project them onto the ball"
-                )
-            factor = np.ones(n)
-            factor[bad] = R / norms[bad]
-            if sparse.issparse(X):
-                X = sparse.diags(factor) @ X
-                X = sparse.csr_matrix(X)
-            else:
-                X = X * factor[:, None]
+        classes, y_pm = encode_targets(y, loss=p["loss"], classes=self.classes, clip=p["clip"])
+        X = project_rows(X, data_norm=p["R"], clip=p["clip"])
         return X, y_pm, classes, n, d
 
     def _design(self, X, p: dict):
@@ -569,11 +530,35 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
     def _prepare(self, X, y) -> _Prepared:
         """Validate everything and calibrate; no noise drawn, no budget charged (used by fit and audits)."""
         p = self._validate_params()
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._prepare_dask(X, y, p)
         X, y_pm, classes, n, d = self._validate_data(X, y, p)
         design = self._design(X, p)
         dim = design.shape[1]
         cal = self._calibrate(n, d, dim, p)
         return _Prepared(X=design, y=y_pm, classes=classes, n=n, d=d, dim=dim, cal=cal, p=p, loss=p["loss"])
+
+    def _prepare_dask(self, X, y, p: dict) -> _Prepared:
+        """:meth:`_prepare` for Dask input: the records stay in their blocks (:mod:`dpcore.glm._dask`).
+
+        Shapes are checked from the metadata; then one pass validates every record against the declared
+        bounds (the same per-record checks and messages as in memory), before anything is charged.
+        """
+        loss = p["loss"]
+        if not loss.smooth:
+            raise ValueError(
+                f"loss={loss.name!r} is not available on Dask input: its certified solver works on the n dual "
+                "variables in memory; use a smooth loss ('logistic' or 'huber_svm') or in-memory X")
+        if not is_dask_collection(X):
+            raise TypeError(f"X must be a Dask array or DataFrame when y is a Dask collection, got {type(X).__name__}")
+        spec = BlockSpec(loss=loss, classes=self.classes, data_norm=p["R"], clip=p["clip"],
+                         scaling=p["scaling"] if p["fit_intercept"] else None)
+        classes = check_classes(self.classes, "classes") if loss.classification else None
+        design = dask_design(X, y, spec)
+        design.validate()
+        n, d, dim = design.n, design.d, design.dim
+        cal = self._calibrate(n, d, dim, p)
+        return _Prepared(X=design, y=None, classes=classes, n=n, d=d, dim=dim, cal=cal, p=p, loss=loss)
 
     def _opt_residual(self, n, dim, R, loss, mu, tol, theta_star_bound, b_norm, extra=0.0):
         """Public ``(ρ_opt, θ̂ bound, e_fp)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``."""
@@ -642,13 +627,17 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
                                   coupling_error=0.0, residual=hc.residual, residual_bound=math.nan,
                                   strong_convexity=cal.lam, n_iter=hc.n_iter, method=hc.method)
             return theta, cert
-        obj = GLMObjective(prep.X, prep.y, prep.loss, cal.strong_convexity, b)
+        if isinstance(prep.X, DaskDesign):
+            obj = DaskGLMObjective(prep.X, prep.loss, cal.strong_convexity, b)
+        else:
+            obj = GLMObjective(prep.X, prep.y, prep.loss, cal.strong_convexity, b)
         with progress_bar(self.verbose, total=2 * p["max_iter"], desc=f"{name} solve", unit="it") as bar:
             theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=p["max_iter"], radius=cal.data_norm_eff,
                                          bar=bar)
         sc = certify_smooth(obj, theta, radius=cal.data_norm_eff, coupling_error=err, n_iter=n_iter)
-        logger.info("%s: certified gradient norm %.3e (tol %.1e) after %d iterations", name, sc.grad_norm,
-                    p["tol"], sc.n_iter)
+        logger.info("%s: certified gradient norm %.3e (tol %.1e) after %d iterations%s", name, sc.grad_norm,
+                    p["tol"], sc.n_iter, f" ({obj.passes} passes over the Dask blocks)"
+                    if isinstance(obj, DaskGLMObjective) else "")
         if not sc.grad_norm <= p["tol"]:
             raise ConvergenceError(
                 f"certified gradient norm {sc.grad_norm:.3e} > tol={p['tol']:.3e}; refusing to release"
@@ -671,9 +660,14 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            Rows with ``||x|| ≤ data_norm`` (sparse input is never densified).
-        y : array-like of shape (n_samples,)
+        X : array-like, scipy.sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+            Rows with ``||x|| ≤ data_norm`` (sparse input is never densified). With Dask input the records
+            stay in their blocks: the certified solver runs by map-reduce (:mod:`dpcore.glm._dask`; each
+            pass sends ``θ`` to the workers and brings back one vector per block) and one extra pass
+            validates every record before anything is charged. Smooth losses only (not ``"hinge"``).
+            The noise is drawn here, on the client, from ``random_state``: partitioning changes
+            neither the calibration nor the guarantee (docs/scaling.md).
+        y : array-like, Dask array or Dask Series of shape (n_samples,)
             Two classes (classification losses) or real targets with ``|y| ≤ label_bound``
             (``loss="squared"``).
 

@@ -1,0 +1,209 @@
+r"""Output and objective perturbation on Dask arrays: the certified solver by map-reduce (issue 16).
+
+The records stay where Dask keeps them. Every quantity the solver of :mod:`dpcore.glm._solver`
+needs is a sum over records, so each *pass* sends the current point ``θ`` (and a direction ``v``)
+to every block and brings back one ``dim``-vector and one number per block:
+
+* ``fun_grad``: ``(Σ_i ℓ(<θ, x_i>; y_i), Σ_i ℓ'(<θ, x_i>; y_i) x_i)``;
+* ``hessp``: ``Σ_i ℓ''(<θ, x_i>; y_i) <v, x_i> x_i / n``.
+
+No record, margin or per-record value leaves its block. The partial sums come back in block order and
+are added in that order on the client, so the result does not depend on the scheduler, the number of
+workers or the order in which blocks finish (it does depend on the chunking, through the rounding of
+the partial sums).
+
+Each block is validated against the declared bounds by the same functions as the in-memory fit
+(:mod:`dpcore.glm._data`), so records outside the domain or label set are refused or clipped exactly
+as there, one record at a time. The intercept column is never materialised:
+``<θ, (x, s)> = <θ_{:d}, x> + s θ_d`` and its gradient coordinate is ``s Σ_i ℓ'_i``.
+
+Certificate
+-----------
+:func:`dpcore.glm._solver.certify_smooth` applies unchanged. Its floating-point bound
+(:func:`~dpcore.glm._solver.gradient_fp_bound`) takes the error of the computed dot products as
+``γ_dim Σ_j |θ_j x_ij|`` and of the computed ``Xᵀs`` as ``γ_n Σ_i |s_i| |x_ij|`` per coordinate; both hold
+for *any* order and grouping of the additions (Higham 2002, §4.2: a sum of ``n`` terms evaluated by any
+tree of additions has error ``≤ γ_{n−1} Σ|terms|``), so the blocked sums (BLAS within a block, then
+block by block; the intercept term ``s·fl(Σ_i s_i)`` adds one multiplication, within the same ``γ_n``)
+are covered. The gradient at the certified point is recomputed by one more pass.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+from dpcore._internal.dask import as_dask_array, compute_tasks, require_dask, row_offsets
+from dpcore._internal.validation import as_1d_target, check_X
+from dpcore.glm._data import encode_targets, project_rows
+from dpcore.glm._losses import GLMLoss
+
+__all__ = ["BlockSpec", "DaskDesign", "DaskGLMObjective", "dask_design"]
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """What a worker needs to turn a raw block ``(X_b, y_b)`` into validated records: public parameters only."""
+
+    loss: GLMLoss
+    classes: Any
+    data_norm: float
+    clip: bool
+    #: the constant intercept feature ``intercept_scaling``, or ``None`` without an intercept
+    scaling: Optional[float]
+
+
+def design_block(spec: BlockSpec, Xb: np.ndarray, yb: np.ndarray, offset: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(X_b, y_b)`` validated like the in-memory fit: ±1 labels (or bounded targets) and rows in the ball."""
+    Xb = np.ascontiguousarray(check_X(Xb, "X"), dtype=np.float64)
+    y = as_1d_target(yb)
+    if y.ndim != 1 or y.shape[0] != Xb.shape[0]:
+        raise ValueError(f"y must be 1-D with one label per row of X, got a block of shape {y.shape} for "
+                         f"{Xb.shape[0]} rows (rows {offset}..)")
+    _, y_pm = encode_targets(y, loss=spec.loss, classes=spec.classes, clip=spec.clip, offset=offset)
+    return project_rows(Xb, data_norm=spec.data_norm, clip=spec.clip, offset=offset), y_pm
+
+
+def _z(spec: BlockSpec, X: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    if spec.scaling is None:
+        return X @ theta
+    return X @ theta[:-1] + spec.scaling * theta[-1]
+
+
+def _xt(spec: BlockSpec, X: np.ndarray, s: np.ndarray) -> np.ndarray:
+    v = X.T @ s
+    if spec.scaling is None:
+        return v
+    return np.append(v, spec.scaling * np.sum(s))
+
+
+def _check_block(spec, Xb, yb, offset) -> int:
+    return design_block(spec, Xb, yb, offset)[0].shape[0]
+
+
+def _fun_grad_block(spec, Xb, yb, offset, theta) -> Tuple[float, np.ndarray]:
+    X, y = design_block(spec, Xb, yb, offset)
+    z = _z(spec, X, theta)
+    return float(np.sum(spec.loss.value(z, y))), _xt(spec, X, spec.loss.deriv(z, y))
+
+
+def _hessp_block(spec, Xb, yb, offset, theta, v, inv_n) -> np.ndarray:
+    X, y = design_block(spec, Xb, yb, offset)
+    w = spec.loss.deriv2(_z(spec, X, theta), y) * inv_n
+    return _xt(spec, X, w * _z(spec, X, v))
+
+
+@dataclass(frozen=True)
+class DaskDesign:
+    """The validated design of a Dask fit: one ``(X_b, y_b, offset)`` per non-empty block (lazy)."""
+
+    blocks: List[Tuple[Any, Any, int]]
+    spec: BlockSpec
+    n: int
+    d: int
+
+    @property
+    def dim(self) -> int:
+        return self.d + (self.spec.scaling is not None)
+
+    def map(self, fn, *args) -> list:
+        """``[fn(spec, X_b, y_b, offset, *args) for every block]``, computed by Dask, in block order."""
+        return compute_tasks(fn, [(self.spec, xb, yb, off, *args) for xb, yb, off in self.blocks])
+
+    def validate(self) -> None:
+        """One pass over every block: raises the in-memory fit's ``ValueError`` for a refused record."""
+        counts = self.map(_check_block)
+        if sum(counts) != self.n:  # cannot happen: shapes are checked blockwise
+            raise RuntimeError("Dask blocks changed size between passes")
+
+
+def _as_dask_target(y, chunks) -> Any:
+    """``y`` (numpy, list, Dask array or Series) as a 1-D Dask array with the row ``chunks`` of X."""
+    da = require_dask()
+    if hasattr(y, "to_dask_array"):
+        y = y.to_dask_array(lengths=True)
+    if not isinstance(y, da.Array):
+        y = np.asarray(as_1d_target(y))
+        if y.ndim != 1:
+            raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
+        y = da.from_array(y, chunks=(chunks,))
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
+    if any(np.isnan(c) for c in y.chunks[0]):
+        raise ValueError("y has unknown chunk sizes; call y.compute_chunk_sizes() first")
+    n = sum(chunks)
+    if y.shape[0] != n:
+        raise ValueError(f"y must have length {n} (the number of rows of X), got {y.shape[0]}")
+    if tuple(y.chunks[0]) != tuple(chunks):
+        y = y.rechunk({0: tuple(chunks)})
+    return y
+
+
+def dask_design(X, y, spec: BlockSpec) -> DaskDesign:
+    """Lazy blocks of ``(X, y)`` (Dask array / DataFrame, ``y`` also in memory); shapes checked eagerly,
+    values per block when computed (:meth:`DaskDesign.validate`)."""
+    X = as_dask_array(X, "X", ndim=2)
+    n, d = (int(s) for s in X.shape)
+    if n == 0 or d == 0:
+        raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
+    chunks = tuple(int(c) for c in X.chunks[0])
+    y = _as_dask_target(y, chunks)
+    xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
+    blocks = [(xb, yb, off) for xb, yb, off, c in zip(xs, ys, row_offsets(chunks), chunks) if c > 0]
+    return DaskDesign(blocks=blocks, spec=spec, n=n, d=d)
+
+
+class DaskGLMObjective:
+    """:class:`dpcore.glm._solver.GLMObjective` over a :class:`DaskDesign` (same formulas, sums by map-reduce).
+
+    ``passes`` counts the passes over the data (each reads every block once).
+    """
+
+    def __init__(self, design: DaskDesign, loss: GLMLoss, mu: float, b: Optional[np.ndarray] = None):
+        self.design = design
+        self.loss = loss
+        self.mu = float(mu)
+        self.b = None if b is None else np.asarray(b, dtype=np.float64)
+        self.n, self.d = design.n, design.dim
+        self.inv_n = 1.0 / self.n
+        self.passes = 0
+
+    def _sums(self, fn, *args) -> list:
+        self.passes += 1
+        return self.design.map(fn, *args)
+
+    def fun_grad(self, theta: np.ndarray):
+        theta = np.asarray(theta, dtype=np.float64)
+        parts = self._sums(_fun_grad_block, theta)
+        value = functools.reduce(lambda a, b: a + b, (p[0] for p in parts))
+        v = functools.reduce(np.add, (p[1] for p in parts))
+        f = value * self.inv_n + 0.5 * self.mu * float(theta @ theta)
+        if self.b is not None:
+            f += float(self.b @ theta) * self.inv_n
+            v = v + self.b
+        return f, v * self.inv_n + self.mu * theta
+
+    def value(self, theta: np.ndarray) -> float:
+        return self.fun_grad(theta)[0]
+
+    def grad(self, theta: np.ndarray, z: Optional[np.ndarray] = None) -> np.ndarray:
+        """The gradient (``z`` is ignored: margins never leave their blocks)."""
+        return self.fun_grad(theta)[1]
+
+    def grad_hessp(self, theta: np.ndarray):
+        theta = np.asarray(theta, dtype=np.float64)
+        g = self.grad(theta)
+
+        def hessp(v: np.ndarray) -> np.ndarray:
+            parts = self._sums(_hessp_block, theta, np.asarray(v, dtype=np.float64), self.inv_n)
+            return functools.reduce(np.add, parts) + self.mu * v
+
+        return g, hessp
+
+    def row_terms(self) -> int:
+        return self.d
