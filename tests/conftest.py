@@ -62,3 +62,12 @@ def python_sigint():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A LocalCluster of 2 in-process workers × 1 thread and its Client, one per test module (skips without dask)."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client

@@ -1,6 +1,6 @@
 """Output/objective perturbation on Dask input (issue 16): map-reduce solver, same calibration, same checks.
 
-A LocalCluster (2 workers × 1 thread, in-process) is started by the module fixture; data are small so the
+A LocalCluster (2 workers × 1 thread, in-process) is started by the module-scoped `dask_client` fixture (tests/conftest.py); data are small so the
 file runs in well under a minute.
 """
 
@@ -13,7 +13,6 @@ import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
-from dask.distributed import Client, LocalCluster  # noqa: E402
 
 from dpcore import BudgetAccountant, ObjectivePerturbation, OutputPerturbation  # noqa: E402
 from dpcore.glm._dask import BlockSpec, DaskGLMObjective, dask_design  # noqa: E402
@@ -23,13 +22,6 @@ from dpcore.glm._solver import GLMObjective, gradient_fp_bound  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:Port .* is already in use:UserWarning")
 
 N, D = 3000, 5
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +46,7 @@ MODELS = [
 
 
 @pytest.mark.parametrize("cls,kw", MODELS)
-def test_dask_fit_matches_in_memory(client, data, cls, kw):
+def test_dask_fit_matches_in_memory(dask_client, data, cls, kw):
     X, y = data
     a = cls(1.0, 1e-6, data_norm=1.0, random_state=5, **kw).fit(X, y)
     b = cls(1.0, 1e-6, data_norm=1.0, random_state=5, **kw).fit(*_dask(X, y, 700))
@@ -67,7 +59,7 @@ def test_dask_fit_matches_in_memory(client, data, cls, kw):
     assert abs(a.intercept_ - b.intercept_) < 1e-3
 
 
-def test_independent_of_scheduler_and_workers(client, data):
+def test_independent_of_scheduler_and_workers(dask_client, data):
     """Block partial sums are added in block order on the client: any scheduler gives the same bits."""
     X, y = data
     Xd, yd = _dask(X, y, 500)
@@ -82,7 +74,7 @@ def test_independent_of_scheduler_and_workers(client, data):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("loss", ["logistic", "huber_svm", "squared"])
-def test_map_reduce_gradient_within_the_certified_fp_bound(client, data, loss, fit_intercept):
+def test_map_reduce_gradient_within_the_certified_fp_bound(dask_client, data, loss, fit_intercept):
     """The blocked gradient (and the never-materialised intercept column) agrees with the in-memory one within
     twice the floating-point bound the certificate uses for either of them."""
     X, y = data
@@ -113,7 +105,7 @@ def test_map_reduce_gradient_within_the_certified_fp_bound(client, data, loss, f
     assert obj.passes == 3 * 4  # fun_grad twice (grad, value), grad_hessp + one product
 
 
-def test_dataframe_input_and_string_labels(client, data):
+def test_dataframe_input_and_string_labels(dask_client, data):
     X, y = data
     labels = np.where(y > 0, "yes", "no")
     df = dd.from_pandas(pd.DataFrame(X, columns=[f"f{i}" for i in range(D)]), npartitions=3)
@@ -128,7 +120,7 @@ def test_dataframe_input_and_string_labels(client, data):
     assert np.abs(est2.coef_ - ref.coef_).max() < 1e-3
 
 
-def test_squared_loss_regression(client, data):
+def test_squared_loss_regression(dask_client, data):
     X, _ = data
     y = np.clip(X @ np.arange(1.0, D + 1.0) / D, -1, 1)
     kw = dict(loss="squared", label_bound=1.0, data_norm=1.0, random_state=2)
@@ -137,14 +129,14 @@ def test_squared_loss_regression(client, data):
     assert a.privacy_ == b.privacy_ and np.abs(a.coef_ - b.coef_).max() < 1e-3
 
 
-def test_single_class_trains(client, data):
+def test_single_class_trains(dask_client, data):
     X, _ = data
     y = np.ones(N, dtype=int)
     est = ObjectivePerturbation(1.0, 1e-6, data_norm=1.0, random_state=0).fit(*_dask(X, y, 1000))
     assert list(est.classes_) == [-1, 1] and np.isfinite(est.coef_).all()
 
 
-def test_refused_records_are_refused_before_any_charge(client, data):
+def test_refused_records_are_refused_before_any_charge(dask_client, data):
     X, y = data
     X2 = X.copy()
     X2[2345] *= 3.0  # norm up to 3 > data_norm = 1
@@ -163,7 +155,7 @@ def test_refused_records_are_refused_before_any_charge(client, data):
     assert np.abs(a.coef_ - b.coef_).max() < 1e-3
 
 
-def test_invalid_dask_input(client, data):
+def test_invalid_dask_input(dask_client, data):
     X, y = data
     Xd, yd = _dask(X, y, 1000)
     with pytest.raises(ValueError, match="loss='hinge' is not available on Dask input"):
@@ -180,7 +172,7 @@ def test_invalid_dask_input(client, data):
         OutputPerturbation(1.0, 1e-6, data_norm=1.0).fit(*_dask(Xn, y, 1000))
 
 
-def test_predictions_on_dask_blocks(client, data):
+def test_predictions_on_dask_blocks(dask_client, data):
     """decision_function / predict / predict_proba / score over Dask blocks: the in-memory bits, lazily."""
     X, y = data
     est = ObjectivePerturbation(1.0, 1e-6, data_norm=1.0, random_state=0).fit(X, y)

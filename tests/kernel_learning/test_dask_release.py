@@ -2,7 +2,7 @@
 a TDDL release (``KernelRelease`` and the ``ReleasingEstimator`` delegation) — lazy, bit-for-bit the in-memory
 values; the interactive services (PINP, GPService), which draw fresh noise per query, refuse Dask input.
 
-A LocalCluster (2 workers × 1 thread, in-process) is started by the module fixture; n = 200 training points.
+A LocalCluster (2 workers × 1 thread, in-process) is started by the module-scoped `dask_client` fixture (tests/conftest.py); n = 200 training points.
 """
 
 import warnings
@@ -15,7 +15,6 @@ pytest.importorskip("dask.distributed")
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
-from dask.distributed import Client, LocalCluster  # noqa: E402
 
 from dpcore import PINP, TDDL, GPService, KernelLogisticRegression, KernelRelease, KernelSVM  # noqa: E402
 from dpcore._internal.dask import is_dask_collection  # noqa: E402
@@ -27,13 +26,6 @@ D = 3
 #: uneven blocks, some of at most 4 rows (the Rust engine's dot-product path), and even blocks
 CHUNKINGS = [(1, 2, 3, 4, 5, 40, 6, 60, 4), 25]
 COLUMNS = ["u", "v", "w"]
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
-        yield c
 
 
 def _ball(rng, n):
@@ -61,7 +53,7 @@ def _dask(Q, chunks):
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS, ids=["uneven", "even"])
-def test_kernel_svm_equals_in_memory(client, problem, chunks):
+def test_kernel_svm_equals_in_memory(dask_client, problem, chunks):
     svm, Q, yq = problem["svm"], problem["Q"], problem["yq"]
     Qd = _dask(Q, chunks)
     f = svm.decision_function(Qd)
@@ -74,7 +66,7 @@ def test_kernel_svm_equals_in_memory(client, problem, chunks):
     assert svm.score(Qd, da.from_array(yq, chunks=50)) == svm.score(Q, yq)
 
 
-def test_kernel_logistic_regression_proba(client, problem):
+def test_kernel_logistic_regression_proba(dask_client, problem):
     klr = KernelLogisticRegression(lam=1e-2, kernel="poly", gamma=1.0, degree=2, tol=1e-8).fit(problem["X"],
                                                                                                problem["y"])
     Qd = _dask(problem["Q"], CHUNKINGS[0])
@@ -84,7 +76,7 @@ def test_kernel_logistic_regression_proba(client, problem):
     assert np.array_equal(klr.predict(Qd).compute(), klr.predict(problem["Q"]))
 
 
-def test_kernel_svm_dataframes_labels_and_feature_names(client, problem):
+def test_kernel_svm_dataframes_labels_and_feature_names(dask_client, problem):
     X, Q = pd.DataFrame(problem["X"], columns=COLUMNS), pd.DataFrame(problem["Q"], columns=COLUMNS)
     svm = KernelSVM(lam=1e-2, kernel="rbf", gamma=2.0, tol=1e-8, classes=["no", "yes"]).fit(
         X, np.where(problem["y"] > 0, "yes", "no"))
@@ -101,7 +93,7 @@ def test_kernel_svm_dataframes_labels_and_feature_names(client, problem):
         svm.decision_function(_dask(problem["Q"], 25))
 
 
-def test_kernel_svm_errors(client, problem):
+def test_kernel_svm_errors(dask_client, problem):
     svm, Q = problem["svm"], problem["Q"]
     with pytest.raises(ValueError, match="^X has 2 features, but KernelSVM is expecting 3"):
         svm.decision_function(da.from_array(Q[:, :2], chunks=25))  # eager
@@ -113,7 +105,7 @@ def test_kernel_svm_errors(client, problem):
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS, ids=["uneven", "even"])
-def test_tddl_release_equals_in_memory(client, problem, tddl, chunks):
+def test_tddl_release_equals_in_memory(dask_client, problem, tddl, chunks):
     Q, yq = problem["Q"], problem["yq"]
     Qd = _dask(Q, chunks)
     rel = tddl.release_
@@ -128,7 +120,7 @@ def test_tddl_release_equals_in_memory(client, problem, tddl, chunks):
     assert np.array_equal(rel.predict(df).compute(), rel.predict(Q))
 
 
-def test_release_without_points_and_errors(client, problem, tddl):
+def test_release_without_points_and_errors(dask_client, problem, tddl):
     Q = problem["Q"]
     empty = KernelRelease(np.zeros((0, D)), np.zeros(0), tddl.release_.kernel, mechanism="TDDL", epsilon=1.0,
                           delta=1e-6, data_norm=1.0, intercept=0.25)

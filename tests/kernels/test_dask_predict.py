@@ -1,6 +1,6 @@
 """kernel_predict and RandomFourierFeatures on Dask (issue 16): lazy, blockwise, bit-for-bit the in-memory result.
 
-A LocalCluster (2 workers × 1 thread, in-process) is started by the module fixture; every check compares a computed
+A LocalCluster (2 workers × 1 thread, in-process) is started by the module-scoped `dask_client` fixture (tests/conftest.py); every check compares a computed
 Dask result with the numpy call on the whole array by exact equality (``np.array_equal``), over even, uneven and
 tiny (≤ DIRECT_MAX_ROWS rows: the engine's dot-product path) row blocks and Dask DataFrames.
 """
@@ -17,7 +17,6 @@ pytest.importorskip("dask.distributed")
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import pandas as pd  # noqa: E402
-from dask.distributed import Client, LocalCluster  # noqa: E402
 
 from dpcore import RandomFourierFeatures, kernel_predict  # noqa: E402
 from dpcore._internal.dask import is_dask_collection, map_row_blocks  # noqa: E402
@@ -49,13 +48,6 @@ CHUNKINGS = {
 
 
 @pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
     return rng.uniform(-0.5, 0.5, size=(M, D)), rng.uniform(-0.5, 0.5, size=(N, D)), rng.normal(size=N)
@@ -70,7 +62,7 @@ def test_chunkings_cover_the_rows():
 
 @pytest.mark.parametrize("chunking", CHUNKINGS)
 @pytest.mark.parametrize("kernel,params", KERNELS, ids=[k for k, _ in KERNELS])
-def test_kernel_predict_equals_in_memory(client, data, kernel, params, chunking):
+def test_kernel_predict_equals_in_memory(dask_client, data, kernel, params, chunking):
     Z, X, mu = data
     f = kernel_predict(da.from_array(Z, chunks=(CHUNKINGS[chunking], D)), X, mu, kernel=kernel, **params)
     assert is_dask_collection(f) and f.dtype == np.float64 and f.shape == (M,)
@@ -79,7 +71,7 @@ def test_kernel_predict_equals_in_memory(client, data, kernel, params, chunking)
 
 
 @pytest.mark.parametrize("kernel,params", KERNELS, ids=[k for k, _ in KERNELS])
-def test_kernel_predict_dataframe_float32_and_column_chunks(client, data, kernel, params):
+def test_kernel_predict_dataframe_float32_and_column_chunks(dask_client, data, kernel, params):
     Z, X, mu = data
     expected = kernel_predict(Z, X, mu, kernel=kernel, **params)
     df = dd.from_pandas(pd.DataFrame(Z, columns=list("abcd")), npartitions=3)
@@ -91,7 +83,7 @@ def test_kernel_predict_dataframe_float32_and_column_chunks(client, data, kernel
                           kernel_predict(Z32, X, mu, kernel=kernel, **params))
 
 
-def test_kernel_predict_few_rows_and_default_gamma(client, data):
+def test_kernel_predict_few_rows_and_default_gamma(dask_client, data):
     Z, X, mu = data
     for m in range(1, DIRECT_MAX_ROWS + 3):  # whole Z on the dot-product path, then on GEMM
         assert np.array_equal(kernel_predict(da.from_array(Z[:m], chunks=1), X, mu, kernel="poly").compute(),
@@ -129,7 +121,7 @@ def test_kernel_predict_metadata_errors_are_eager(data):
         kernel_predict(Z, X, da.from_array(mu))
 
 
-def test_kernel_predict_value_errors_at_compute(client, data):
+def test_kernel_predict_value_errors_at_compute(dask_client, data):
     Z, X, mu = data
     bad = Z.copy()
     bad[120, 2] = np.nan
@@ -145,7 +137,7 @@ def test_kernel_predict_value_errors_at_compute(client, data):
         kernel_predict(da.from_array(huge, chunks=3), X, mu, kernel="poly").compute()
 
 
-def test_map_row_blocks_shapes(client):
+def test_map_row_blocks_shapes(dask_client):
     x = da.from_array(np.arange(12.0).reshape(6, 2), chunks=((1, 0, 5), 2))  # an empty block too
     rows = map_row_blocks(lambda b: b.sum(axis=1), x).compute()
     assert np.array_equal(rows, np.arange(12.0).reshape(6, 2).sum(axis=1))
@@ -161,7 +153,7 @@ def test_map_row_blocks_shapes(client):
 
 @pytest.mark.parametrize("n_components", [10, 11])
 @pytest.mark.parametrize("chunking", ["uneven", "tiny"])
-def test_rff_transform_equals_in_memory(client, data, n_components, chunking):
+def test_rff_transform_equals_in_memory(dask_client, data, n_components, chunking):
     Z = data[0]
     rff = RandomFourierFeatures(n_components=n_components, gamma=2.0, random_state=0).fit(Z)
     F = rff.transform(da.from_array(Z, chunks=(CHUNKINGS[chunking], D)))
@@ -170,7 +162,7 @@ def test_rff_transform_equals_in_memory(client, data, n_components, chunking):
     assert np.array_equal(F.compute(), rff.transform(Z))
 
 
-def test_rff_fit_on_dask_reads_only_the_shape_and_fit_transform(client, data):
+def test_rff_fit_on_dask_reads_only_the_shape_and_fit_transform(dask_client, data):
     Z = data[0]
     bad = Z.copy()
     bad[7, 0] = np.inf
@@ -183,7 +175,7 @@ def test_rff_fit_on_dask_reads_only_the_shape_and_fit_transform(client, data):
     assert np.array_equal(F.compute(), eager.transform(Z))
 
 
-def test_rff_feature_names_on_dask(client, data):
+def test_rff_feature_names_on_dask(dask_client, data):
     Z = data[0]
     names = list("abcd")
     rff = RandomFourierFeatures(n_components=6, random_state=0).fit(pd.DataFrame(Z, columns=names))

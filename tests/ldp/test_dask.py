@@ -1,6 +1,6 @@
 """Dask-backed LDP servers and partitioned simulation (issue 16): exact equality with the in-memory path.
 
-A LocalCluster (2 workers × 1 thread, in-process) is started by the module fixture; data are small
+A LocalCluster (2 workers × 1 thread, in-process) is started by the module-scoped `dask_client` fixture (tests/conftest.py); data are small
 (a few leaves of dpcore.ldp._stats.LEAF_ROWS users) so the whole file runs in well under a minute.
 """
 
@@ -26,13 +26,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:Port .* is already in use:UserWa
 
 N = 3 * LEAF_ROWS + 777  # three full leaves and a partial one
 D = 4
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +87,7 @@ def test_dpcore_imports_without_dask():
 
 # ---- servers: Dask == in-memory, partial_fit == fit ----------------------------------------------------------
 
-def test_mean_dask_equals_in_memory(client, X):
+def test_mean_dask_equals_in_memory(dask_client, X):
     proto = ldp.MeanEstimationProtocol(dim=D, n_users=N, epsilon=8.0, delta=1e-6, n_groups=3, projection_dim=6)
     Y = ldp.simulate(X, None, proto, random_state=0)
     ref = ldp.LDPMeanEstimator(proto).fit(Y)
@@ -114,7 +107,7 @@ def test_mean_dask_equals_in_memory(client, X):
     assert np.array_equal(inc.fit(Y).mean_, ref.mean_)
 
 
-def test_mean_accepts_dask_dataframe(client, X):
+def test_mean_accepts_dask_dataframe(dask_client, X):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")
     proto = ldp.MeanEstimationProtocol(dim=D, n_users=N, epsilon=8.0, delta=1e-6, n_groups=1, projection_dim=5)
@@ -124,7 +117,7 @@ def test_mean_accepts_dask_dataframe(client, X):
 
 
 @pytest.mark.parametrize("kind", ["sparse", "kernel"])
-def test_regressions_dask_equal_in_memory(client, X, kind):
+def test_regressions_dask_equal_in_memory(dask_client, X, kind):
     y = X[:, 0] - X[:, 1]
     if kind == "sparse":
         proto = ldp.SparseRegressionProtocol(dim=D, n_users=N, epsilon=2.0, delta=1e-6, projection_dim=6)
@@ -148,7 +141,7 @@ def test_regressions_dask_equal_in_memory(client, X, kind):
         make().fit(da.from_array(Z, chunks=(3000, -1)), da.from_array(v[:-1], chunks=3000))
 
 
-def test_logistic_dask_equals_in_memory(client, X):
+def test_logistic_dask_equals_in_memory(dask_client, X):
     proto = ldp.LogisticProtocol(dim=D, n_users=N, epsilon=8.0, delta=1e-6)
     y = np.where(X[:, 0] > 0.125, 1, -1)
     R = ldp.simulate(2 * X, y, proto, random_state=4)
@@ -167,7 +160,7 @@ def test_logistic_dask_equals_in_memory(client, X):
         ldp.LDPLogisticRegression(proto).partial_fit(R)
 
 
-def test_dask_errors_name_the_parameter(client, X):
+def test_dask_errors_name_the_parameter(dask_client, X):
     proto = ldp.MeanEstimationProtocol(dim=D, n_users=N, epsilon=8.0, delta=1e-6, n_groups=1, projection_dim=5)
     Y = ldp.simulate(X, None, proto, random_state=0)
     Yd = da.from_array(Y, chunks=(3000, -1))
@@ -185,7 +178,7 @@ def test_dask_errors_name_the_parameter(client, X):
 
 # ---- partitioned simulation ----------------------------------------------------------------------------------
 
-def test_simulate_partitions_reproducible_across_workers_and_routes(client, X):
+def test_simulate_partitions_reproducible_across_workers_and_routes(dask_client, X):
     y = X[:, 0]
     proto = ldp.SparseRegressionProtocol(dim=D, n_users=N, epsilon=2.0, delta=1e-6, projection_dim=6)
     Z2, v2 = dask.compute(*ldp.simulate(X, y, proto, random_state=7, chunks=3000))  # 2 workers
@@ -210,7 +203,7 @@ def test_simulate_partitions_reproducible_across_workers_and_routes(client, X):
     assert np.array_equal(ldp.LDPSparseRegression(proto).fit(Zl, vl).coef_, ref.coef_)
 
 
-def test_simulate_partitioned_protocols_and_errors(client, X):
+def test_simulate_partitioned_protocols_and_errors(dask_client, X):
     ch = ldp.gaussian_channel(D, 2.0, 1e-6)
     R = ldp.simulate(X, None, ch, random_state=1, chunks=5000)
     assert R.shape == X.shape and R.chunks[0] == (5000, 5000, N - 10000)

@@ -38,7 +38,7 @@ import numpy as np
 
 from dpcore._internal.dask import as_dask_array, compute_tasks, require_dask, row_offsets
 from dpcore._internal.validation import as_1d_target, check_X
-from dpcore.glm._data import encode_targets, project_rows
+from dpcore.glm._data import encode_targets, project_rows, row_norms
 from dpcore.glm._losses import GLMLoss
 
 __all__ = ["BlockSpec", "DaskDesign", "DaskGLMObjective", "dask_design"]
@@ -58,13 +58,19 @@ class BlockSpec:
 
 def design_block(spec: BlockSpec, Xb: np.ndarray, yb: np.ndarray, offset: int) -> Tuple[np.ndarray, np.ndarray]:
     """``(X_b, y_b)`` validated like the in-memory fit: ±1 labels (or bounded targets) and rows in the ball."""
-    Xb = np.ascontiguousarray(check_X(Xb, "X"), dtype=np.float64)
+    Xb = np.ascontiguousarray(Xb, dtype=np.float64)
+    # One scan for both checks: a row norm is finite iff the row is (or the squares overflow, refused too).
+    norms = row_norms(Xb)
+    if not np.isfinite(norms).all():
+        check_X(Xb, "X")  # raises the in-memory message for NaN / infinite entries
+        raise ValueError("X has values too large: a row's squared norm overflows float64; rescale X to the "
+                         "declared data domain")
     y = as_1d_target(yb)
     if y.ndim != 1 or y.shape[0] != Xb.shape[0]:
         raise ValueError(f"y must be 1-D with one label per row of X, got a block of shape {y.shape} for "
                          f"{Xb.shape[0]} rows (rows {offset}..)")
     _, y_pm = encode_targets(y, loss=spec.loss, classes=spec.classes, clip=spec.clip, offset=offset)
-    return project_rows(Xb, data_norm=spec.data_norm, clip=spec.clip, offset=offset), y_pm
+    return project_rows(Xb, data_norm=spec.data_norm, clip=spec.clip, offset=offset, norms=norms), y_pm
 
 
 def _z(spec: BlockSpec, X: np.ndarray, theta: np.ndarray) -> np.ndarray:

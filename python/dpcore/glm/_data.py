@@ -56,13 +56,15 @@ def row_norms(X) -> np.ndarray:
     return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
-def project_rows(X, *, data_norm: float, clip: bool, offset: int = 0):
+def project_rows(X, *, data_norm: float, clip: bool, offset: int = 0, norms: Optional[np.ndarray] = None):
     """``X`` with every row inside ``||x|| ≤ data_norm`` (computed norms, relative tolerance
     :data:`~dpcore._internal.fp.RADIUS_TOL`): rows outside raise ``ValueError`` naming ``X`` and
     ``data_norm``, or with ``clip`` are scaled onto the sphere (a copy; ``X`` is never modified).
-    ``offset``: global index of the first row (for messages only)."""
+    ``offset``: global index of the first row (for messages only); ``norms``: :func:`row_norms` of ``X``
+    if already computed."""
     R = data_norm
-    norms = row_norms(X)
+    if norms is None:
+        norms = row_norms(X)
     bad = norms > R * (1.0 + RADIUS_TOL)
     if not bad.any():
         return X
