@@ -128,8 +128,9 @@ def run(args) -> None:
             X, y = dataset(n, args.chunk, seed=n)
             X, y = X.persist(), y.persist()
             wait([X, y])
-            lam, delta = lam_of(n), 1.0 / n**1.1
-            lin = ObjectivePerturbation(args.epsilon, delta, lam=lam, data_norm=1.0, random_state=1).fit(X, y)
+            lam, delta, tol = lam_of(n), 1.0 / n**1.1, tol_of(n)
+            lin = ObjectivePerturbation(args.epsilon, delta, lam=lam, tol=tol, data_norm=1.0,
+                                        random_state=1).fit(X, y)
             acc_lin = lin.score(test_x, test_y)
             for k in args.components:
                 rff = RandomFourierFeatures(n_components=k, gamma=GAMMA, random_state=0).fit(test_x[:1])
@@ -143,7 +144,8 @@ def run(args) -> None:
                 test_phi = rff.transform(test_x)
                 with PeakMemory(client) as mem:
                     t0 = time.perf_counter()
-                    est = ObjectivePerturbation(args.epsilon, delta, lam=lam, data_norm=1.0, random_state=2)
+                    est = ObjectivePerturbation(args.epsilon, delta, lam=lam, tol=tol, data_norm=1.0,
+                                                random_state=2)
                     est.fit(Phi, y)
                     t_fit = time.perf_counter() - t0
                 acc = est.score(test_phi, test_y)
