@@ -166,6 +166,9 @@ def test_invalid_dask_input(dask_client, data):
         OutputPerturbation(1.0, 1e-6, data_norm=1.0).fit(X, yd)
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         OutputPerturbation(1.0, 1e-6, data_norm=1.0).fit(Xd[Xd[:, 0] > -10], yd)
+    sp = pytest.importorskip("scipy.sparse")
+    with pytest.raises(TypeError, match="csr_matrix blocks are not supported"):
+        OutputPerturbation(1.0, 1e-6, data_norm=1.0).fit(Xd.map_blocks(sp.csr_matrix), yd)
     Xn = X.copy()
     Xn[5, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):

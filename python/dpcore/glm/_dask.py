@@ -154,6 +154,9 @@ def dask_design(X, y, spec: BlockSpec) -> DaskDesign:
     """Lazy blocks of ``(X, y)`` (Dask array / DataFrame, ``y`` also in memory); shapes checked eagerly,
     values per block when computed (:meth:`DaskDesign.validate`)."""
     X = as_dask_array(X, "X", ndim=2)
+    if not isinstance(getattr(X, "_meta", None), np.ndarray):
+        raise TypeError(f"X: Dask arrays of {type(X._meta).__name__} blocks are not supported by the Dask fit (dense "
+                        "numpy blocks only); densify the blocks or fit in memory with a scipy.sparse X")
     n, d = (int(s) for s in X.shape)
     if n == 0 or d == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
