@@ -193,3 +193,40 @@ def test_predictions_on_dask_blocks(dask_client, data):
     assert abs(reg.score(Xd, t) - reg.score(X, t)) < 1e-12
     with pytest.raises(ValueError, match="X has 4 features, but ObjectivePerturbation is expecting 5"):
         est.predict(Xd[:, :4])
+
+
+def test_blocked_pairwise_sum_within_its_bound():
+    """Xᵀs by sub-blocks of SUB_ROWS rows added pairwise: every coordinate within γ_k Σ|s_i x_ij| of the exact sum,
+    k = blocked_sum_terms(n) (the constant the Dask certificate and calibration use), against math.fsum."""
+    import math
+
+    from dpcore._internal.fp import gamma_k
+    from dpcore.glm._dask import SUB_ROWS, _xt, blocked_sum_terms
+
+    rng = np.random.default_rng(3)
+    n = 2 * SUB_ROWS + 1234
+    X = rng.normal(size=(n, 3)) * 10.0 ** rng.integers(-3, 3, size=(n, 1))
+    s = rng.normal(size=n)
+    spec = BlockSpec(loss=make_loss("logistic"), classes=(-1, 1), data_norm=1.0, clip=False, scaling=0.5)
+    v = _xt(spec, X, s)
+    k = blocked_sum_terms(n)
+    assert k == SUB_ROWS + 2 * 14 + 1 < n
+    Xa = np.hstack([X, np.full((n, 1), 0.5)])
+    for j in range(4):
+        exact = math.fsum((X[:, j] * s).tolist()) if j < 3 else 0.5 * math.fsum(s.tolist())
+        assert abs(v[j] - exact) <= gamma_k(k) * float(np.sum(np.abs(s * Xa[:, j]))) + 1e-300
+
+
+def test_blocked_sums_lower_the_public_floor():
+    """At n = 10⁶ the in-memory bound (k = n) refuses tol = 1e-10; the Dask fit's blocked bound certifies it."""
+    from dpcore.glm._dask import blocked_sum_terms
+
+    n = 10**6
+    est = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-10)
+    p = est._validate_params()
+    with pytest.raises(ValueError, match="below what float64 can certify"):
+        est._calibrate(n, 100, 101, p)
+    cal = est._calibrate(n, 100, 101, dict(p, sum_terms=blocked_sum_terms(n)))
+    loose = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-8)._calibrate(
+        n, 100, 101, dict(p, tol=1e-8))
+    assert cal.fp_bound < loose.fp_bound / 100

@@ -96,17 +96,22 @@ def _norm(v: np.ndarray) -> float:
 
 
 def gradient_fp_bound(*, n: int, d: int, radius: float, theta_norm: float, b_norm: float, mu: float,
-                      loss: GLMLoss) -> float:
+                      loss: GLMLoss, sum_terms: Optional[int] = None) -> float:
     """Worst-case float error of the computed ``∇F`` at a point with ``||θ|| ≤ theta_norm`` (module docstring).
 
     ``d`` is the number of terms of the dot products ``<θ, x_i>``: the dimension for public bounds,
     or the largest number of stored entries in a row (:func:`row_terms`) for a fit's certificate.
+    ``sum_terms`` (default ``n``): a ``k`` such that every term of ``Xᵀs`` passes through at most ``k``
+    roundings (its product and the additions on its path), so that each coordinate's error is
+    ``≤ γ_k Σ_i |s_i x_ij|`` — ``n`` for a sum in any order (one BLAS call), less for the blocked pairwise
+    sums of :func:`dpcore.glm._dask.blocked_sum_terms`.
     """
     u = _U
+    k = n if sum_terms is None else int(sum_terms)
     e_z = gamma_k(d) * theta_norm * radius
     e_s = loss.curvature * e_z + loss.deriv_fp_error(theta_norm, radius)
     l_tilde = loss.lipschitz(theta_norm, radius) + e_s
-    main = radius * e_s + gamma_k(n) * radius * l_tilde
+    main = radius * e_s + gamma_k(k) * radius * l_tilde
     rounding = 6.0 * u * (radius * l_tilde + b_norm / n + mu * theta_norm)
     return ((1.0 + 6.0 * u) * main + rounding) * (1.0 + _BOUND_SLACK)
 
@@ -204,6 +209,10 @@ class GLMObjective:
     def row_terms(self) -> int:
         """Length of the computed dot products ``<θ, x_i>`` (:func:`row_terms`)."""
         return row_terms(self.X)
+
+    def sum_terms(self) -> int:
+        """``k`` of :func:`gradient_fp_bound`: ``Xᵀs`` is one BLAS call over the ``n`` rows (any order)."""
+        return self.n
 
 
 def _cg(hessp, rhs: np.ndarray, rtol: float, maxiter: int) -> np.ndarray:
@@ -350,7 +359,7 @@ def certify_smooth(obj: GLMObjective, theta: np.ndarray, *, radius: float, coupl
     theta_norm = _norm(theta)
     b_norm = 0.0 if obj.b is None else _norm(obj.b)
     fp = gradient_fp_bound(n=obj.n, d=obj.row_terms(), radius=radius, theta_norm=theta_norm, b_norm=b_norm,
-                           mu=obj.mu, loss=obj.loss)
+                           mu=obj.mu, loss=obj.loss, sum_terms=obj.sum_terms())
     residual = (g_cert + fp + coupling_error / obj.n) / obj.mu * (1.0 + _BOUND_SLACK)
     return SmoothCertificate(
         grad_norm=g_cert, fp_bound=fp, coupling_error=float(coupling_error), residual=residual,

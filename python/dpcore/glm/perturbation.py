@@ -125,7 +125,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
-from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, dask_design
+from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, blocked_sum_terms, dask_design
 from dpcore.glm._data import encode_targets, project_rows
 from dpcore.glm._losses import LOSSES, make_loss
 from dpcore.accounting.events import epsilon_delta_event
@@ -557,14 +557,21 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         design = dask_design(X, y, spec)
         design.validate()
         n, d, dim = design.n, design.d, design.dim
+        # the blocked sums' error bound: a function of the public n only (not of the chunking)
+        p = dict(p, sum_terms=blocked_sum_terms(n))
         cal = self._calibrate(n, d, dim, p)
         return _Prepared(X=design, y=None, classes=classes, n=n, d=d, dim=dim, cal=cal, p=p, loss=loss)
 
-    def _opt_residual(self, n, dim, R, loss, mu, tol, theta_star_bound, b_norm, extra=0.0):
-        """Public ``(ρ_opt, θ̂ bound, e_fp)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``."""
+    def _opt_residual(self, n, dim, R, loss, mu, tol, theta_star_bound, b_norm, extra=0.0, sum_terms=None):
+        """Public ``(ρ_opt, θ̂ bound, e_fp)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``.
+
+        ``sum_terms``: :func:`~dpcore.glm._solver.gradient_fp_bound`'s ``k`` (``None``: ``n``, the in-memory
+        solver; the Dask solver's blocked sums use :func:`dpcore.glm._dask.blocked_sum_terms`, a function of ``n``).
+        """
         theta_hat = theta_star_bound * (1.0 + 1e-6) + 2.0 * (tol + extra / n) / mu + 1e-300
         for _ in range(4):
-            fp = gradient_fp_bound(n=n, d=dim, radius=R, theta_norm=theta_hat, b_norm=b_norm, mu=mu, loss=loss)
+            fp = gradient_fp_bound(n=n, d=dim, radius=R, theta_norm=theta_hat, b_norm=b_norm, mu=mu, loss=loss,
+                                   sum_terms=sum_terms)
             rho = _up((tol + fp + extra / n) / mu, 1e-9)
             if theta_star_bound + rho <= theta_hat:
                 check_certifiable(tol, fp, "certified gradient norm")
@@ -844,7 +851,8 @@ class OutputPerturbation(_GLMPerturbation):
         c = loss.curvature
         sens = _up(2.0 * L * R / (lam * n), 1e-9)
         if loss.smooth:
-            rho_opt, theta_hat, fp = self._opt_residual(n, dim, R, loss, lam, tol, theta_star, 0.0)
+            rho_opt, theta_hat, fp = self._opt_residual(n, dim, R, loss, lam, tol, theta_star, 0.0,
+                                                        sum_terms=p.get("sum_terms"))
         else:
             check_certifiable(tol, hinge_gap_floor(n=n, d=dim, radius=R, lam=lam, tol=tol), "certified duality gap")
             rho_opt = _up(math.sqrt(2.0 * tol / lam), 1e-9)
@@ -1016,7 +1024,8 @@ class ObjectivePerturbation(_GLMPerturbation):
             delta_claim = delta
         r_b = r_pub + err_pub
         theta_star = (r_b / n + math.sqrt((r_b / n) ** 2 + 2.0 * mu * ell0)) / mu * (1.0 + 8.0 * _U)
-        rho, theta_hat, fp = self._opt_residual(n, dim, R, loss, mu, tol, theta_star, r_b, extra=err_pub)
+        rho, theta_hat, fp = self._opt_residual(n, dim, R, loss, mu, tol, theta_star, r_b, extra=err_pub,
+                                                sum_terms=p.get("sum_terms"))
         if p["noise"] == "gamma":
             res_sens = _up(2.0 * rho * math.sqrt(dim), 1e-9)
             plan = laplace_plan(res_sens, eps2, dim=dim)
