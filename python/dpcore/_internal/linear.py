@@ -17,7 +17,7 @@ from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 
 from dpcore._internal.dask import is_dask_collection, map_row_blocks, require_dask
-from dpcore._internal.validation import check_feature_names, check_rows
+from dpcore._internal.validation import as_dask_target, check_feature_names, check_rows
 from dpcore.kernel_learning.svm import NotFittedError
 
 #: scikit-learn's warning when a model fitted on named columns gets a plain array: Dask blocks are plain arrays
@@ -141,7 +141,6 @@ class LinearPredictorMixin:
         """Classification: ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``.
         Regression (no ``classes_``): the decision values. A lazy Dask array for Dask ``X``."""
         if is_dask_collection(X):
-            self._check_fitted()
             return self._map_dask(X, "predict", dtype=getattr(self, "classes_", np.zeros(0)).dtype)
         f = self._decision_values(X)
         if not hasattr(self, "classes_"):
@@ -156,8 +155,7 @@ class LinearPredictorMixin:
         pred = self.predict(X)
         if is_dask_collection(pred):
             da = require_dask()
-            y = y.to_dask_array(lengths=True) if hasattr(y, "to_dask_array") else y
-            y = y if is_dask_collection(y) else da.from_array(np.asarray(y), chunks=(pred.chunks[0],))
+            y = as_dask_target(y, pred.chunks[0])
             if hasattr(self, "classes_"):
                 return float(da.mean(pred == y).compute())
             y = y.astype(np.float64)

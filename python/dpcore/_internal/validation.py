@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 from sklearn.exceptions import DataConversionWarning
 
-from dpcore._internal.dask import as_dask_array, column_schema, is_dask_collection, map_row_blocks
+from dpcore._internal.dask import as_dask_array, column_schema, is_dask_collection, map_row_blocks, require_dask
 from dpcore._internal.fp import PARAM_RANGE
 from dpcore._internal.types import DaskArray, NDArray
 from dpcore import _core
@@ -285,4 +285,29 @@ def as_1d_target(y, name: str = "y") -> np.ndarray:
         warnings.warn(f"A column-vector {name} was passed when a 1d array was expected. Please change the shape "
                       f"of {name} to (n_samples,), for example using ravel().", DataConversionWarning, stacklevel=3)
         y = y[:, 0]
+    return y
+
+
+def as_dask_target(y: Any, chunks: Any) -> Any:
+    """``y`` (numpy, list, Dask array or Series; labels of any dtype) as a 1-D Dask array with the row ``chunks``
+    of ``X`` (or of predictions): shape and length checked, naming ``y``."""
+    da = require_dask()
+    if hasattr(y, "to_dask_array"):
+        y = y.to_dask_array(lengths=True)
+    if not isinstance(y, da.Array):
+        y = np.asarray(as_1d_target(y))
+        if y.ndim != 1:
+            raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
+        y = da.from_array(y, chunks=(chunks,))
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
+    if any(np.isnan(c) for c in y.chunks[0]):
+        raise ValueError("y has unknown chunk sizes; call y.compute_chunk_sizes() first")
+    n = sum(chunks)
+    if y.shape[0] != n:
+        raise ValueError(f"y must have length {n} (the number of rows of X), got {y.shape[0]}")
+    if tuple(y.chunks[0]) != tuple(chunks):
+        y = y.rechunk({0: tuple(chunks)})
     return y

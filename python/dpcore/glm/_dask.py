@@ -42,8 +42,8 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from dpcore._internal.dask import as_dask_array, compute_tasks, require_dask, row_offsets
-from dpcore._internal.validation import as_1d_target, check_X
+from dpcore._internal.dask import as_dask_array, compute_tasks, row_offsets
+from dpcore._internal.validation import as_1d_target, as_dask_target, check_X
 from dpcore.glm._data import encode_targets, project_rows, row_norms
 from dpcore.glm._losses import GLMLoss
 
@@ -154,30 +154,6 @@ class DaskDesign:
             raise RuntimeError("Dask blocks changed size between passes")
 
 
-def _as_dask_target(y, chunks) -> Any:
-    """``y`` (numpy, list, Dask array or Series) as a 1-D Dask array with the row ``chunks`` of X."""
-    da = require_dask()
-    if hasattr(y, "to_dask_array"):
-        y = y.to_dask_array(lengths=True)
-    if not isinstance(y, da.Array):
-        y = np.asarray(as_1d_target(y))
-        if y.ndim != 1:
-            raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
-        y = da.from_array(y, chunks=(chunks,))
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be a 1-D array, got shape {y.shape}")
-    if any(np.isnan(c) for c in y.chunks[0]):
-        raise ValueError("y has unknown chunk sizes; call y.compute_chunk_sizes() first")
-    n = sum(chunks)
-    if y.shape[0] != n:
-        raise ValueError(f"y must have length {n} (the number of rows of X), got {y.shape[0]}")
-    if tuple(y.chunks[0]) != tuple(chunks):
-        y = y.rechunk({0: tuple(chunks)})
-    return y
-
-
 def dask_design(X, y, spec: BlockSpec) -> DaskDesign:
     """Lazy blocks of ``(X, y)`` (Dask array / DataFrame, ``y`` also in memory); shapes checked eagerly,
     values per block when computed (:meth:`DaskDesign.validate`)."""
@@ -189,7 +165,7 @@ def dask_design(X, y, spec: BlockSpec) -> DaskDesign:
     if n == 0 or d == 0:
         raise ValueError(f"X must have at least one row and one column, got shape {X.shape}")
     chunks = tuple(int(c) for c in X.chunks[0])
-    y = _as_dask_target(y, chunks)
+    y = as_dask_target(y, chunks)
     xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
     blocks = [(xb, yb, off) for xb, yb, off, c in zip(xs, ys, row_offsets(chunks), chunks) if c > 0]
     return DaskDesign(blocks=blocks, spec=spec, n=n, d=d)
