@@ -12,6 +12,9 @@
     │   └── SimplexCertificationError            SimplexERM could not certify τ ≤ tol
     ├── TDILCostError            (ValueError)    a TDIL run would exceed the configured cost limit
     ├── StateRollbackError       (ValueError)    stored service state is older / changed: refuse
+    ├── StateAuthenticationError (ValueError)    a state or release file fails its key / is invalid
+    ├── StateAliasError          (ValueError)    a state file with several names (hard links) or replaced
+    ├── StateInUseError          (RuntimeError)  another live session holds the state's lock
     └── NotFittedError           (scikit-learn's NotFittedError: ValueError, AttributeError)
 
     DpcoreWarning(UserWarning)
@@ -35,7 +38,7 @@ from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 __all__ = [
     "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded",
     "ProtocolBudgetError", "ConvergenceError", "SimplexCertificationError", "TDILCostError",
-    "StateRollbackError", "NotFittedError", "DpcoreWarning", "ConvergenceWarning", "RecoveryRadiusWarning",
+    "StateRollbackError", "StateAuthenticationError", "StateAliasError", "StateInUseError", "NotFittedError", "DpcoreWarning", "ConvergenceWarning", "RecoveryRadiusWarning",
 ]
 
 
@@ -276,6 +279,48 @@ class StateRollbackError(DpcoreError, ValueError):
     >>> from dpcore.exceptions import DpcoreError, StateRollbackError
     >>> issubclass(StateRollbackError, DpcoreError), issubclass(StateRollbackError, ValueError)
     (True, True)
+    """
+
+
+class StateAuthenticationError(DpcoreError, ValueError):
+    """A state or release file is forged, edited, truncated, sealed under another key, or holds invalid fields.
+
+    Examples
+    --------
+    Raised by ``load`` of :class:`dpcore.PINP`, :class:`dpcore.GPService` and
+    :class:`dpcore.KernelRelease` before anything of the file is used:
+
+    >>> from dpcore.exceptions import StateAuthenticationError
+    >>> issubclass(StateAuthenticationError, ValueError)
+    True
+    """
+
+
+class StateAliasError(DpcoreError, ValueError):
+    """A state file has more than one name (hard link), or its path no longer names the session's file.
+
+    Two names of one state would let two sessions answer from it independently; the state is refused
+    (at load) or the session stops committing (while live).
+
+    Examples
+    --------
+    >>> from dpcore.exceptions import StateAliasError, DpcoreError
+    >>> issubclass(StateAliasError, DpcoreError)
+    True
+    """
+
+
+class StateInUseError(DpcoreError, RuntimeError):
+    """Another live session (this process or another) holds the lock of the state file.
+
+    The lock is an exclusive ``flock`` on the state file itself, held for the whole session, so
+    every path spelling of the file (symbolic links, ``..``) meets the same lock.
+
+    Examples
+    --------
+    >>> from dpcore.exceptions import StateInUseError
+    >>> issubclass(StateInUseError, RuntimeError)
+    True
     """
 
 

@@ -5,7 +5,7 @@ and prints its counters after every batch that ``predict`` *returned*. The sweep
 ``n_kills`` times, each time at a different moment:
 
 * half the kills are **during a write**: the worker kills itself when the k-th commit reaches one
-  stage of the store's write (file: temp written / temp fsynced / renamed / directory fsynced;
+  stage of the store's write (file: journal written / fsynced / renamed, state overwritten / fsynced, journal removed;
   SQLite: row written before COMMIT / after COMMIT), k = 1..6;
 * the other half are **timed**: after the worker has returned 0–7 batches, plus a random delay of
   0–3 ms (so the kill lands anywhere in compute, commit or print).
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_pinp_worker.py"
 
 STAGES = {
-    "file": ("tmp_written", "tmp_synced", "replaced", "dir_synced"),
+    "file": ("journal_written", "journal_synced", "journal_renamed", "main_written", "main_synced", "journal_removed"),
     "sqlite": ("sqlite_written", "sqlite_committed"),
 }
 

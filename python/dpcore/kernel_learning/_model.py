@@ -22,7 +22,6 @@ the real errors are far smaller, and for n = 30,000 the slack is ~1e-7 of the se
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import math
 import numbers
@@ -75,22 +74,29 @@ def model_info(model, who: str = "PINP") -> dict:
     )
 
 
-def fingerprint(info: dict) -> str:
-    h = hashlib.sha256(b"dpcore.kernel_learning.pinp.model/1")
+def fingerprint_material(info: dict) -> bytes:
+    """The bytes a state's model fingerprint is computed from (kernel, sizes, λ, L, certificate, μ, X).
+
+    Never hashed without a key: an unkeyed hash of the training data would let anyone test a candidate
+    dataset against it. The services key it (:func:`dpcore._internal.sealing.keyed_digest`).
+    """
     meta = dict(kernel=info["kernel"], n=info["n"], lam=repr(info["lam"]), L=repr(info["L"]),
                 w_err=repr(info["w_err"]), shape=list(info["X"].shape))
-    h.update(json.dumps(meta, sort_keys=True).encode())
-    h.update(info["mu"].astype("<f8").tobytes())
-    h.update(info["X"].astype("<f8").tobytes())
-    return h.hexdigest()
+    return (b"dpcore.kernel_learning.model/2" + json.dumps(meta, sort_keys=True).encode()
+            + info["mu"].astype("<f8").tobytes() + info["X"].astype("<f8").tobytes())
 
 
 def b64(a: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode("ascii")
 
 
-def unb64(s: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(s.encode("ascii")), dtype="<f8").astype(np.float64)
+def unb64(s: str, name: str = "array") -> np.ndarray:
+    """Decode :func:`b64`; a malformed field is a ``ValueError`` naming it."""
+    try:
+        raw = base64.b64decode(s.encode("ascii"), validate=True)
+        return np.frombuffer(raw, dtype="<f8").astype(np.float64)
+    except (AttributeError, UnicodeEncodeError, ValueError, TypeError):
+        raise ValueError(f"stored field {name!r} is not a base64 array of float64") from None
 
 
 

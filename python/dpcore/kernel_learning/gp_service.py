@@ -43,10 +43,19 @@ mean** ``K(q, Q)(K̂_QQ + ridge·I)⁻¹ŷ`` of the released path — a function
 (``8·T_max²`` bytes for the factor).
 
 Durable state (``state_path``) as for :class:`dpcore.PINP` (:mod:`dpcore._internal.state`): the points,
-normals, answers and batch boundaries are committed before answers are returned; a reloaded
-service recomputes the factor batch by batch and checks its SHA-256 against the stored one (the
-continuation must use exactly the factor that produced the earlier answers; a machine whose LAPACK
-gives different bits refuses to continue rather than silently change the path).
+normals, answers and batch boundaries of a batch are committed before its answers are returned or
+become part of the in-memory path; a batch whose commit fails is rolled back (never returned, never
+charged), a batch whose commit became durable is kept (a retry returns its stored answers). A
+reloaded service recomputes the factor batch by batch and checks its SHA-256 against the stored one
+(the continuation must use exactly the factor that produced the earlier answers; a machine whose
+LAPACK gives different bits refuses to continue rather than silently change the path), and checks
+every stored answer against the model, the factor and the normals (an edited answer is refused).
+
+**The state file is as secret as the training data**: it stores the exact normals ``ξ`` next to the
+answers, so the non-private predictions ``f(Q)`` come back from the file alone. It is sealed
+(ChaCha20-Poly1305) under ``state_key`` (default: a 0600 key file beside it) and created 0600; the
+model fingerprint in it is keyed (an unkeyed hash of the data would let anyone test a candidate
+dataset against it).
 """
 
 from __future__ import annotations
@@ -64,12 +73,14 @@ from dpcore import _core
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
 from dpcore.accounting.events import gdp_event
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, b64, fingerprint, model_info, unb64, check_in_domain, check_mu_l1,
+    RADIUS_TOL, SLACK, b64, fingerprint_material, model_info, unb64, check_in_domain, check_mu_l1,
     kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
 from dpcore._internal.dask import refuse_dask
 from dpcore._internal.labels import decision_labels
-from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
+from dpcore._internal.sealing import KEYFILE
+from dpcore._internal.state import DurableSession, check_params_doc
+from dpcore.exceptions import StateAuthenticationError
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
@@ -86,6 +97,11 @@ __all__ = ["GPService", "GPServiceCalibration"]
 _NO_DASK = "GPService answers draw fresh noise, in query order, from the session's one generator"
 
 _STATE_FORMAT = "dpcore.gp_service.state/1"
+#: The parameters a state stores (``load`` refuses any other set).
+_PARAM_KEYS = ("epsilon", "delta", "data_norm", "max_exact_queries", "ridge", "clip")
+#: A stored answer may differ from its recomputation by the float residual (2ρ) plus this many sd of the
+#: stage-2 release (P[|N(0,1)| > 50] < 10⁻⁵⁴⁴ per answer) plus two grid steps.
+_ANSWER_CHECK_SDS = 50.0
 #: μ₂/μ: the share of the GDP budget of the exact stage-2 release that covers the float residual.
 _RESIDUAL_MU_SHARE = 1e-3
 
@@ -130,7 +146,7 @@ def _jitter(T: int, r2: float, e_k: float) -> float:
     return 2.0 * (T * e_k + u * (r2 + e_k) + gamma_k(2 * T + 2) * T * (r2 + e_k) * 1.01) * (1.0 + 1e-6) + 1e-300
 
 
-class GPService(NotPicklableService):
+class GPService(DurableSession):
     """Private predictions of a kernel model, unlimited queries, one ``(ε, δ)`` (see the module docstring).
 
     Parameters
@@ -150,7 +166,12 @@ class GPService(NotPicklableService):
     clip : bool, default False
         Project queries outside the ball onto it instead of raising ``ValueError``.
     state_path, state_backend : optional
-        Durable state (as :class:`dpcore.PINP`); resume with :meth:`load`.
+        Durable state (as :class:`dpcore.PINP`); resume with :meth:`load`. **The state file is as secret
+        as the training data** (it holds the exact normals next to the answers).
+    state_key : "keyfile", bytes, path or "unauthenticated", default "keyfile"
+        Key of the sealed (authenticated, encrypted) state: ``"keyfile"`` creates a random key in
+        ``<state_path>.key`` (mode 0600); bytes (>= 32) or the path of a key file use that key;
+        ``"unauthenticated"`` opts out (plain JSON, unkeyed checksum). See :mod:`dpcore._internal.sealing`.
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -158,7 +179,9 @@ class GPService(NotPicklableService):
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
     accountant : BudgetAccountant, optional
-        Charged ``(ε, δ)`` once, at construction.
+        Charged ``(ε, δ)`` once, at construction. With a ``state_path`` it also records every committed
+        sequence number of the state (:meth:`dpcore.BudgetAccountant.record_state`), so that a state
+        rolled back on disk is refused by :meth:`load` given the same accountant.
 
     Examples
     --------
@@ -177,21 +200,15 @@ class GPService(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
-                 state_path=None, state_backend="auto", verbose: bool | int = False, random_state=None,
-                 accountant=None) -> None:
+                 state_path=None, state_backend="auto", state_key=KEYFILE, verbose: bool | int = False,
+                 random_state=None, accountant=None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
                       ridge=ridge, clip=bool(clip))
         self._store = None
         self._setup(model, params, random_state)
-        if state_path is not None:
-            self._store = open_state_store(state_path, _STATE_FORMAT, state_backend)
-            self._store.acquire("GPService")
-            if self._store.exists():
-                self._store.release()
-                raise FileExistsError(f"state_path {self._store.path!r} exists: resume that session with "
-                                      "GPService.load() (a fresh session on it would reset a consumed budget)")
+        self._init_state(state_path, state_backend, state_key, accountant)
         self.dp_event_ = gdp_event(self.privacy_.mu)  # μ-GDP under fully adaptive queries (module docstring)
         if accountant is not None:
             try:
@@ -206,10 +223,16 @@ class GPService(NotPicklableService):
             self._commit()
 
     # ------------------------------------------------------------------ setup and calibration
+    _STATE_FORMAT = _STATE_FORMAT
+    _WHO = "GPService"
+
     def _setup(self, model, params: dict, random_state) -> None:
         self._lock = threading.Lock()
         self._seq = None
         info = model_info(model, "GPService")
+        clip = params["clip"]
+        if not isinstance(clip, (bool, np.bool_)):
+            raise TypeError(f"clip must be a bool, got {type(clip).__name__}")
         epsilon = check_epsilon(params["epsilon"])
         delta = check_delta(params["delta"], allow_zero=False)
         r = check_positive(params["data_norm"], "data_norm")
@@ -250,7 +273,7 @@ class GPService(NotPicklableService):
         self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2
         self._params = dict(params, epsilon=epsilon, delta=delta, data_norm=r, max_exact_queries=T_max,
                             ridge=params["ridge"])
-        self.fingerprint = fingerprint(info)
+        self._fingerprint_material = fingerprint_material(info)
         sv = info["mu"] != 0.0
         self._X_sv = np.ascontiguousarray(X[sv])
         self._mu_sv = np.ascontiguousarray(info["mu"][sv])
@@ -342,6 +365,23 @@ class GPService(NotPicklableService):
         self._append(P, L21, L22, xi_new, y_new)
         return y_new
 
+    def _answer_and_commit(self, P: np.ndarray) -> None:
+        self._answer_new(P)
+        if self._store is not None:
+            self._commit()
+
+    def _snapshot(self) -> tuple:
+        return (self._Q, self._buf, self._s2, self._xi, self._y, len(self._batches), self._posterior)
+
+    def _restore(self, snap: tuple) -> None:
+        """Undo the in-memory extension of a batch whose commit did not become durable."""
+        Q, buf, s2, xi, y, nb, posterior = snap
+        t = Q.shape[0]
+        for key in [k for k, j in self._index.items() if j >= t]:
+            del self._index[key]
+        self._Q, self._buf, self._s2, self._xi, self._y, self._posterior = Q, buf, s2, xi, y, posterior
+        del self._batches[nb:]
+
     def _posterior_mean(self, P: np.ndarray) -> np.ndarray:
         if self._posterior is None:
             A = self._kern(self._Q, self._Q)
@@ -396,7 +436,8 @@ class GPService(NotPicklableService):
         if getattr(X, "ndim", 2) == 1:
             raise ValueError(f"X must be a 2-D array of shape (m, {d}); reshape a single query with X[None, :]")
         X = check_array(X, "X", n_features=d)
-        return check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
+        X = check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
+        return X + 0.0  # −0.0 → +0.0: one point, one key (the kernel does not tell them apart)
 
     def predict(self, X) -> np.ndarray:
         """Private answers ``f(x) + σG(x)`` for the rows of ``X``, in order. Thread-safe (serialised).
@@ -436,9 +477,7 @@ class GPService(NotPicklableService):
             with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc="GPService queries",
                               unit="query") as bar:
                 if exact_new:
-                    self._answer_new(X[exact_new])
-                    if self._store is not None:
-                        self._commit()
+                    self._guarded(lambda: self._answer_and_commit(X[exact_new]), self._snapshot(), self._restore)
                     bar.update(len(exact_new))
                 out = np.empty(X.shape[0])
                 rest = []
@@ -546,19 +585,22 @@ class GPService(NotPicklableService):
         return hashlib.sha256(np.ascontiguousarray(self._L).tobytes()).hexdigest()
 
     def _state_doc(self) -> dict:
-        return dict(format=_STATE_FORMAT, fingerprint=self.fingerprint, params=self._params,
-                    calibration=asdict(self.privacy_), dim=int(self._Q.shape[1]), batches=list(self._batches),
-                    points=b64(self._Q), xi=b64(self._xi), answers=b64(self._y), factor_sha256=self._factor_hash())
-
-    def _commit(self) -> None:
-        self._seq = self._store.write(self._state_doc(), self._seq)
+        return dict(params=self._params, calibration=asdict(self.privacy_), dim=int(self._Q.shape[1]),
+                    batches=list(self._batches), points=b64(self._Q), xi=b64(self._xi), answers=b64(self._y),
+                    factor_sha256=self._factor_hash())
 
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", verbose: bool | int = False,
-             random_state=None) -> "GPService":
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", state_key=KEYFILE, accountant=None,
+             verbose: bool | int = False, random_state=None) -> "GPService":
         """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
 
-        ``verbose``: as in the constructor (not stored in the state).
+        The state file is opened and locked first (a second live session is refused before anything is
+        rebuilt), authenticated under ``state_key`` (the key it was created with), and every field is
+        validated: the parameters recompute the stored calibration exactly, the model matches the keyed
+        fingerprint, the points lie in the domain, the factor is rebuilt bit for bit, and every stored
+        answer is checked against the model, the factor and the normals. ``min_seq`` (the last
+        :attr:`state_seq` recorded elsewhere) or an ``accountant`` whose ledger recorded this state
+        refuse an older copy (:class:`dpcore.StateRollbackError`). ``verbose``: as in the constructor.
 
         Examples
         --------
@@ -577,36 +619,62 @@ class GPService(NotPicklableService):
         True
         >>> resumed.close(); tmp.cleanup()
         """
-        store = open_state_store(state_path, _STATE_FORMAT, state_backend)
-        doc = store.read()
-        if min_seq is not None and doc["seq"] < int(min_seq):
-            raise StateRollbackError(f"{store.path!r} holds sequence number {doc['seq']} < min_seq={int(min_seq)}")
-        self = cls.__new__(cls)
-        self._store = store
-        self.verbose = verbose
-        self._setup(model, doc["params"], random_state)
-        if self.fingerprint != doc["fingerprint"]:
-            raise ValueError("model does not match the state (fingerprint differs)")
-        if asdict(self.privacy_) != doc["calibration"]:
-            raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
-        d = int(doc["dim"])
-        Q = unb64(doc["points"]).reshape(-1, d)
-        xi, y = unb64(doc["xi"]), unb64(doc["answers"])
+        check_verbose(verbose)
+        store, doc = cls._open_for_load(state_path, state_backend, state_key, min_seq, accountant)
+        try:
+            self = cls.__new__(cls)
+            self._store = None
+            self.verbose = verbose
+            params = check_params_doc(doc.get("params"), _PARAM_KEYS, store.path)
+            self._setup(model, params, random_state)
+            self._adopt_loaded(store, doc, accountant)
+            if asdict(self.privacy_) != doc.get("calibration"):
+                raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
+            self._rebuild(doc, store.path)
+        except BaseException:
+            store.release()
+            raise
+        return self
+
+    def _rebuild(self, doc: dict, where: str) -> None:
+        """Re-derive the path from a loaded document, validating every field (``load``)."""
+        c, d = self.privacy_, self._info["X"].shape[1]
+        if doc.get("dim") != d:
+            raise StateAuthenticationError(f"{where}: stored dim {doc.get('dim')!r} is not the model's {d}")
+        batches = doc.get("batches")
+        if (not isinstance(batches, list) or len(batches) > c.max_exact_queries
+                or not all(type(m) is int and m > 0 for m in batches) or sum(batches) > c.max_exact_queries):
+            raise StateAuthenticationError(f"{where}: stored batches are invalid")
+        t = sum(batches)
+        Q = unb64(doc.get("points"), "points")
+        xi, y = unb64(doc.get("xi"), "xi"), unb64(doc.get("answers"), "answers")
+        if Q.size != t * d or xi.size != t or y.size != t:
+            raise StateAuthenticationError(f"{where}: stored points/xi/answers do not match the batches ({t} points)")
+        Q = Q.reshape(t, d)
+        if not (np.isfinite(Q).all() and np.isfinite(xi).all() and np.isfinite(y).all()):
+            raise StateAuthenticationError(f"{where}: stored points/xi/answers must be finite")
+        check_in_domain(Q, self._radius, "stored points", clip=False, what="stored point(s)")
+        if not float(xi @ xi) * (1.0 + gamma_k(t + 1)) <= (math.sqrt(c.max_exact_queries) + XI_NORM_SLACK) ** 2:
+            raise StateAuthenticationError(f"{where}: stored normals exceed their public bound")
         start = 0
-        for m in doc["batches"]:
+        for m in batches:
             P = Q[start:start + m]
             L21, L22 = self._extend_factor(P)
             self._append(P, L21, L22, xi[start:start + m], y[start:start + m])
             start += m
-        if start != Q.shape[0] or self._factor_hash() != doc["factor_sha256"]:
+        if self._factor_hash() != doc.get("factor_sha256"):
             raise ValueError("the factor recomputed on this machine differs from the one that produced the stored "
                              "answers (different LAPACK/BLAS bits); refusing to continue the path")
-        store.acquire("GPService")
-        if store.read()["seq"] != doc["seq"]:
-            store.release()
-            raise StateRollbackError(f"{store.path!r} changed while it was being loaded; load it again")
-        self._seq = int(doc["seq"])
-        return self
+        if t:  # every answer is the model's value plus σ·(L̂ξ) plus the stage-2 grid noise (sd σ₂, public bound)
+            k = self._kernel
+            v = _core.kernel_predict(Q, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+                if self._X_sv.shape[0] else np.zeros(t)
+            gap = np.abs(y - (v + c.noise_scale * (self._L @ xi)))
+            bound = 2.0 * c.residual_bound + _ANSWER_CHECK_SDS * c.residual_sigma \
+                + 2.0 * math.ldexp(1.0, c.residual_grid_exponent)
+            if not np.all(gap <= bound):
+                raise StateAuthenticationError(f"{where}: {int(np.sum(~(gap <= bound)))} stored answer(s) do not "
+                                               "match the model, the factor and the normals (edited answers)")
 
     def close(self) -> None:
         if self._store is not None:

@@ -20,13 +20,14 @@ from dpcore.mechanisms.noise import laplace_plan
 from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names used by tests)
-    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, b64, fingerprint,
+    RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, b64, fingerprint_material,
     model_info, seed_from, unb64, check_in_domain, public_error_bound,
 )
 
 from dpcore._internal.dask import refuse_dask
-from dpcore._internal.state import NotPicklableService, StateRollbackError, open_state_store
-from dpcore.exceptions import PINPBudgetExhausted
+from dpcore._internal.sealing import KEYFILE
+from dpcore._internal.state import DurableSession, StateRollbackError, check_params_doc  # noqa: F401
+from dpcore.exceptions import PINPBudgetExhausted, StateAuthenticationError
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,9 @@ __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration",
 _NO_DASK = "PINP answers draw fresh noise, in query order, from the session's one generator"
 
 #: Version 2 adds the sequence number ``seq`` (rollback detection); version-1 files are refused.
-_STATE_FORMAT = "dpcore.pinp.state/2"
+_STATE_FORMAT = "dpcore.pinp.state/3"
+#: The parameters a state stores (``load`` refuses any other set).
+_PARAM_KEYS = ("epsilon", "delta", "beta", "n_queries", "data_norm", "norm_bound", "clip")
 #: Queries per Rust call with ``verbose``: a multiple of the session's own chunk (256, src/kernel_learning/pinp.rs).
 _PROGRESS_CHUNK = 4096
 
@@ -178,7 +181,7 @@ def pinp_calibration(
     )
 
 
-class PINP(NotPicklableService):
+class PINP(DurableSession):
     r"""Private interactive non-linear predictions (Jain & Thakurta 2013, Algorithm 1).
 
     A trusted learner holds a kernel ERM solution ``w* = Σ_i μ_i φ(x_i)`` and answers a stream of
@@ -281,16 +284,23 @@ class PINP(NotPicklableService):
         Project out-of-domain queries onto the ball instead of raising ``ValueError``
         (training points are never clipped).
     state_path : str or path, optional
-        Where the session state (calibration, model fingerprint, update points, α's, counters,
+        Where the session state (calibration, keyed model fingerprint, update points, α's, counters,
         sequence number) is committed durably before answers are returned; resume with
-        :meth:`load`. Refused if it exists. A POSIX lock (``state_path + ".lock"``) keeps two live
-        sessions from sharing one state. See :mod:`dpcore._internal.state` for the crash-safety argument,
-        the rollback checks and the threat model.
+        :meth:`load`. Refused if a state is stored there. An exclusive lock on the state file itself,
+        held for the session, keeps two live sessions from sharing one state whatever the path
+        spelling; a state with several hard links is refused. A batch whose commit fails is rolled
+        back (never returned, never charged). See :mod:`dpcore._internal.state` for the crash-safety
+        argument, the rollback checks and the threat model.
     state_backend : {"auto", "file", "sqlite"}, default "auto"
-        ``"file"``: one JSON document replaced atomically (temp file, fsync, rename, fsync dir).
-        ``"sqlite"``: a row of an SQLite database in WAL mode with ``synchronous=FULL`` (for
-        services run for real). ``"auto"``: SQLite for paths ending in ``.sqlite``, ``.sqlite3``
+        ``"file"``: one file rewritten in place under a redo journal (the file keeps its inode, so its
+        lock holds). ``"sqlite"``: a row of an SQLite database in WAL mode with ``synchronous=FULL``
+        (for services run for real). ``"auto"``: SQLite for paths ending in ``.sqlite``, ``.sqlite3``
         or ``.db``, a file otherwise.
+    state_key : "keyfile", bytes, path or "unauthenticated", default "keyfile"
+        Key of the sealed (authenticated, encrypted) state: ``"keyfile"`` creates a random key in
+        ``<state_path>.key`` (mode 0600); bytes (>= 32) or the path of a key file use that key;
+        ``"unauthenticated"`` opts out (plain JSON, unkeyed checksum). The state is as secret as the
+        training data (the update points are queries, the α's and counters depend on the data).
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -299,7 +309,8 @@ class PINP(NotPicklableService):
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20. An int: reproducible, research/tests only.
     accountant : BudgetAccountant, optional
-        Charged (ε, δ) once, at construction.
+        Charged (ε, δ) once, at construction. With a ``state_path`` it also records every committed
+        sequence number of the state, so that :meth:`load` with the same accountant refuses a rollback.
 
     Attributes
     ----------
@@ -331,23 +342,15 @@ class PINP(NotPicklableService):
     _sensitivity_factor = 1.0
 
     def __init__(self, model, epsilon, delta, *, data_norm, n_queries, beta=0.05, norm_bound=None,
-                 clip=False, state_path=None, state_backend="auto", verbose: bool | int = False, random_state=None,
-                 accountant=None) -> None:
+                 clip=False, state_path=None, state_backend="auto", state_key=KEYFILE, verbose: bool | int = False,
+                 random_state=None, accountant=None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
                       data_norm=data_norm, norm_bound=norm_bound, clip=bool(clip))
         self._setup(model, params, random_state)
-        if state_path is not None:
-            self._store = open_state_store(state_path, _STATE_FORMAT, state_backend)
-            self._state_path = self._store.path
-            self._acquire_lock()
-            if self._store.exists():
-                self._release_lock()
-                raise FileExistsError(
-                    f"state_path {self._state_path!r} exists: resume that session with PINP.load() "
-                    "(starting a fresh session on it would reset a consumed budget)"
-                )
+        self._init_state(state_path, state_backend, state_key, accountant)
+        self._state_path = None if self._store is None else self._store.path
         self.dp_event_ = epsilon_delta_event(self.privacy_.epsilon, self.privacy_.delta)  # Laplace rounds, (ε, δ)
         if accountant is not None:
             try:
@@ -359,6 +362,9 @@ class PINP(NotPicklableService):
                         self.privacy_.epsilon, self.privacy_.delta, self.privacy_.n_queries, self.privacy_.B)
         if self._state_path is not None:
             self._commit()
+
+    _STATE_FORMAT = _STATE_FORMAT
+    _WHO = "PINP session"
 
     # ------------------------------------------------------------------ setup
     def _setup(self, model, params: dict, random_state) -> None:
@@ -397,16 +403,13 @@ class PINP(NotPicklableService):
                       data_norm=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,
                       clip=bool(params["clip"]))
         self._info, self._params, self._radius, self._r_eff = info, params, r, r_eff
-        self.fingerprint = fingerprint(info)
+        self._fingerprint_material = fingerprint_material(info)
         self.privacy_ = cal
         self._seeded = seeded
         self._session = _core.PinpSession(
             info["X"].shape[1], k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.grid_exponent,
             cal.scale_num, cal.scale_den, cal.sigma, cal.eta, cal.B, cal.n_queries, seed,
         )
-
-    def _acquire_lock(self) -> None:
-        self._store.acquire("PINP session")
 
     def _release_lock(self) -> None:
         store = getattr(self, "_store", None)
@@ -425,8 +428,6 @@ class PINP(NotPicklableService):
     def _state_doc(self) -> dict:
         points, alphas, n_answered = self._session.snapshot()
         doc = dict(
-            format=_STATE_FORMAT,
-            fingerprint=self.fingerprint,
             params=self._params,
             calibration=asdict(self.privacy_),
             dim=int(self._info["X"].shape[1]),
@@ -437,25 +438,24 @@ class PINP(NotPicklableService):
         )
         return doc
 
-    def _commit(self) -> None:
-        # StateRollbackError (nothing written) if the stored state is not the one this session
-        # last wrote: rolled back, replaced, or written by another process.
-        self._seq = self._store.write(self._state_doc(), self._seq)
-
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", verbose: bool | int = False,
-             random_state=None) -> "PINP":
+    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", state_key=KEYFILE, accountant=None,
+             verbose: bool | int = False, random_state=None) -> "PINP":
         """Resume the session persisted in ``state_path`` for ``model``.
 
-        The calibration is recomputed from the stored parameters and must equal the stored one;
-        the model fingerprint (hash of μ, ``X_fit_``, kernel parameters, λ, L, n, certificate) must
-        match. The accountant is not charged again (the session's (ε, δ) was charged when it was
+        The state file is opened and locked first (a second live session is refused before anything
+        else), authenticated under ``state_key`` (the key it was created with), and every field is
+        validated: the calibration is recomputed from the stored parameters and must equal the stored
+        one; the keyed model fingerprint (μ, ``X_fit_``, kernel parameters, λ, L, n, certificate) must
+        match; the counters must be consistent (``n_updates ≤ B``, ``n_updates ≤ n_answered ≤ T``), the
+        update points must lie in the domain and every α must be ``±η``. The accountant is not charged again (the session's (ε, δ) was charged when it was
         created). ``random_state`` seeds the resumed session's generator (default: OS entropy).
         ``verbose``: as in the constructor (not stored in the state).
 
         ``min_seq``: the last :attr:`state_seq` the caller recorded elsewhere; a stored state with a
-        smaller sequence number (an older copy put back) raises :class:`StateRollbackError`. An
-        edited or truncated state fails its checksum (``ValueError``).
+        smaller sequence number (an older copy put back) raises :class:`StateRollbackError`, and so
+        does a state older than what ``accountant``'s ledger recorded for it. An edited, truncated or
+        forged state fails authentication (:class:`dpcore.exceptions.StateAuthenticationError`).
 
         Examples
         --------
@@ -475,37 +475,38 @@ class PINP(NotPicklableService):
         (3, 7)
         >>> resumed.close(); tmp.cleanup()
         """
-        store = open_state_store(state_path, _STATE_FORMAT, state_backend)
+        check_verbose(verbose)
+        store, doc = cls._open_for_load(state_path, state_backend, state_key, min_seq, accountant)
         path = store.path
-        doc = store.read()
-        if min_seq is not None and doc["seq"] < int(min_seq):
-            raise StateRollbackError(
-                f"{path!r} holds sequence number {doc['seq']} < min_seq={int(min_seq)}: an older copy of the "
-                "state (rolled back); refusing to resume from it")
-        self = cls.__new__(cls)
-        self._store = store
-        self.verbose = verbose
-        self._setup(model, doc["params"], random_state)
-        if self.fingerprint != doc["fingerprint"]:
-            raise ValueError(
-                "model does not match the state file (fingerprint of mu_, X_fit_, kernel parameters, "
-                "lam, lipschitz_, n_samples_fit_, w_error_bound_ differs)"
-            )
-        if asdict(self.privacy_) != doc["calibration"]:
-            raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
-        d = int(doc["dim"])
-        points = unb64(doc["points"]).reshape(-1, d)
-        alphas = unb64(doc["alphas"])
-        if points.shape[0] != int(doc["n_updates"]) or alphas.shape[0] != int(doc["n_updates"]):
-            raise ValueError(f"{path!r} is inconsistent (update counts)")
-        self._session.restore(points, alphas, int(doc["n_answered"]))
-        self._state_path = path
-        self._acquire_lock()
-        # re-read under the lock: the state must not have moved between the read and the lock
-        if store.read()["seq"] != doc["seq"]:
-            self._release_lock()
-            raise StateRollbackError(f"{path!r} changed while it was being loaded; load it again")
-        self._seq = int(doc["seq"])
+        try:
+            self = cls.__new__(cls)
+            self._store = None
+            self.verbose = verbose
+            self._setup(model, check_params_doc(doc.get("params"), _PARAM_KEYS, path), random_state)
+            self._adopt_loaded(store, doc, accountant)
+            if asdict(self.privacy_) != doc.get("calibration"):
+                raise ValueError("the recomputed calibration differs from the stored one; refusing to resume")
+            cal, d = self.privacy_, int(self._info["X"].shape[1])
+            n_updates, n_answered = doc.get("n_updates"), doc.get("n_answered")
+            if doc.get("dim") != d or type(n_updates) is not int or type(n_answered) is not int \
+                    or not 0 <= n_updates <= cal.B or not n_updates <= n_answered <= cal.n_queries:
+                raise StateAuthenticationError(f"{path!r}: stored counters are invalid (dim {doc.get('dim')!r}, "
+                                               f"n_updates {n_updates!r}, n_answered {n_answered!r})")
+            points = unb64(doc.get("points"), "points")
+            alphas = unb64(doc.get("alphas"), "alphas")
+            if points.size != n_updates * d or alphas.size != n_updates:
+                raise StateAuthenticationError(f"{path!r} is inconsistent (update counts)")
+            points = points.reshape(n_updates, d)
+            if not np.isfinite(points).all() or not np.all(np.abs(alphas) == cal.eta):
+                raise StateAuthenticationError(f"{path!r}: stored update points must be finite and every alpha "
+                                               "must be +-eta")
+            if n_updates:
+                check_in_domain(points, self._radius, "stored points", clip=False, what="stored point(s)")
+            self._session.restore(points, alphas, n_answered)
+            self._state_path = path
+        except BaseException:
+            store.release()
+            raise
         return self
 
     # ------------------------------------------------------------------ queries
@@ -588,9 +589,8 @@ class PINP(NotPicklableService):
         with progress_bar(getattr(self, "verbose", False), total=m, desc="PINP queries", unit="query") as bar:
             for start in range(0, max(m, 1), step):
                 chunk = X[start:start + step]
-                answers, noise, updates, stop = self._session.answer(chunk, self._info["X"], self._info["mu"])
-                if self._state_path is not None and answers.shape[0] > 0:
-                    self._commit()
+                answers, noise, updates, stop = self._guarded(lambda: self._answer_and_commit(chunk),
+                                                              self._session.snapshot(), self._restore)
                 parts.append((answers, noise, updates))
                 bar.update(answers.shape[0])
                 if answers.shape[0] < chunk.shape[0]:
@@ -598,6 +598,16 @@ class PINP(NotPicklableService):
         if len(parts) == 1:
             return (*parts[0], stop)
         return (*(np.concatenate([p[i] for p in parts]) for i in range(3)), stop)
+
+    def _answer_and_commit(self, chunk: np.ndarray) -> tuple:
+        out = self._session.answer(chunk, self._info["X"], self._info["mu"])
+        if self._store is not None and out[0].shape[0] > 0:
+            self._commit()
+        return out
+
+    def _restore(self, snap: tuple) -> None:
+        """Undo a batch whose commit did not become durable (or that was interrupted): counters, updates."""
+        self._session.restore(*snap)
 
     def _sample_sessions(self, Z, n_sessions: int, seed: int) -> np.ndarray:
         """Audit helper (NOT private): answers of ``n_sessions`` independent fresh sessions with
