@@ -248,10 +248,10 @@ def test_accountant_charged_once_before_any_answer(model):
 # ------------------------------------------------------------------------------- durable state
 def test_state_round_trip_and_refusals(model, tmp_path):
     path = tmp_path / "s.json"
-    p = PINP(model, **SESSION, state_path=path, random_state=1)
+    p = PINP(model, **SESSION, state_path=path, random_state=1, state_key="unauthenticated")  # plain JSON: readable here
     assert json.loads(path.read_text())["n_answered"] == 0  # committed at construction
     with pytest.raises(RuntimeError, match="in use"):
-        PINP.load(path, model)
+        PINP.load(path, model, state_key="unauthenticated")
     p.predict(queries(300))
     n_ans, n_upd = p.n_answered, p.n_updates
     doc = json.loads(path.read_text())
@@ -261,8 +261,8 @@ def test_state_round_trip_and_refusals(model, tmp_path):
         PINP(model, **SESSION, state_path=path)
     other = W.build_model(seed=1)
     with pytest.raises(ValueError, match="fingerprint"):
-        PINP.load(path, other)
-    q = PINP.load(path, model, random_state=5)
+        PINP.load(path, other, state_key="unauthenticated")
+    q = PINP.load(path, model, random_state=5, state_key="unauthenticated")
     assert (q.n_answered, q.n_updates) == (n_ans, n_upd)
     assert q.privacy_ == p.privacy_
     # the resumed session continues Algorithm 1 from the stored update points (oracle check)
@@ -277,7 +277,7 @@ def test_state_round_trip_and_refusals(model, tmp_path):
     bad["n_answered"] = 0
     path.write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="checksum"):
-        PINP.load(path, model)
+        PINP.load(path, model, state_key="unauthenticated")
 
 
 def test_sigkill_never_loses_returned_progress(model, tmp_path):

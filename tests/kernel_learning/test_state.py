@@ -147,8 +147,9 @@ def test_rollback_is_detected_while_live_and_with_min_seq(model, tmp_path, suffi
 
 
 def test_edited_or_truncated_state_is_refused(model, tmp_path):
+    """The explicit unauthenticated opt-out still detects accidents (checksum); sealed states: test_state_security.py."""
     path = tmp_path / "e.json"
-    p = PINP(model, **SESSION, state_path=path, random_state=1)
+    p = PINP(model, **SESSION, state_path=path, random_state=1, state_key="unauthenticated")
     p.predict(queries(5, 1))
     p.close()
     good = path.read_bytes()
@@ -156,15 +157,15 @@ def test_edited_or_truncated_state_is_refused(model, tmp_path):
     doc["n_answered"] = 0  # hand an answered budget back
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="checksum"):
-        PINP.load(path, model)
+        PINP.load(path, model, state_key="unauthenticated")
     path.write_bytes(good[: len(good) // 2])
     with pytest.raises(ValueError, match="corrupted or truncated"):
-        PINP.load(path, model)
+        PINP.load(path, model, state_key="unauthenticated")
     path.write_bytes(good)
-    PINP.load(path, model).close()
+    PINP.load(path, model, state_key="unauthenticated").close()
     # an SQLite state edited behind the store's back
     db = tmp_path / "e.db"
-    p = PINP(model, **SESSION, state_path=db, random_state=1)
+    p = PINP(model, **SESSION, state_path=db, random_state=1, state_key="unauthenticated")
     p.predict(queries(5, 1))
     p.close()
     con = sqlite3.connect(db)
@@ -175,14 +176,17 @@ def test_edited_or_truncated_state_is_refused(model, tmp_path):
     con.commit()
     con.close()
     with pytest.raises(ValueError, match="checksum"):
-        PINP.load(db, model)
+        PINP.load(db, model, state_key="unauthenticated")
 
 
 def test_old_format_state_is_refused(model, tmp_path):
     path = tmp_path / "v1.json"
     path.write_text(json.dumps({"format": "dpcore.kernel_learning.pinp.state/1", "checksum": "x"}))
+    os.chmod(path, 0o600)
     with pytest.raises(ValueError, match="format"):
-        PINP.load(path, model)
+        PINP.load(path, model, state_key="unauthenticated")
+    with pytest.raises(ValueError, match="not an authenticated"):  # with a key, an unsealed file is refused
+        PINP.load(path, model, state_key=b"k" * 32)
 
 
 def test_kernel_release_tampering_is_refused(tmp_path):

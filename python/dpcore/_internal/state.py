@@ -630,9 +630,9 @@ class DurableSession(NotPicklableService):
         min_seq = _check_min_seq(min_seq)
         path = os.path.realpath(os.fspath(state_path))
         store = open_state_store(path, cls._STATE_FORMAT, state_backend)
-        store.key = resolve_key(state_key, path, create=False)
-        store.open(cls._WHO)
+        store.open(cls._WHO)  # the lock first: a second live session is refused before anything else
         try:
+            store.key = resolve_key(state_key, path, create=False)
             doc = store.read()
             if min_seq is not None and doc["seq"] < min_seq:
                 raise StateRollbackError(

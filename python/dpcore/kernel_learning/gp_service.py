@@ -96,7 +96,7 @@ __all__ = ["GPService", "GPServiceCalibration"]
 #: each new point also extends the released sample path in order.
 _NO_DASK = "GPService answers draw fresh noise, in query order, from the session's one generator"
 
-_STATE_FORMAT = "dpcore.gp_service.state/1"
+_STATE_FORMAT = "dpcore.gp_service.state/2"
 #: The parameters a state stores (``load`` refuses any other set).
 _PARAM_KEYS = ("epsilon", "delta", "data_norm", "max_exact_queries", "ridge", "clip")
 #: A stored answer may differ from its recomputation by the float residual (2ρ) plus this many sd of the
