@@ -314,7 +314,7 @@ def test_sigkill_never_loses_returned_progress(model, tmp_path):
 
 def test_concurrent_predict_is_serialised(model, tmp_path):
     path = tmp_path / "t.json"
-    p = PINP(model, **SESSION, state_path=path, random_state=8)
+    p = PINP(model, **SESSION, state_path=path, random_state=8, state_key="unauthenticated")  # plain JSON: read below
     results, errors = [], []
 
     def work(i):

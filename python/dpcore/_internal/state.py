@@ -239,7 +239,7 @@ class StateStore:
                 except OSError:
                     pass
 
-    def create(self, who: str = "session") -> None:
+    def create(self, who: str = "session", resume: str = "load()") -> None:
         """Create the state file (0600) and lock it; :class:`FileExistsError` if a state is stored there.
 
         An existing file that holds no committed state (a session killed before its first commit:
@@ -257,7 +257,7 @@ class StateStore:
                 os.fchmod(fd, 0o600)
                 _fsync_dir(os.path.dirname(self.path))
             elif self._has_state():
-                raise FileExistsError(f"state_path {self.path!r} exists: resume that session with load() "
+                raise FileExistsError(f"state_path {self.path!r} exists: resume that session with {resume} "
                                       "(a fresh session on it would reset a consumed budget)")
         except BaseException:
             self.release()
@@ -593,7 +593,7 @@ class DurableSession(NotPicklableService):
         path = os.path.realpath(os.fspath(state_path))
         store = open_state_store(path, self._STATE_FORMAT, state_backend)  # validates the backend first
         store.key = resolve_key(state_key, path, create=True)
-        store.create(self._WHO)
+        store.create(self._WHO, f"{type(self).__name__}.load()")
         self._store = store
         self._state_id = secrets.token_hex(16)
         self._fp_salt = secrets.token_hex(16)
