@@ -221,3 +221,32 @@ def test_plan_is_stored_in_the_ledger(path):
     with pytest.raises(ValueError, match="plan"):
         acc.spend(0.1, 1e-7, event=GAUSS)
     assert len(acc) == 3 and Fraction(acc.spent[0]) <= 1
+
+
+# ------------------------------------------------------------------ the default accountant (issue 25)
+def test_default_accountant_context_manager_and_set_default():
+    import threading
+
+    assert BudgetAccountant.default() is None
+    outer, inner, glob = BudgetAccountant(1.0), BudgetAccountant(2.0), BudgetAccountant(3.0)
+    with outer as a:
+        assert a is outer and BudgetAccountant.default() is outer
+        with inner:
+            assert BudgetAccountant.default() is inner
+        assert BudgetAccountant.default() is outer
+    assert BudgetAccountant.default() is None
+    BudgetAccountant.set_default(glob)
+    try:
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(BudgetAccountant.default()))
+        t.start()
+        t.join()
+        assert seen == [glob] and BudgetAccountant.default() is glob
+        with inner:
+            assert BudgetAccountant.default() is inner
+        assert BudgetAccountant.default() is glob
+        with pytest.raises(TypeError, match="accountant"):
+            BudgetAccountant.set_default("acc")
+    finally:
+        BudgetAccountant.set_default(None)
+    assert BudgetAccountant.default() is None

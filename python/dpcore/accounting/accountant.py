@@ -86,6 +86,7 @@ the accepted spends, test, insert), so processes sharing the file share one budg
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import math
 import numbers
@@ -113,6 +114,11 @@ FILTER_ORDERS: Tuple[Fraction, ...] = tuple(Fraction(a) for a in (
     "32", "48", "64", "96", "128", "256", "512"))
 _K = len(FILTER_ORDERS)
 _LEDGER_VERSION = "1"
+# the default accountant: the innermost ``with accountant:`` block (per thread / task), else set_default()'s
+_ACTIVE: contextvars.ContextVar[Tuple["BudgetAccountant", ...]] = contextvars.ContextVar("dpcore_accountants",
+                                                                                         default=())
+_DEFAULT_LOCK = threading.Lock()
+_DEFAULT: List[Optional["BudgetAccountant"]] = [None]
 
 
 @dataclass(frozen=True)
@@ -970,6 +976,60 @@ class BudgetAccountant:
                 assert conn is not None
                 row = conn.execute("SELECT seq FROM states WHERE state_id = ?", (state_id,)).fetchone()
             return None if row is None else int(row[0])
+
+    # ------------------------------------------------------------------ the default accountant
+    def __enter__(self) -> "BudgetAccountant":
+        """``with acc:`` makes ``acc`` the default accountant (:meth:`default`) inside the block."""
+        _ACTIVE.set(_ACTIVE.get() + (self,))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = _ACTIVE.get()
+        if stack and stack[-1] is self:
+            _ACTIVE.set(stack[:-1])
+
+    @classmethod
+    def set_default(cls, accountant: Optional["BudgetAccountant"]) -> None:
+        """Make ``accountant`` the process-wide default accountant (``None`` clears it).
+
+        As in diffprivlib, fits that are given no ``accountant=`` are meant to charge the default one
+        (the innermost ``with acc:`` block, else this one). **Which estimators consult it is decided
+        by each estimator** (wiring them is issue 25): until an estimator's docstring says so, pass
+        ``accountant=`` explicitly. There is no implicit default budget: with none set, :meth:`default`
+        is ``None``.
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant
+        >>> acc = BudgetAccountant(1.0)
+        >>> BudgetAccountant.set_default(acc)
+        >>> BudgetAccountant.default() is acc
+        True
+        >>> BudgetAccountant.set_default(None)
+        """
+        if accountant is not None and not isinstance(accountant, BudgetAccountant):
+            raise TypeError(f"accountant must be a BudgetAccountant or None, got {type(accountant).__name__}")
+        with _DEFAULT_LOCK:
+            _DEFAULT[0] = accountant
+
+    @classmethod
+    def default(cls) -> Optional["BudgetAccountant"]:
+        """The default accountant: the innermost ``with acc:`` block's, else :meth:`set_default`'s, else None.
+
+        Examples
+        --------
+        >>> from dpcore import BudgetAccountant
+        >>> BudgetAccountant.default() is None
+        True
+        >>> with BudgetAccountant(1.0, 1e-6) as acc:
+        ...     BudgetAccountant.default() is acc
+        True
+        """
+        stack = _ACTIVE.get()
+        if stack:
+            return stack[-1]
+        with _DEFAULT_LOCK:
+            return _DEFAULT[0]
 
     # ------------------------------------------------------------------ remaining
     def remaining(self) -> Tuple[float, float]:
