@@ -70,6 +70,20 @@ def test_pickle_reopens_the_same_ledger_and_double_spend_fails(path):
     assert spent == 1 and acc.spent == (3.0, 0.0) == c2.spent
 
 
+def test_unpickling_never_creates_a_fresh_budget(path):
+    import os
+
+    acc = BudgetAccountant(1.0, ledger=path)
+    acc.spend(1.0)
+    blob = pickle.dumps(acc)
+    acc._ledger.close()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    with pytest.raises(FileNotFoundError, match="fresh budget"):
+        pickle.loads(blob)
+
+
 def test_in_memory_copies_cannot_double_spend():
     acc = BudgetAccountant(3.0)
     c1, c2 = pickle.loads(pickle.dumps(acc)), pickle.loads(pickle.dumps(acc))

@@ -431,10 +431,13 @@ def _decode_plan(text: str):
 class _SQLiteLedger:
     """An SQLite file holding one budget: meta (budget, accounting, plan), spends, state sequence numbers."""
 
-    def __init__(self, path: Any, meta: Dict[str, str]) -> None:
+    def __init__(self, path: Any, meta: Dict[str, str], *, must_exist: bool = False) -> None:
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError(f"ledger must be None or a path, got {type(path).__name__}")
         self.path = os.path.abspath(os.fsdecode(path))
+        if must_exist and not os.path.isfile(self.path):  # never start a fresh budget behind an unpickled handle
+            raise FileNotFoundError(f"ledger {self.path!r} no longer exists: refusing to create a fresh budget "
+                                    "for an unpickled accountant")
         self._conn: Optional[sqlite3.Connection] = None
         self._pid = -1
         with self.transaction() as conn:
@@ -444,6 +447,9 @@ class _SQLiteLedger:
                          "timestamp REAL NOT NULL, route TEXT NOT NULL)")
             conn.execute("CREATE TABLE IF NOT EXISTS states (state_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
             stored = dict(conn.execute("SELECT key, value FROM meta WHERE key != 'plan'").fetchall())
+            if not stored and must_exist:
+                raise FileNotFoundError(f"ledger {self.path!r} holds no budget: refusing to create a fresh one "
+                                        "for an unpickled accountant")
             if not stored:
                 conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", sorted(meta.items()))
             elif stored != meta:
@@ -556,7 +562,7 @@ class BudgetAccountant:
     FILTER_ORDERS = FILTER_ORDERS
 
     def __init__(self, epsilon: float, delta: float = 0.0, *, accounting: str = "filter",
-                 ledger: Any = None, rdp_delta: Optional[float] = None) -> None:
+                 ledger: Any = None, rdp_delta: Optional[float] = None, _must_exist: bool = False) -> None:
         self._epsilon = check_epsilon(epsilon, "epsilon")
         self._delta = check_delta(delta, "delta")
         self._accounting = _check_accounting(accounting)
@@ -579,7 +585,7 @@ class BudgetAccountant:
         self._ledger: Optional[_SQLiteLedger] = None
         self._last_id = 0
         if ledger is not None:
-            self._ledger = _SQLiteLedger(ledger, self._meta())
+            self._ledger = _SQLiteLedger(ledger, self._meta(), must_exist=_must_exist)
             with self._lock:
                 self._sync()
 
@@ -645,7 +651,7 @@ class BudgetAccountant:
             rdp = state["rdp_delta"]
             self.__init__(state["epsilon"], state["delta"], accounting=state["accounting"],  # type: ignore[misc]
                           ledger=state["_ledger_path"],
-                          rdp_delta=rdp if state["accounting"] == "filter" and rdp > 0 else None)
+                          rdp_delta=rdp if state["accounting"] == "filter" and rdp > 0 else None, _must_exist=True)
             return
         if "_fold" not in state:
             raise RestoredAccountantError(
