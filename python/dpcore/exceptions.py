@@ -112,10 +112,10 @@ class BudgetExceededError(BudgetError, RuntimeError):
 class RestoredAccountantError(BudgetError, RuntimeError):
     """A spend or check on a :class:`~dpcore.BudgetAccountant` restored from a pickle.
 
-    An unpickled accountant is a read-only copy of the ledger: spending from it would spend the
-    remaining budget a second time while the original is still in use. Call
-    :meth:`~dpcore.BudgetAccountant.resume` on it only where the original no longer exists (e.g. a
-    curator's checkpoint after a restart).
+    An unpickled in-memory accountant is a read-only copy of the ledger: spending from it would spend
+    the remaining budget a second time while the original is still in use, and
+    :meth:`~dpcore.BudgetAccountant.resume` refuses too. An accountant with ``ledger=`` (an SQLite file)
+    unpickles to another handle on the same ledger instead, which is how a budget continues after a restart.
 
     Examples
     --------
@@ -127,7 +127,6 @@ class RestoredAccountantError(BudgetError, RuntimeError):
     ... except RestoredAccountantError:
     ...     print("refused: the original ledger may still be in use")
     refused: the original ledger may still be in use
-    >>> copy.resume().spend(0.1)  # only where the original no longer exists
     """
 
 

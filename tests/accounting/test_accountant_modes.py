@@ -1,4 +1,5 @@
-"""BudgetAccountant(accounting="pld" | "rdp" | "basic"): acceptance rule, refusals, threads, the 100-release numbers."""
+"""BudgetAccountant(accounting="pld" | "rdp" | "basic"): a planned sequence for PLD/RDP, refusals, threads, the
+100-release numbers. (The default "filter" is tested in test_filter.py.)"""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def _direct(accountant) -> float:
                                                 ("rdp", lambda: _direct(RdpAccountant()))])
 def test_100_releases_match_dp_accounting(accounting, direct):
     acc = BudgetAccountant(1.0, 1e-5, accounting=accounting)
+    acc.plan([(0.1, 1e-7, EVENT)] * 100)
     for _ in range(100):
         acc.spend(0.1, 1e-7, event=EVENT, label="release")
     eps, delta = acc.spent
@@ -51,36 +53,26 @@ def test_100_releases_basic_charges_the_sum():
     assert len(acc) == n == 9
 
 
-def test_accept_refuse_boundary_and_refusal_records_nothing():
-    acc = BudgetAccountant(0.5, 1e-6, accounting="pld")
-    accepted = []
-    while True:
-        before = (acc.spent, acc.remaining(), acc.log, len(acc))
-        try:
-            acc.spend(0.1, 1e-7, event=EVENT)
-        except BudgetExceededError:
-            assert (acc.spent, acc.remaining(), acc.log, len(acc)) == before
-            break
-        accepted.append((EVENT, 0.1, 1e-7))
-    n = len(accepted)
+def test_accept_refuse_boundary_of_a_plan():
+    n = 1
+    while ev.composed_epsilon([(EVENT, 0.1, 1e-7)] * (n + 1), 1e-6) <= Fraction(0.5):
+        n += 1
     assert n > 10  # basic composition alone would stop at 5 (ε) / 10 (δ)
-    assert ev.composed_epsilon(accepted, 1e-6) <= Fraction(0.5)
-    assert ev.composed_epsilon(accepted + [(EVENT, 0.1, 1e-7)], 1e-6) > Fraction(0.5)
     with pytest.raises(BudgetExceededError):
-        acc.check(0.1, 1e-7, event=EVENT)
-    assert len(acc) == n
-    # a pure spend of the remaining ε still fits, a little more does not
-    rem_eps, rem_delta = acc.remaining()
-    assert rem_delta == 0.0 and rem_eps > 0.0
-    acc.check(rem_eps)
-    with pytest.raises(BudgetExceededError):
-        acc.check(rem_eps * 1.001 + 1e-9)
-    acc.spend(rem_eps)
+        BudgetAccountant(0.5, 1e-6, accounting="pld").plan([(0.1, 1e-7, EVENT)] * (n + 1))
+    acc = BudgetAccountant(0.5, 1e-6, accounting="pld")
+    acc.plan([(0.1, 1e-7, EVENT)] * n)
+    for _ in range(n):
+        acc.spend(0.1, 1e-7, event=EVENT)
+    before = (acc.spent, acc.remaining(), acc.log, len(acc))
+    with pytest.raises(ValueError, match="plan"):
+        acc.spend(0.1, 1e-7, event=EVENT)
+    assert (acc.spent, acc.remaining(), acc.log, len(acc)) == before
     assert acc.spent[0] <= 0.5
 
 
 def test_remaining_per_step_fits():
-    acc = BudgetAccountant(1.0, 1e-5)
+    acc = BudgetAccountant(2.0, 1e-5)
     for _ in range(50):
         acc.spend(0.1, 1e-7, event=EVENT)
     step = acc.remaining_per_step(7)
@@ -92,7 +84,7 @@ def test_remaining_per_step_fits():
 
 
 def test_pure_budget_with_laplace_and_pure_events():
-    for accounting in ("pld", "rdp", "basic"):
+    for accounting in ("filter", "basic"):
         acc = BudgetAccountant(1.0, accounting=accounting)
         for i in range(8):
             laplace_mechanism(float(i), 1.0, 0.125, random_state=i, accountant=acc)
@@ -100,9 +92,13 @@ def test_pure_budget_with_laplace_and_pure_events():
             laplace_mechanism(0.0, 1.0, 0.125, random_state=0, accountant=acc)
         assert acc.spent == (1.0, 0.0) and acc.remaining() == (0.0, 0.0)
         assert isinstance(acc.log[0].event, ev.EpsilonDeltaDpEvent)
-        # a Gaussian can never enter a pure budget
+    # a Gaussian can never enter a pure budget
+    for accounting in ("filter", "basic"):
         with pytest.raises(BudgetExceededError):
             BudgetAccountant(100.0, accounting=accounting).spend(1.0, 1e-6, event=EVENT)
+    for accounting in ("pld", "rdp"):
+        with pytest.raises(BudgetExceededError):
+            BudgetAccountant(100.0, accounting=accounting).plan([EVENT])
 
 
 def test_gaussian_mechanism_charges_its_gaussian_event():
@@ -110,7 +106,7 @@ def test_gaussian_mechanism_charges_its_gaussian_event():
     for i in range(30):
         gaussian_mechanism(1.0, 2.0, 0.1, 1e-7, random_state=i, accountant=acc)
     assert acc.log[0].event == ev.gaussian_event(cal.gaussian_sigma(2.0, 0.1, 1e-7), 2.0)
-    assert acc.spent[0] < 0.6  # basic composition: 3.0
+    assert acc.spent[0] < 0.8  # the filter; basic composition: 3.0
 
 
 def test_event_validation():
@@ -124,27 +120,29 @@ def test_event_validation():
     assert len(acc) == 0
     acc.spend(0.1)
     assert acc.log[0].event == ev.EpsilonDeltaDpEvent(0.1, 0.0)
-    assert "accounting='pld'" in repr(acc)
+    assert "accounting='filter'" in repr(acc)
 
 
-def test_unsupported_event_falls_back_to_declared():
+def test_unsupported_event_in_a_plan_needs_its_declared_budget():
     rs = dpa.dp_event.RepeatAndSelectDpEvent(ev.gdp_event(0.2), 3.0, 1.0)  # RDP only
     acc = BudgetAccountant(1.0, 1e-6, accounting="pld")
+    with pytest.raises(ValueError, match="cannot compose"):
+        acc.plan([rs])
+    acc.plan([(0.6, 1e-7, rs), (0.3, 1e-7, dpa.UnsupportedDpEvent())])
+    with pytest.raises(ValueError, match="plan"):
+        acc.spend(0.7, 1e-7, event=rs)  # more than planned
     acc.spend(0.6, 1e-7, event=rs)
     acc.spend(0.3, 1e-7, event=dpa.UnsupportedDpEvent())
-    with pytest.raises(BudgetExceededError):
-        acc.spend(0.2, 0.0, event=rs)
     assert acc.spent == (pytest.approx(0.9), pytest.approx(2e-7))
 
 
 def test_pickle_keeps_events_and_mode():
     acc = BudgetAccountant(1.0, 1e-5, accounting="rdp")
+    acc.plan([(0.1, 1e-7, EVENT)] * 30)
     for _ in range(20):
         acc.spend(0.1, 1e-7, event=EVENT)
     copy = pickle.loads(pickle.dumps(acc))
-    assert copy.accounting == "rdp" and copy.spent == acc.spent and copy.log == acc.log
-    copy.resume().spend(0.1, 1e-7, event=EVENT)
-    assert len(copy) == 21 and len(acc) == 20
+    assert copy.accounting == "rdp" and copy.spent == acc.spent and copy.log == acc.log and copy.restored
 
 
 def test_thread_safety_concurrent_gaussian_spends():
@@ -178,7 +176,7 @@ def test_thread_safety_concurrent_gaussian_spends():
     assert acc.spent == sequential.spent
 
 
-# ------------------------------------------------------------------ never looser than basic
+# ------------------------------------------------------------------ a planned sequence is never looser than basic
 _event = st.one_of(
     st.tuples(st.just("gauss"), st.sampled_from([0.05, 0.1, 0.3, 1.0]), st.sampled_from([1e-8, 1e-7, 1e-6])),
     st.tuples(st.just("pure"), st.sampled_from([0.05, 0.1, 0.4]), st.just(0.0)),
@@ -195,34 +193,21 @@ def _make(kind, eps, delta):
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(seq=st.lists(_event, min_size=1, max_size=25), accounting=st.sampled_from(["pld", "rdp"]),
        budget=st.sampled_from([(0.5, 1e-6), (1.0, 1e-5), (2.0, 0.0), (1.5, 3e-7)]))
-def test_never_looser_than_basic(seq, accounting, budget):
+def test_plan_never_looser_than_basic(seq, accounting, budget):
     E, D = budget
-    basic = BudgetAccountant(E, D, accounting="basic")
-    tight = BudgetAccountant(E, D, accounting=accounting)
-    basic_ok = True
-    accepted = []
-    for kind, eps, delta in seq:
-        event, eps, delta = _make(kind, eps, delta)
-        # the rule: accept iff basic composition (exact) or the dp_accounting composition fits
-        fits_basic = (sum(Fraction(e) for _, e, _ in accepted) + Fraction(eps) <= Fraction(E)
-                      and sum(Fraction(d) for _, _, d in accepted) + Fraction(delta) <= Fraction(D))
-        composed = ev.composed_epsilon(accepted + [(event, eps, delta)], D, accounting)
-        expect = fits_basic or (composed is not None and composed <= Fraction(E))
-        try:
-            tight.spend(eps, delta, event=event)
-            got = True
-            accepted.append((event, eps, delta))
-        except BudgetExceededError:
-            got = False
-        assert got == expect
-        if basic_ok:
-            try:
-                basic.spend(eps, delta, event=event)
-            except BudgetExceededError:
-                basic_ok = False
-            else:
-                assert got, "pld/rdp refused a spend that basic composition accepted on the same history"
-        # the spent guarantee is never above basic's and within the budget
-        assert tight.spent[0] <= E
-        if basic_ok:
-            assert tight.spent[0] <= basic.spent[0]
+    items = [_make(*x) for x in seq]
+    fits_basic = (sum(Fraction(e) for _, e, _ in items) <= Fraction(E)
+                  and sum(Fraction(d) for _, _, d in items) <= Fraction(D))
+    composed = ev.composed_epsilon(items, D, accounting)
+    expect = fits_basic or (composed is not None and composed <= Fraction(E))
+    acc = BudgetAccountant(E, D, accounting=accounting)
+    try:
+        acc.plan([(e, d, event) for event, e, d in items])
+        got = True
+    except BudgetExceededError:
+        got = False
+    assert got == expect
+    if got:
+        for event, e, d in items:
+            acc.spend(e, d, event=event)
+        assert acc.spent[0] <= E and len(acc) == len(items)

@@ -86,8 +86,9 @@ __all__ = ["ACCOUNTINGS", "EpsilonDeltaDpEvent", "NEIGHBORING_RELATION", "PLD_DI
 NEIGHBORING_RELATION = NeighboringRelation.ADD_OR_REMOVE_ONE
 #: Value discretisation interval of every PLD accountant dpcore creates (pessimistic estimates).
 PLD_DISCRETIZATION = 1e-4
-#: Accounting modes of :class:`dpcore.accounting.BudgetAccountant`.
-ACCOUNTINGS = ("pld", "rdp", "basic")
+#: Accounting modes of :class:`dpcore.accounting.BudgetAccountant` (``"filter"``, the default, is the
+#: privacy filter valid under fully adaptive parameters; ``"pld"``/``"rdp"`` compose a planned sequence).
+ACCOUNTINGS = ("filter", "pld", "rdp", "basic")
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -480,8 +481,8 @@ def event_epsilon(event: _dpe.DpEvent, delta: float, accounting: str = "pld") ->
     4.9
     """
     accounting = _check_accounting(accounting)
-    if accounting == "basic":
-        raise ValueError("accounting must be 'pld' or 'rdp' for event_epsilon")
+    if accounting not in ("pld", "rdp"):
+        raise ValueError(f"accounting must be 'pld' or 'rdp' for event_epsilon, got {accounting!r}")
     delta = check_delta(delta)
     if not isinstance(event, _dpe.DpEvent):
         raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
