@@ -327,3 +327,46 @@ def test_gp_service_signed_zero_is_one_point(model):
     a = svc.predict(z)
     b = svc.predict(np.array([[-0.0, 0.25, 0.0]]))
     assert svc.n_distinct == 1 and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind", ["PINP", "GPService"])
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+def test_a_ledger_detects_a_state_rolled_back_on_disk(model, tmp_path, kind, backend):
+    """Someone who controls the state's disk (and its key file) puts an older sealed copy back between
+    sessions: undetectable from the file alone, refused by load given the accountant whose SQLite ledger
+    recorded the state's commits (another process, another handle of the same ledger)."""
+    import pickle
+
+    ledger = str(tmp_path / "budget.sqlite")
+    acc = dpcore.BudgetAccountant(1e9, 1e-3, ledger=ledger)
+    path = _path(tmp_path, backend)
+    svc = _make(kind, model, path, accountant=acc)
+    rng = np.random.default_rng(0)
+    svc.predict(unit_ball(rng, 3, 3))
+    svc.close()
+    old = Path(path).read_bytes() if backend == "file" else None
+    if backend == "sqlite":
+        import shutil
+        import sqlite3
+
+        sqlite3.connect(path).execute("PRAGMA wal_checkpoint(FULL)").close()
+        shutil.copyfile(path, path + ".old")
+    svc = _load(kind, path, model, accountant=acc)
+    svc.predict(unit_ball(rng, 3, 3))
+    svc.close()
+    if backend == "file":
+        with open(path, "r+b") as f:  # in place: same inode, same mode
+            f.truncate(0)
+            f.write(old)
+    else:
+        import sqlite3
+
+        row = sqlite3.connect(path + ".old").execute("SELECT seq, doc FROM dpcore_state").fetchone()
+        con = sqlite3.connect(path)
+        con.execute("UPDATE dpcore_state SET seq = ?, doc = ? WHERE id = 1", row)
+        con.commit()
+        con.close()
+    other_handle = pickle.loads(pickle.dumps(acc))  # e.g. the accountant of a restarted process
+    with pytest.raises(dpcore.StateRollbackError, match="ledger"):
+        _load(kind, path, model, accountant=other_handle)
+    _load(kind, path, model).close()  # without a ledger the older copy is indistinguishable (documented)

@@ -923,9 +923,12 @@ class BudgetAccountant:
     def record_state(self, state_id: str, seq: int) -> None:
         """Record that the stateful object ``state_id`` committed its sequence number ``seq``.
 
-        One transaction: the first number recorded for ``state_id`` must be 0, each later one the
-        stored number + 1. With ``ledger=`` the numbers live in the shared ledger, so a state file
-        rolled back (or forked) by someone who controls the disk is detected by its next commit.
+        One transaction: each number recorded for ``state_id`` must exceed the stored one (the numbers
+        only go up; a jump is allowed, for a commit whose record was lost in a crash between the durable
+        write and this call, and for a state first seen by this accountant at load). With ``ledger=`` the
+        numbers live in the shared ledger, so a state file rolled back (or forked: two sessions
+        committing the same number) by someone who controls the disk is detected by its next commit and
+        by ``load``.
 
         Raises
         ------
@@ -954,12 +957,10 @@ class BudgetAccountant:
                     stored = None if row is None else int(row[0])
                 else:
                     stored = self._states.get(state_id)
-                expected = 0 if stored is None else stored + 1
-                if seq != expected:
+                if stored is not None and seq <= stored:
                     raise StateRollbackError(
-                        f"state {state_id!r}: sequence number {seq} does not follow the recorded "
-                        f"{'(none)' if stored is None else stored} (expected {expected}); the state was rolled "
-                        "back or is used by two sessions")
+                        f"state {state_id!r}: sequence number {seq} does not follow the recorded {stored} "
+                        f"(expected > {stored}); the state was rolled back or is used by two sessions")
                 if conn is not None:
                     conn.execute("INSERT OR REPLACE INTO states (state_id, seq) VALUES (?, ?)", (state_id, seq))
             self._states[state_id] = seq
