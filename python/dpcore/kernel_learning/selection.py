@@ -74,7 +74,7 @@ from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
-from dpcore.kernel_learning.svm import KernelSVM
+from dpcore.kernel_learning.svm import KernelSVM, NotFittedError
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import private_proportion
 from dpcore.kernel_learning.tddl import TDDL
@@ -443,12 +443,17 @@ class PrivateGridSearch(BaseEstimator):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
         return self
 
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "release_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
+
     @overload
     def predict(self, X: DaskArrayLike) -> DaskArray: ...
     @overload
     def predict(self, X: ArrayLike) -> NDArray[Any]: ...
     def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
         """Class labels of the selected private release (post-processing; lazy on a Dask ``X``)."""
+        self._check_fitted()
         return self.release_.predict(X)
 
     @overload
@@ -457,10 +462,12 @@ class PrivateGridSearch(BaseEstimator):
     def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
     def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
         """Decision values of the selected private release (post-processing; lazy on a Dask ``X``)."""
+        self._check_fitted()
         return self.release_.decision_function(X)
 
     def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
         """Mean accuracy of the selected private release on ``(X, y)`` (post-processing; Dask inputs accepted)."""
+        self._check_fitted()
         return self.release_.score(X, y)
 
 
