@@ -51,7 +51,10 @@ layer (worst-case neighbours shift every candidate's score; output = the release
 also catches a score noise calibrated with the wrong sensitivity): ``tests/kernel_learning/test_selection.py``.
 
 Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
-``mean_runs`` and the strategy are public. Wall-clock time grows with the number of runs (outside
+``mean_runs`` and the strategy are public. Everything public is validated and calibrated before the budget is
+charged (every candidate's TDDL calibration is computed on a stand-in of its model that carries the declared
+parameters and the validated ``X`` only), so a refusal never depends on the private data after a charge;
+``mean_runs`` is capped by :data:`MAX_MEAN_RUNS` (the expected number of trained candidates). Wall-clock time grows with the number of runs (outside
 dpcore's threat model, as for every solver).
 """
 
@@ -275,7 +278,8 @@ class PrivateGridSearch(BaseEstimator):
         times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated at each run's ``μ_r``
         (:data:`AUTO_GRID_FACTORS`); kernel parameters from ``base_params``.
     epsilon, delta : float
-        The guarantee of the whole selection (all runs, the prior and the released model).
+        The guarantee of the whole selection (all runs, the prior and the released model);
+        ``0 < epsilon ≤`` :data:`MAX_EPSILON` (1000).
     Z : array of shape (T, d)
         Public points of the TDDL-gp release (e.g. unlabelled public data).
     data_norm : float
@@ -293,7 +297,8 @@ class PrivateGridSearch(BaseEstimator):
         :meth:`dpcore.KernelRelease.calibrate_prior` (post-processing) — the remedy for a kernel model
         without a bias on imbalanced data. ``0`` disables it.
     mean_runs : int, optional
-        ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates).
+        ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
+        :data:`MAX_MEAN_RUNS` (10,000).
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -302,7 +307,16 @@ class PrivateGridSearch(BaseEstimator):
         holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
     accountant : BudgetAccountant, optional
-        Charged ``(ε, δ)`` once, before any training.
+        Charged ``(ε, δ)`` once, before any training — and only after everything public has been validated and
+        calibrated: the parameters, ``Z`` (in the declared ball), ``X``'s shape and domain, ``y``'s labels (in the
+        declared ``classes``) and every candidate's TDDL calibration. Every such refusal leaves it unchanged.
+
+    Notes
+    -----
+    The class prior is the proportion of ``classes_[1]`` of the *sorted* declared label set
+    (:mod:`dpcore._internal.labels`: ``classes_ = np.sort(classes)``), the class every release predicts for
+    ``f > 0`` and :meth:`dpcore.KernelRelease.calibrate_prior` thresholds for, whatever order ``classes`` is
+    declared in. All candidates must declare the same label set.
 
     Attributes
     ----------
