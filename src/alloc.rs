@@ -6,9 +6,10 @@
 //! arithmetic (overflow or more than `isize::MAX` bytes is refused), the memory is requested with
 //! `alloc_zeroed` (lazily zeroed pages, like `calloc`) and a refusal becomes
 //! [`DpError::OutOfMemory`] naming the public parameter — a Python `MemoryError`. Requests larger
-//! than the machine's physical memory plus swap (Linux `/proc/meminfo`) are refused before asking
-//! the allocator, so that a system with unrestricted overcommit does not hand out pages that the
-//! computation would then fill until the OOM killer ends the process.
+//! than [`memory_limit_bytes`] — the memory *available now* (Linux `/proc/meminfo` `MemAvailable`:
+//! what can be had without swapping), lowered by the user's cap `DPCORE_MAX_MEMORY_BYTES` when set —
+//! are refused before asking the allocator, so that a system with unrestricted overcommit does not
+//! hand out pages that the computation would then fill (swapping, then the OOM killer).
 
 use std::alloc::{alloc_zeroed, Layout};
 
@@ -21,17 +22,38 @@ pub fn bytes_for<T>(len: usize) -> Option<usize> {
     len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize)
 }
 
-/// Physical memory plus swap in bytes (Linux; `None` elsewhere or if unreadable), read once.
-pub fn memory_limit_bytes() -> Option<u64> {
-    static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let field = |key: &str| -> Option<u64> {
-            let line = text.lines().find(|l| l.starts_with(key))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            kb.checked_mul(1024)
-        };
-        Some(field("MemTotal:")?.saturating_add(field("SwapTotal:").unwrap_or(0)))
+/// Environment variable holding the user's cap on one output's size, in bytes (a positive integer).
+pub const MAX_MEMORY_ENV: &str = "DPCORE_MAX_MEMORY_BYTES";
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes (`None` if absent or unparsable).
+pub fn mem_available_from(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// The user's cap from the value of [`MAX_MEMORY_ENV`] (`None`: not set), or `InvalidArgument` naming it.
+pub fn parse_user_cap(value: Option<&str>) -> DpResult<Option<u64>> {
+    let Some(raw) = value else { return Ok(None) };
+    match raw.trim().parse::<u64>() {
+        Ok(b) if b > 0 => Ok(Some(b)),
+        _ => Err(DpError::invalid(
+            MAX_MEMORY_ENV,
+            format!("must be a positive integer number of bytes (e.g. 8000000000), got {raw:?}"),
+        )),
+    }
+}
+
+/// The largest output (bytes) the core will allocate now: the memory available on this machine
+/// (Linux `MemAvailable`, read at each call — it changes as other processes run) lowered by the
+/// user's cap `DPCORE_MAX_MEMORY_BYTES` when set. `Ok(None)` when neither is known (no limit but
+/// the allocator's); an invalid cap is an `InvalidArgument` naming the variable.
+pub fn memory_limit_bytes() -> DpResult<Option<u64>> {
+    let cap = parse_user_cap(std::env::var(MAX_MEMORY_ENV).ok().as_deref())?;
+    let avail = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available_from);
+    Ok(match (avail, cap) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
     })
 }
 
@@ -42,7 +64,7 @@ pub fn zeros_f64(name: &'static str, what: &str, len: usize) -> DpResult<Vec<f64
     }
     let bytes = bytes_for::<f64>(len)
         .ok_or_else(|| DpError::out_of_memory(name, what, (len as u128).checked_mul(8)))?;
-    if memory_limit_bytes().is_some_and(|lim| bytes as u64 > lim) {
+    if memory_limit_bytes()?.is_some_and(|lim| bytes as u64 > lim) {
         return Err(DpError::out_of_memory(name, what, Some(bytes as u128)));
     }
     let layout = Layout::array::<f64>(len).map_err(|_| DpError::out_of_memory(name, what, Some(bytes as u128)))?;
@@ -92,5 +114,24 @@ mod tests {
         // 2 TiB: refused by the allocator on any machine that runs the tests
         let e = zeros2("Z", "the kernel matrix", 1 << 19, 1 << 19).unwrap_err();
         assert!(e.to_string().starts_with("Z: cannot allocate the kernel matrix"), "{e}");
+    }
+
+    #[test]
+    fn limit_is_available_memory_and_the_user_cap() {
+        let text = "MemTotal:       24684092 kB\nMemFree:  100 kB\nMemAvailable:   1000 kB\nSwapTotal: 99999999 kB\n";
+        assert_eq!(mem_available_from(text), Some(1000 * 1024));
+        assert_eq!(mem_available_from("MemTotal: 5 kB\n"), None);
+        assert_eq!(parse_user_cap(None), Ok(None));
+        assert_eq!(parse_user_cap(Some(" 4096 ")), Ok(Some(4096)));
+        for bad in ["0", "-1", "abc", "1e9", ""] {
+            let e = parse_user_cap(Some(bad)).unwrap_err();
+            assert!(e.to_string().starts_with("DPCORE_MAX_MEMORY_BYTES: must be a positive integer"), "{e}");
+        }
+        // the limit never exceeds what /proc/meminfo says is available
+        if let Some(avail) = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available_from) {
+            if std::env::var(MAX_MEMORY_ENV).is_err() {
+                assert!(memory_limit_bytes().unwrap().unwrap() <= avail + (1 << 30));
+            }
+        }
     }
 }

@@ -33,7 +33,8 @@ impl fmt::Display for DpError {
             DpError::InvalidArgument { name, reason } => write!(f, "{name}: {reason}"),
             DpError::OutOfMemory { name, what, bytes: Some(b) } => write!(
                 f,
-                "{name}: cannot allocate {what} ({:.3} GiB); use smaller inputs or process them in blocks",
+                "{name}: cannot allocate {what} ({:.3} GiB): more than the memory available now (or the cap \
+                 DPCORE_MAX_MEMORY_BYTES); use smaller inputs or process them in blocks",
                 *b as f64 / (1u64 << 30) as f64
             ),
             DpError::OutOfMemory { name, what, bytes: None } => {

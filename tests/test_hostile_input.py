@@ -15,6 +15,7 @@ subprocess whose exit status is checked.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -399,3 +400,65 @@ def test_every_calibration_and_noise_function_on_every_hostile_number():
             n_calls += 1
             _within(5, lambda: _check_outcome(lambda: f(*args), names))
     assert n_calls > 10_000
+
+
+# ---------------------------------------------------------------------------------------------- issue 22, item 6
+_CAPPED = textwrap.dedent("""
+    import os, numpy as np, dpcore
+    from dpcore._internal.validation import memory_limit_bytes
+    from dpcore.mechanisms import noise
+    avail = None
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            avail = int(line.split()[1]) * 1024
+    lim = memory_limit_bytes()
+    # the limit is the memory available now (MemAvailable; it may move a little between the two reads), not total+swap
+    print("limit_le_available", lim is not None and lim <= avail + 2**30)
+    os.environ["DPCORE_MAX_MEMORY_BYTES"] = str(256 * 2**20)   # the user's cap: 256 MiB, read at every call
+    print("limit_is_cap", memory_limit_bytes() == 256 * 2**20)
+    cases = {
+        "kernel_matrix": lambda: dpcore.kernel_matrix(np.zeros((6000, 2))),                 # 275 MiB
+        "rff_fit": lambda: dpcore.RandomFourierFeatures(n_components=10**8).fit(np.zeros((3, 4))),  # >= 1.5 GiB
+        "noise": lambda: noise.exponential(40 * 2**20),                                      # 320 MiB
+        "small_ok": lambda: dpcore.kernel_matrix(np.zeros((100, 2))),
+    }
+    for name, call in cases.items():
+        try:
+            call()
+            print(name, "OK")
+        except MemoryError as e:
+            print(name, "MemoryError", str(e).split(":")[0], "DPCORE_MAX_MEMORY_BYTES" in str(e))
+    os.environ["DPCORE_MAX_MEMORY_BYTES"] = "lots"
+    try:
+        dpcore.kernel_matrix(np.zeros((6000, 2)))
+    except ValueError as e:
+        print("bad_cap", str(e).split(":")[0])
+""")
+
+
+def test_memory_limit_is_available_memory_lowered_by_the_user_cap():
+    """The cap was physical memory + swap (read once): a 12 GB RandomFourierFeatures or an 18.6 GiB kernel_matrix
+    started filling memory on a loaded machine. Now: MemAvailable at the call, lowered by DPCORE_MAX_MEMORY_BYTES."""
+    env = {k: v for k, v in os.environ.items() if k != "DPCORE_MAX_MEMORY_BYTES"}
+    res = subprocess.run([sys.executable, "-c", _CAPPED], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    lines = dict(line.split(" ", 1) for line in res.stdout.strip().splitlines())
+    assert lines == {
+        "limit_le_available": "True",
+        "limit_is_cap": "True",
+        "kernel_matrix": "MemoryError A True",
+        "rff_fit": "MemoryError n_components True",
+        "noise": "MemoryError size=41943040 True",
+        "small_ok": "OK",
+        "bad_cap": "DPCORE_MAX_MEMORY_BYTES",
+    }, res.stdout
+
+
+def test_gp_service_memory_message_shows_max_exact_queries_not_its_square():
+    from dpcore.kernel_learning import GPService
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(40, 2))
+    model = KernelSVM(lam=1e-2, kernel="rbf", gamma=1.0).fit(X, np.where(X[:, 0] > 0, 1, -1))
+    with pytest.raises(MemoryError, match=r"^max_exact_queries=1000000000: ") as e:
+        GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10**9)
+    assert "1000000000000000000" not in str(e.value)

@@ -388,7 +388,8 @@ def gp_forward_substitution(
 
 # ---- process-wide ----
 def memory_limit_bytes() -> Optional[int]:
-    """Physical memory plus swap (bytes; None where unknown): larger outputs are a MemoryError."""
+    """Memory available now (``MemAvailable``), lowered by ``DPCORE_MAX_MEMORY_BYTES`` (bytes; None where
+    unknown): larger outputs are a MemoryError; an invalid cap is a ValueError naming the variable."""
 
 def fp_constants() -> dict[str, float]:
     """The named floating-point assumptions of the Rust core (``src/fp.rs``)."""

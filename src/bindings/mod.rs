@@ -31,11 +31,12 @@ impl From<DpError> for PyErr {
     }
 }
 
-/// Physical memory plus swap in bytes (`None` where unknown): the one limit above which the core
-/// refuses an allocation with `MemoryError` (`crate::alloc`), shared with Python's size checks.
+/// The memory available now, lowered by `DPCORE_MAX_MEMORY_BYTES` when set (bytes; `None` where
+/// unknown): the one limit above which the core refuses an allocation with `MemoryError`
+/// (`crate::alloc`), shared with Python's size checks. An invalid cap is a `ValueError` naming it.
 #[pyfunction]
-fn memory_limit_bytes() -> Option<u64> {
-    crate::alloc::memory_limit_bytes()
+fn memory_limit_bytes() -> PyResult<Option<u64>> {
+    Ok(crate::alloc::memory_limit_bytes()?)
 }
 
 /// The named floating-point assumptions of `crate::fp` (compared with `dpcore._internal.fp` by the tests).

@@ -369,3 +369,60 @@ def test_extreme_inputs_that_cannot_be_calibrated_raise():
     # the tiny-ε advanced composition is bisected properly (no product underflow)
     e0 = cal.advanced_per_step_epsilon(1e-300, 10, 1e-6)
     assert e0 == pytest.approx(1e-300 / math.sqrt(20 * math.log(1e6)), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------- issue 22, item 6
+_EXTREME = [5e-324, 1e-300, 2.2e-308, 1e-16, 0.5, 1 - 1e-16, 1.0, 2.0, 700.0, 1e16, 1e308, 1.7976931348623157e308,
+            0.0, -1.0, math.inf, math.nan, 2**70, 10**400]
+_ARITY = {"laplace_scale": 2, "gaussian_sigma_classic": 3, "gaussian_delta": 3, "gaussian_sigma_analytic": 3,
+          "gaussian_sigma": 3, "zcdp_delta": 2, "zcdp_rho": 2, "zcdp_epsilon": 2, "compose_advanced": 4,
+          "advanced_per_step_epsilon": 3, "per_step_epsilon": 3}
+
+
+@pytest.mark.parametrize("args", [
+    (5e-324, 5e-324, 0.5),          # bare ArithmeticError: could not bracket the analytic Gaussian sigma
+    (5e-324, 1e308, 1 - 1e-16),     # method="zcdp": could not bracket zCDP rho
+])
+def test_gaussian_sigma_never_raises_a_bare_arithmetic_error(args):
+    for method in ("analytic", "zcdp"):
+        try:
+            cal.gaussian_sigma(*args, method=method)
+        except ValueError as e:
+            assert str(e).startswith(("sensitivity", "epsilon", "delta")), str(e)
+
+
+@pytest.mark.parametrize("args", [(1e308, 1 - 1e-16), (1.7976931348623157e308, 1e-300),
+                                  (1.7976931348623157e308, 5e-324)])
+def test_zcdp_rho_extremes_are_value_errors_naming_epsilon(args):
+    # were ArithmeticError("could not bracket zCDP rho") and OverflowError(34, 'Numerical result out of range')
+    with pytest.raises(ValueError, match="^epsilon="):
+        cal.zcdp_rho(*args)
+
+
+def test_integers_beyond_the_float_range_are_value_errors_naming_the_parameter():
+    with pytest.raises(ValueError, match="^epsilon must be finite"):
+        cal.laplace_scale(1.0, 10**400)  # was OverflowError: int too large to convert to float
+    with pytest.raises(ValueError, match="^sensitivity must be finite"):
+        cal.gaussian_sigma_analytic(10**400, 1.0, 1e-6)
+    with pytest.raises(ValueError, match="^epsilon=0.5"):
+        cal.compose_advanced(0.5, 0.5, 10**400, 1e-6)  # was OverflowError: integer division result too large
+
+
+def test_extreme_float_sweep_refuses_only_with_named_value_or_type_errors():
+    """Every public function on every combination of extreme floats: a result, or a ValueError/TypeError whose
+    message starts with the name of an argument (never OverflowError/ArithmeticError/ZeroDivisionError)."""
+    import inspect
+    import itertools
+
+    vals = [5e-324, 1e-300, 1 - 1e-16, 1.0, 1e308, 1.7976931348623157e308, -1.0, 2**70]
+    for fname, k in _ARITY.items():
+        f = getattr(cal, fname)
+        params = list(inspect.signature(f).parameters)[:k]
+        for args in itertools.product(vals, repeat=k):
+            try:
+                out = f(*args)
+            except (ValueError, TypeError) as e:
+                assert any(str(e).startswith(p) for p in params), (fname, args, str(e))
+            else:
+                for v in (out if isinstance(out, tuple) else (out,)):
+                    assert math.isfinite(v) and v >= 0.0, (fname, args, out)

@@ -123,7 +123,7 @@ def test_tddl_release_equals_in_memory(dask_client, problem, tddl, chunks):
 def test_release_without_points_and_errors(dask_client, problem, tddl):
     Q = problem["Q"]
     empty = KernelRelease(np.zeros((0, D)), np.zeros(0), tddl.release_.kernel, mechanism="TDDL", epsilon=1.0,
-                          delta=1e-6, data_norm=1.0, intercept=0.25)
+                          delta=1e-6, calibration={"test": True}, data_norm=1.0, intercept=0.25)
     assert np.array_equal(empty.decision_function(_dask(Q, 25)).compute(), empty.decision_function(Q))
     with pytest.raises(ValueError, match="^X has 4 features, but KernelRelease is expecting 3"):
         tddl.predict(da.zeros((10, 4), chunks=5))

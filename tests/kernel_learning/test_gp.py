@@ -179,7 +179,8 @@ def test_prior_calibration_is_post_processing_of_a_private_proportion():
 
 def test_release_with_intercept_round_trips(tmp_path):
     rel = dpcore.KernelRelease(np.eye(2), np.array([1.0, -1.0]), dict(kernel="rbf", gamma=1.0, degree=3, coef0=1.0),
-                               mechanism="TDDL", epsilon=1.0, delta=1e-6, data_norm=1.0, intercept=0.25)
+                               mechanism="TDDL", epsilon=1.0, delta=1e-6, data_norm=1.0, intercept=0.25,
+                               calibration={"test": True})
     rel.save(tmp_path / "r.json")
     back = dpcore.KernelRelease.load(tmp_path / "r.json")
     assert back.intercept == 0.25

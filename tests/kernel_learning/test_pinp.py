@@ -419,3 +419,17 @@ def test_accepts_the_real_kernel_svm():
     p = PINP(svm, **SESSION, random_state=0)
     a = p.predict(W.unit_ball(rng, 30, 3))
     assert a.shape == (30,) and p.sensitivity_ >= 2 / (0.5 * 60)
+
+
+@pytest.mark.parametrize("n_queries, exc", [(2**70, ValueError), (2**64, ValueError), (2**53 + 1, ValueError),
+                                            (0, ValueError), (-3, ValueError), (2.0, TypeError), (True, TypeError),
+                                            ("10", TypeError)])
+def test_n_queries_out_of_range_is_refused_naming_n_queries(n_queries, exc):
+    # 2**64 and beyond used to raise "OverflowError: int too big to convert" (naming the Rust max_queries)
+    from dpcore.kernel_learning.pinp import MAX_N_QUERIES
+    assert MAX_N_QUERIES == 2**53
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.7, 0.7, size=(300, 2))
+    svm = dpcore.KernelSVM(lam=1e-2, kernel="rbf", gamma=1.0).fit(X, np.where(X[:, 0] > 0, 1, -1))
+    with pytest.raises(exc, match="^n_queries"):
+        PINP(svm, 1.0, 1e-6, data_norm=1.0, n_queries=n_queries, norm_bound=1e6)

@@ -165,3 +165,123 @@ def test_default_grid_is_data_independent_around_auto():
     g2 = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=1).fit(
         *_easy(1500, 10))
     assert g2.candidates_ == g.candidates_
+
+
+# ---------------------------------------------------------------------------------------------- issue 22, item 4
+def _refused_before_charging(make, X, y, exc, name):
+    acc = BudgetAccountant(10.0, 1e-3, accounting="basic")
+    with pytest.raises(exc) as e:
+        make(acc).fit(X, y)
+    assert str(e.value).startswith(name) or f" {name}" in str(e.value)[:60] or f"{name}=" in str(e.value), \
+        (name, type(e.value).__name__, str(e.value))
+    assert acc.spent == (0.0, 0.0) and len(acc) == 0, (name, acc.spent)
+
+
+def test_public_inputs_are_refused_before_anything_is_charged():
+    X, y = _easy(300, 3)
+    Z = _easy(50, 4)[0]
+    grid = {"lam": [0.1]}
+
+    def pgs(**kw):
+        args = dict(param_grid=grid, epsilon=1.0, delta=1e-6, Z=Z, data_norm=1.0, random_state=0)
+        args.update(kw)
+        return lambda acc: PrivateGridSearch(args.pop("param_grid"), args.pop("epsilon"), args.pop("delta"),
+                                             accountant=acc, **args)
+
+    # public Z outside the ball (was charged ε ≈ 1.26, then refused)
+    _refused_before_charging(pgs(Z=Z * 3.0), X, y, ValueError, "Z")
+    # gamma=1e308 (was charged, then "array must not contain infs or NaNs")
+    _refused_before_charging(pgs(base_params={"kernel": "rbf", "gamma": 1e308}), X, y, ValueError, "gamma")
+    _refused_before_charging(pgs(param_grid={"lam": [0.1], "gamma": [1e308]}), X, y, ValueError, "gamma")
+    _refused_before_charging(pgs(epsilon=1e-300), X, y, ValueError, "epsilon")
+    # refusals about X and y (were charged after training): domain, labels outside the classes, overflow
+    _refused_before_charging(pgs(), X * 3.0, y, ValueError, "X")
+    _refused_before_charging(pgs(), X, np.where(y > 0, 2, -1), ValueError, "y")
+    _refused_before_charging(pgs(base_params={"kernel": "poly", "gamma": 1e10, "degree": 40}), X, y, ValueError,
+                             "degree")
+    # mean_runs = 10**12 was accepted, ran for ever and had charged ε = 2
+    _refused_before_charging(pgs(strategy="repeat_and_select", mean_runs=10**12), X, y, ValueError, "mean_runs")
+    from dpcore.kernel_learning.selection import MAX_MEAN_RUNS
+    _refused_before_charging(pgs(strategy="repeat_and_select", mean_runs=MAX_MEAN_RUNS + 1), X, y, ValueError,
+                             "mean_runs")
+
+
+_HOSTILE = [math.nan, math.inf, -math.inf, 0.0, -1.0, 1e308, 1e-300, 5e-324, 2**70, 10**400, "1", None, [1.0]]
+
+
+@pytest.mark.parametrize("param", ["epsilon", "delta", "data_norm", "score_share", "prior_epsilon_share",
+                                   "mean_runs", "strategy", "Z", "param_grid", "base_params", "lam", "gamma",
+                                   "degree", "coef0", "tol", "classes", "random_state", "verbose", "accountant",
+                                   "X", "y"])
+def test_hostile_values_are_refused_naming_the_parameter_with_nothing_charged(param):
+    """Every constructor/fit parameter with hostile values: refused with a ValueError/TypeError naming it (or
+    accepted and run), and the accountant unchanged whenever it is refused."""
+    X, y = _easy(120, 3)
+    Z = _easy(20, 4)[0]
+    values = list(_HOSTILE)
+    if param == "strategy":
+        values += ["best", ""]
+    if param in ("Z", "X"):
+        values = [np.full((20, 2), v) for v in (math.nan, math.inf, 1e308, 5.0)] + [np.zeros((0, 2)), np.zeros(3),
+                                                                                   np.zeros((20, 3)), "x", None]
+    if param == "y":
+        values = [np.full(120, math.nan), np.full(120, 3), np.ones(7), np.array(["a"] * 120), None, np.ones((120, 2))]
+    if param == "classes":
+        values = [[1], [1, 1], [0, 1, 2], None, "ab", [math.nan, 1.0]]
+    for v in values:
+        kw = dict(Z=Z, data_norm=1.0, random_state=0, base_params={"kernel": "rbf", "gamma": 1.0, "tol": 1e-6})
+        grid, eps, delta, Xf, yf = {"lam": [0.1]}, 1.0, 1e-6, X, y
+        if param == "epsilon":
+            eps = v
+        elif param == "delta":
+            delta = v
+        elif param == "param_grid":
+            grid = v
+        elif param in ("lam", "gamma", "degree", "coef0", "tol"):
+            grid = {"lam": [0.1], param: [v]} if param != "lam" else {"lam": [v]}
+            if param in ("degree", "coef0"):
+                kw["base_params"] = {"kernel": "poly", "gamma": 1.0, "tol": 1e-6}
+        elif param == "classes":
+            kw["base_params"] = dict(kw["base_params"], classes=v)
+        elif param == "X":
+            Xf = v
+        elif param == "y":
+            yf = v
+        elif param == "mean_runs":
+            kw.update(strategy="repeat_and_select", mean_runs=v)
+        elif param != "accountant":
+            kw[param] = v
+        acc = BudgetAccountant(10.0, 1e-3, accounting="basic")
+        used = v if param == "accountant" else acc
+        try:
+            PrivateGridSearch(grid, eps, delta, accountant=used, **kw).fit(Xf, yf)
+        except (ValueError, TypeError) as e:
+            msg = str(e)
+            assert param in msg, (param, v, type(e).__name__, msg)
+            assert acc.spent == (0.0, 0.0) and len(acc) == 0, (param, v, acc.spent)
+        else:  # accepted: a valid value (None is the documented default of these) — and then it ran
+            assert (v is None and param in ("mean_runs", "param_grid", "base_params", "random_state", "accountant")
+                    ) or param in ("verbose", "score_share", "prior_epsilon_share", "lam", "gamma", "coef0", "tol",
+                                   "data_norm", "epsilon"), (param, v)
+
+
+def _imbalanced(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.7, 0.7, size=(n, 2))
+    return X, np.where(X[:, 0] + X[:, 1] > 0.55, "yes", "no")  # about 22% "yes"
+
+
+@pytest.mark.parametrize("declared", [("yes", "no"), ("no", "yes")])
+def test_class_prior_is_released_for_the_class_every_release_predicts_for_f_positive(declared):
+    # classes=["yes", "no"] inverted the private prior (accuracy 0.393 instead of 0.927): the proportion was taken
+    # for classes[1] in declared order, calibrate_prior predicts classes_[1] in sorted order
+    X, y = _imbalanced(3000, 0)
+    Z = _imbalanced(300, 1)[0]
+    Xt, yt = _imbalanced(3000, 2)
+    g = PrivateGridSearch({"lam": [1e-3]}, 4.0, 1e-6, Z=Z, data_norm=1.0, prior_epsilon_share=0.2,
+                          base_params={"kernel": "rbf", "gamma": 5.0, "tol": 1e-8, "classes": list(declared)},
+                          random_state=0).fit(X, y)
+    assert g.release_.classes_.tolist() == ["no", "yes"]
+    p = g.release_.calibration["prior_proportion"]
+    assert abs(p - np.mean(y == "yes")) < 0.05, p  # the positive class's proportion, whatever the declared order
+    assert g.score(Xt, yt) > 0.85

@@ -191,7 +191,7 @@ def test_old_format_state_is_refused(model, tmp_path):
 
 def test_kernel_release_tampering_is_refused(tmp_path):
     rel = KernelRelease(np.eye(2), np.array([1.0, -1.0]), dict(kernel="rbf", gamma=1.0, degree=3, coef0=1.0),
-                        classes=np.array([-1, 1]), mechanism="tddl", epsilon=1.0, delta=0.0, calibration={},
+                        classes=np.array([-1, 1]), mechanism="tddl", epsilon=1.0, delta=0.0, calibration={"test": True},
                         data_norm=1.0)
     path = tmp_path / "r.json"
     rel.save(path)

@@ -34,6 +34,8 @@ __all__ = [
     "check_X",
     "check_vector",
     "check_count",
+    "check_int",
+    "memory_limit_bytes",
     "check_scale",
 ]
 
@@ -41,7 +43,10 @@ __all__ = [
 def _as_real(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int (or Fraction) beyond the float range
+        raise ValueError(f"{name} must be finite, got a number too large for a float64 ({value!r:.40})") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
@@ -235,26 +240,52 @@ def check_vector(array, name: str, *, length: Optional[int] = None) -> np.ndarra
     return arr
 
 
-def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) -> int:
-    """Return ``value`` as an int ``>= minimum`` that sizes an output of ``bytes_per_unit`` bytes per unit.
+def check_int(value, name: str, *, minimum: int = 1, maximum: Optional[int] = None) -> int:
+    """Return ``value`` as a Python int in ``[minimum, maximum]``; ``TypeError``/``ValueError`` naming ``name``.
 
-    A count whose output cannot fit in this machine's memory (physical memory plus swap, the same
-    limit the Rust core applies, ``dpcore._core.memory_limit_bytes``) is a ``MemoryError`` naming
-    ``name`` before anything is allocated — never an interpreter abort or an ``OverflowError``
-    from converting to a machine integer.
+    Booleans and non-integral numbers (``2.0``, ``"3"``) are a ``TypeError``; the bounds are checked on the exact
+    integer, so a huge value (``2**70``) is a ``ValueError`` naming ``name``, never an ``OverflowError`` from a later
+    conversion to a machine integer.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
+    return value
 
-    limit = _core.memory_limit_bytes()
+
+def memory_limit_bytes() -> Optional[int]:
+    """The largest output (bytes) dpcore will allocate now, or ``None`` where unknown.
+
+    The memory available on this machine at the call (Linux ``MemAvailable``: what can be had without swapping;
+    it changes as other processes run), lowered by the user's cap, the environment variable
+    ``DPCORE_MAX_MEMORY_BYTES`` (a positive integer number of bytes, read at every call, so
+    ``os.environ["DPCORE_MAX_MEMORY_BYTES"] = "8000000000"`` takes effect at once). The Rust core applies the same
+    limit to its own allocations (``src/alloc.rs``); an invalid cap is a ``ValueError`` naming the variable.
+    """
+    return _core.memory_limit_bytes()
+
+
+def check_count(value, name: str, *, minimum: int = 1, bytes_per_unit: int = 8) -> int:
+    """Return ``value`` as an int ``>= minimum`` that sizes an output of ``bytes_per_unit`` bytes per unit.
+
+    A count whose output does not fit in the memory available now (:func:`memory_limit_bytes`: ``MemAvailable``
+    lowered by ``DPCORE_MAX_MEMORY_BYTES``, the same limit the Rust core applies) is a ``MemoryError`` naming
+    ``name`` and its value before anything is allocated — never an interpreter abort, a machine filled until the
+    OOM killer, or an ``OverflowError`` from converting to a machine integer. ``bytes_per_unit`` may itself depend
+    on ``value`` (e.g. ``8·T`` for a ``T × T`` matrix sized by ``T``): the message shows ``value``, not the product.
+    """
+    value = check_int(value, name, minimum=minimum)
+    limit = memory_limit_bytes()
     need = value * bytes_per_unit
     if need > 2**63 - 1 or (limit is not None and need > limit):
         raise MemoryError(
-            f"{name}={value}: the output needs {need / 2**30:.3g} GiB, more than this machine's "
-            f"memory" + ("" if limit is None else f" ({limit / 2**30:.3g} GiB)"))
+            f"{name}={value}: the output needs {need / 2**30:.3g} GiB, more than "
+            + ("this machine's address space" if limit is None else
+               f"the memory available now ({limit / 2**30:.3g} GiB; the environment variable "
+               f"DPCORE_MAX_MEMORY_BYTES lowers this limit)"))
     return value
 
 

@@ -22,6 +22,8 @@ Formulas and sources
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import sys
 import numbers
@@ -84,6 +86,30 @@ def _representable(value: float, what: str, **params) -> float:
     raise ValueError(f"{args}: the {what} ({value!r}) is not representable as a positive finite float")
 
 
+def _named_errors(what: str):
+    """Decorator for the public functions: a float64 overflow or failed bracket inside the computation (a bare
+    ``OverflowError``/``ArithmeticError`` from ``math``, ``Fraction`` or a bisection) becomes a ``ValueError``
+    whose message starts with the call's arguments (``sensitivity=5e-324, epsilon=...: ...``), like
+    :func:`_representable`. Input validation runs first and keeps its own messages."""
+
+    def wrap(func):
+        sig = inspect.signature(func)
+
+        @functools.wraps(func)
+        def guarded(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except ArithmeticError as exc:  # OverflowError, ZeroDivisionError, FloatingPointError, bracket failures
+                bound = sig.bind(*args, **kwargs)
+                shown = ", ".join(f"{k}={v!r:.40}" for k, v in bound.arguments.items())
+                raise ValueError(f"{shown}: the {what} cannot be computed in float64 ({exc}); these parameters are "
+                                 f"too extreme") from None
+
+        return guarded
+
+    return wrap
+
+
 def _bisect(pred, lo: float, hi: float, *, rtol: float = _RTOL) -> Tuple[float, float]:
     """Bisect a monotone predicate with ``pred(lo) != pred(hi)`` down to relative width ``rtol``.
 
@@ -108,6 +134,7 @@ def _bisect(pred, lo: float, hi: float, *, rtol: float = _RTOL) -> Tuple[float, 
 # ----------------------------------------------------------------------------------------------
 # Laplace and Gaussian calibration
 # ----------------------------------------------------------------------------------------------
+@_named_errors("Laplace scale")
 def laplace_scale(sensitivity, epsilon) -> float:
     """Scale of the Laplace mechanism.
 
@@ -138,6 +165,7 @@ def laplace_scale(sensitivity, epsilon) -> float:
                           sensitivity=sensitivity, epsilon=epsilon)
 
 
+@_named_errors("Gaussian sigma")
 def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
     """Classic Gaussian-mechanism calibration (Dwork & Roth 2014, Thm A.1).
 
@@ -227,6 +255,7 @@ def _log_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> flo
     return la + math.log(-math.expm1(t))
 
 
+@_named_errors("Gaussian delta")
 def gaussian_delta(sigma, sensitivity, epsilon) -> float:
     """Exact δ(ε) of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
@@ -267,6 +296,7 @@ def gaussian_delta(sigma, sensitivity, epsilon) -> float:
     return math.exp(_log_gaussian_delta(sigma, sensitivity, epsilon))
 
 
+@_named_errors("Gaussian sigma")
 def gaussian_sigma_analytic(sensitivity, epsilon, delta) -> float:
     """Analytic Gaussian mechanism calibration (Balle & Wang 2018, Alg. 1).
 
@@ -365,6 +395,7 @@ def _zcdp_log_delta(rho: float, epsilon: float) -> float:
     return min(_zcdp_log_delta_at(lo, rho, epsilon), _zcdp_log_delta_at(hi, rho, epsilon), 0.0)
 
 
+@_named_errors("zCDP delta")
 def zcdp_delta(rho, epsilon) -> float:
     """δ of the (ε, δ)-DP guarantee implied by ρ-zCDP (Canonne, Kamath, Steinke 2020, Cor. 13).
 
@@ -397,6 +428,7 @@ def zcdp_delta(rho, epsilon) -> float:
     return math.exp(_zcdp_log_delta(rho, epsilon))
 
 
+@_named_errors("zCDP rho")
 def zcdp_rho(epsilon, delta) -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP via :func:`zcdp_delta`.
 
@@ -448,6 +480,7 @@ def zcdp_rho(epsilon, delta) -> float:
     return lo
 
 
+@_named_errors("zCDP epsilon")
 def zcdp_epsilon(rho, delta) -> float:
     """Smallest ε (up to relative 1e-12, rounded up) such that ρ-zCDP implies (ε, δ)-DP.
 
@@ -496,6 +529,7 @@ def zcdp_epsilon(rho, delta) -> float:
     return hi
 
 
+@_named_errors("Gaussian sigma")
 def gaussian_sigma(sensitivity, epsilon, delta, method: str = "analytic") -> float:
     """Gaussian noise standard deviation for (ε, δ)-DP with L2 sensitivity Δ.
 
@@ -536,6 +570,7 @@ def gaussian_sigma(sensitivity, epsilon, delta, method: str = "analytic") -> flo
 # ----------------------------------------------------------------------------------------------
 # composition
 # ----------------------------------------------------------------------------------------------
+@_named_errors("composed budget")
 def compose_basic(epsilons: Iterable[float], deltas: Optional[Iterable[float]] = None) -> Tuple[float, float]:
     """Basic (sequential) composition: ``(Σ ε_i, Σ δ_i)`` (Dwork et al. 2006).
 
@@ -589,6 +624,7 @@ def _advanced_epsilon(eps0: float, k: int, delta_prime: float) -> float:
         return math.inf
 
 
+@_named_errors("composed budget")
 def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     """The better of advanced (Dwork, Rothblum, Vadhan 2010, Thm III.3) and basic composition.
 
@@ -645,6 +681,7 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     return eps_total, delta_total
 
 
+@_named_errors("per-step epsilon")
 def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
     """Largest per-step ε0 whose k-fold advanced composition stays within ε.
 
@@ -692,6 +729,7 @@ def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
     return lo
 
 
+@_named_errors("per-step epsilon")
 def per_step_epsilon(epsilon, k, delta_prime=None) -> float:
     """Per-step ε for k adaptively composed mechanisms with total budget ε.
 

@@ -237,7 +237,7 @@ class GPService(DurableSession):
         delta = check_delta(params["delta"], allow_zero=False)
         r = check_positive(params["data_norm"], "data_norm")
         T_max = check_count(params["max_exact_queries"], "max_exact_queries", bytes_per_unit=0)
-        check_count(T_max * T_max, "max_exact_queries")  # the factor: 8·T_max² bytes
+        check_count(T_max, "max_exact_queries", bytes_per_unit=8 * T_max)  # the factor: 8·T_max² bytes
         k = info["kernel"]
         r_eff = r * (1.0 + RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])

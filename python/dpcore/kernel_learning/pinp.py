@@ -18,7 +18,8 @@ from dpcore import _core
 from dpcore.kernels.evaluation import kernel_matrix, kernel_predict
 from dpcore.mechanisms.noise import laplace_plan
 from dpcore.accounting.events import epsilon_delta_event
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
+from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_int, check_positive,
+                                         check_probability)
 from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names used by tests)
     RADIUS_TOL as _RADIUS_TOL, SLACK as _SLACK, b64, fingerprint_material,
     model_info, seed_from, unb64, check_in_domain, public_error_bound,
@@ -33,6 +34,10 @@ from dpcore._internal.progress import check_verbose, progress_bar
 logger = logging.getLogger(__name__)
 
 __all__ = ["PINP", "PINPBudgetExhausted", "PINPCalibration", "pinp_calibration", "StateRollbackError"]
+
+#: Largest accepted ``n_queries`` (2⁵³: every count up to it is an exact float64; the Rust session counts in u64).
+#: Larger values are a ``ValueError`` naming ``n_queries``, never an ``OverflowError`` of a later conversion.
+MAX_N_QUERIES = 2**53
 
 #: Why queries cannot be a Dask collection: answers draw fresh noise in query order from one generator (a blockwise
 #: map would need a random stream per block, and a recomputed block must not draw again);
@@ -128,9 +133,7 @@ def pinp_calibration(
     """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n (the model's n_samples_fit_) must be a positive integer, got {n!r}")
-    if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) or n_queries < 1:
-        raise ValueError(f"n_queries must be a positive integer, got {n_queries!r}")
-    n, T = int(n), int(n_queries)
+    n, T = int(n), check_int(n_queries, "n_queries", maximum=MAX_N_QUERIES)
     lam = check_positive(lam, "lam")
     L = check_positive(lipschitz, "lipschitz")
     r2 = check_positive(r_phi_sq, "r_phi_sq")
@@ -275,7 +278,8 @@ class PINP(DurableSession):
     beta : float
         Failure probability of the error bound, in (0, 1).
     n_queries : int
-        T, the maximal number of queries the session answers (part of the calibration).
+        T, the maximal number of queries the session answers (part of the calibration); at most
+        :data:`MAX_N_QUERIES` (2⁵³).
     data_norm : float
         Public bound r on the norm of every training point and query.
     norm_bound : float, optional

@@ -15,6 +15,8 @@ each worker once) and bit-for-bit the in-memory values (``docs/scaling.md``).
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 from typing import Any, Optional, overload
 
@@ -25,12 +27,13 @@ from sklearn.base import BaseEstimator
 from dpcore import __version__ as _version
 from dpcore import _core
 from dpcore._internal.dask import compute_all
-from dpcore._internal.labels import decision_labels
+from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, decision_labels
 from dpcore._internal.state import atomic_write, checksum
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 from dpcore.kernel_learning._model import b64, unb64
-from dpcore._internal.validation import check_array, check_rows, map_rows
-from dpcore.kernels.evaluation import fused_predict
+from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
+                                         map_rows)
+from dpcore.kernels.evaluation import _check_representable, check_kernel_params, fused_predict
 from dpcore.kernel_learning.svm import NotFittedError
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
@@ -95,24 +98,88 @@ class KernelRelease:
 
     def __init__(self, points, mu, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
                  delta: float, calibration: Optional[dict] = None, data_norm: float, intercept: float = 0.0):
-        self.points = np.ascontiguousarray(np.asarray(points, dtype=np.float64))
-        self.mu = np.ascontiguousarray(np.asarray(mu, dtype=np.float64).ravel())
-        if self.points.ndim != 2 or self.points.shape[0] != self.mu.shape[0]:
-            raise ValueError(
-                f"points must be (T, d) and mu (T,); got {self.points.shape} and {self.mu.shape}"
-            )
-        if not (np.isfinite(self.points).all() and np.isfinite(self.mu).all()):
-            raise ValueError("points and mu must be finite")
-        self.kernel = dict(kernel)
-        self.classes_ = np.asarray([-1, 1] if classes is None else classes)
-        self.mechanism = str(mechanism)
-        self.epsilon = float(epsilon)
-        self.delta = float(delta)
-        self.calibration = _jsonable(dict(calibration or {}))
-        self.data_norm = float(data_norm)
-        self.intercept = float(intercept)
-        if not np.isfinite(self.intercept):
-            raise ValueError(f"intercept must be finite, got {intercept!r}")
+        fields = self._validate_public(points=points, mu=mu, kernel=kernel, classes=classes, mechanism=mechanism,
+                                       epsilon=epsilon, delta=delta, calibration=calibration, data_norm=data_norm,
+                                       intercept=intercept)
+        self.points = fields["points"]
+        self.mu = fields["mu"]
+        self.kernel = fields["kernel"]
+        self.classes_ = fields["classes"]
+        self.mechanism = fields["mechanism"]
+        self.epsilon = fields["epsilon"]
+        self.delta = fields["delta"]
+        self.calibration = fields["calibration"]
+        self.data_norm = fields["data_norm"]
+        self.intercept = fields["intercept"]
+
+    @staticmethod
+    def _validate_public(*, points, mu, kernel, classes, mechanism, epsilon, delta, calibration, data_norm,
+                         intercept) -> dict:
+        """Every field of a release, validated and normalised: the one check of the constructor and of ``load``.
+
+        Returns the fields as stored (float64 C-contiguous arrays, the resolved kernel, the sorted ``classes``).
+        Raises ``ValueError``/``TypeError`` whose message starts with the field's name: ``points`` (2-D, finite,
+        ``T ≥ 0`` rows of ``d ≥ 1`` features), ``mu`` (``T`` finite coefficients whose decision values on the
+        declared domain stay representable: ``Σ|μ_t|·max K ≤ e^700``), ``kernel`` (``kernel``/``gamma``/
+        ``degree``/``coef0`` as :func:`dpcore.kernel_matrix` accepts them), ``classes`` (two distinct labels in
+        dpcore's order, sorted: ``classes[1]`` is predicted for ``f > 0``), ``mechanism`` (a non-empty string),
+        ``epsilon`` (finite, > 0), ``delta`` (in [0, 1)), ``calibration`` (a non-empty dict: the audit record),
+        ``data_norm`` (finite, > 0) and ``intercept`` (finite).
+        """
+        pts = np.asarray(points)
+        if pts.dtype.kind not in "biuf":
+            raise TypeError(f"points must be a numeric array, got dtype {pts.dtype}")
+        pts = np.ascontiguousarray(pts, dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[1] < 1:
+            raise ValueError(f"points must be a 2-D array of shape (T, d) with d >= 1, got shape {pts.shape}")
+        if not np.isfinite(pts).all():
+            raise ValueError("points must be finite (NaN or infinite values found)")
+        coef = np.asarray(mu)
+        if coef.dtype.kind not in "biuf":
+            raise TypeError(f"mu must be a numeric array, got dtype {coef.dtype}")
+        coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
+        if coef.shape[0] != pts.shape[0]:
+            raise ValueError(f"mu must have one coefficient per point: points {pts.shape}, mu {coef.shape}")
+        if not np.isfinite(coef).all():
+            raise ValueError("mu must be finite (NaN or infinite values found)")
+        if not isinstance(kernel, dict):
+            raise TypeError(f"kernel must be a dict with kernel, gamma, degree and coef0, got {type(kernel).__name__}")
+        missing = [k for k in ("kernel", "gamma", "degree", "coef0") if k not in kernel]
+        extra = sorted(set(kernel) - {"kernel", "gamma", "degree", "coef0"}, key=str)
+        if missing or extra or kernel.get("gamma") is None:
+            raise ValueError(f"kernel must hold exactly kernel, gamma (resolved, not None), degree and coef0; got "
+                             f"{kernel!r}")
+        name, gamma, degree, coef0 = check_kernel_params(kernel["kernel"], kernel["gamma"], kernel["degree"],
+                                                         kernel["coef0"], pts.shape[1])
+        kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
+        epsilon = check_epsilon(epsilon)
+        delta = check_delta(delta)
+        radius = check_positive(data_norm, "data_norm")
+        intercept = _as_finite(intercept, "intercept")
+        labels = check_classes(DEFAULT_CLASSES if classes is None else classes)
+        if classes is not None and not np.array_equal(np.asarray(list(classes)), labels):
+            raise ValueError(f"classes must be in dpcore's order, sorted ({labels.tolist()!r}): classes[1] is "
+                             f"predicted for f > 0 (np.sort of the declared label set), got {classes!r}")
+        if not isinstance(mechanism, str) or not mechanism:
+            raise ValueError(f"mechanism must be a non-empty string, got {mechanism!r}")
+        if calibration is None or not isinstance(calibration, dict) or not calibration:
+            raise ValueError("calibration must be a non-empty dict (the release's public calibration record), got "
+                             f"{calibration!r:.80}")
+        # decision values on the declared domain (||q|| <= data_norm, points as released) must be representable:
+        # |f(q)| <= Σ|μ_t|·max_t |K(q, z_t)| (Cauchy–Schwarz for linear/poly; |K| <= 1 for rbf)
+        with np.errstate(over="ignore"):
+            l1 = float(np.sum(np.abs(coef), dtype=np.float64)) if coef.size else 0.0
+        if coef.size:
+            with np.errstate(over="ignore"):
+                rz = float(np.sqrt(np.max(np.einsum("ij,ij->i", pts, pts))))
+            g, p, c = (1.0, 1, 0.0) if name == "linear" else (gamma, degree, coef0)
+            base = 1.0 if name == "rbf" else g * radius * rz + abs(c)
+            log_bound = (math.log(l1) if l1 > 0 else -math.inf) + (p * math.log(base) if base > 0 else -math.inf)
+            if not (math.isfinite(l1) and math.isfinite(rz)) or log_bound > 700.0:
+                raise ValueError(f"mu: the decision values on the declared domain ||q|| <= data_norm = {radius:g} can "
+                                 f"overflow float64 (sum |mu| = {l1:.3g}, max |K| up to {base:.3g}**{p})")
+        return dict(points=pts, mu=coef, kernel=kern, classes=labels, mechanism=mechanism, epsilon=epsilon,
+                    delta=delta, calibration=_jsonable(dict(calibration)), data_norm=radius, intercept=intercept)
 
     @property
     def n_features_in_(self) -> int:
@@ -344,13 +411,31 @@ class KernelRelease:
                 f"n_points={self.points.shape[0]}, kernel={self.kernel['kernel']!r})")
 
 
+def _as_finite(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {value!r:.40}")
+    return out
+
+
 def _release_decision(X: np.ndarray, points: np.ndarray, mu: np.ndarray, kernel: dict, intercept: float,
                       n_rows_total: int) -> np.ndarray:
     """:meth:`KernelRelease.decision_function` on validated rows ``X`` (all of them, or one block of
-    ``n_rows_total``)."""
+    ``n_rows_total``): the one evaluation path of every prediction of a release (``decision_function``,
+    ``predict``, ``score``; in memory or block by block on Dask). Decision values that are not finite (rows so large
+    that the kernel overflows, e.g. entries of 1e308) are a ``ValueError`` naming ``X``, as
+    :func:`dpcore.kernel_predict` refuses them — never NaN, and never a label read off a NaN."""
     if points.shape[0] == 0:
         return np.full(X.shape[0], intercept)
-    return fused_predict(X, points, mu, kernel, n_rows_total=n_rows_total) + intercept
+    f = _check_representable(fused_predict(X, points, mu, kernel, n_rows_total=n_rows_total), kernel["kernel"], "X")
+    with np.errstate(over="ignore"):
+        f = f + intercept
+    return _check_representable(f, "", "X")
 
 
 class ReleasingEstimator(BaseEstimator):

@@ -51,7 +51,10 @@ layer (worst-case neighbours shift every candidate's score; output = the release
 also catches a score noise calibrated with the wrong sensitivity): ``tests/kernel_learning/test_selection.py``.
 
 Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
-``mean_runs`` and the strategy are public. Wall-clock time grows with the number of runs (outside
+``mean_runs`` and the strategy are public. Everything public is validated and calibrated before the budget is
+charged (every candidate's TDDL calibration is computed on a stand-in of its model that carries the declared
+parameters and the validated ``X`` only), so a refusal never depends on the private data after a charge;
+``mean_runs`` is capped by :data:`MAX_MEAN_RUNS` (the expected number of trained candidates). Wall-clock time grows with the number of runs (outside
 dpcore's threat model, as for every solver).
 """
 
@@ -69,14 +72,17 @@ from sklearn.base import BaseEstimator
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
+from dpcore._internal.labels import check_classes, encode_binary_labels
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale
+from dpcore.kernel_learning._model import check_in_domain
+from dpcore.kernels.evaluation import check_kernel_domain, check_kernel_params
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
-from dpcore.kernel_learning.svm import KernelSVM
+from dpcore.kernel_learning.svm import KernelSVM, NotFittedError
 from dpcore.accounting.calibrate import gaussian_delta
-from dpcore.mechanisms.noise import private_proportion
+from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
@@ -103,14 +109,25 @@ def _selection_event(mu: float, strategy: str, n_candidates: int, mean_runs: flo
     return event
 
 
+#: Largest accepted ``epsilon`` of :class:`PrivateGridSearch` (beyond it the per-run calibration leaves the range
+#: where its numbers are computed reliably; no meaningful guarantee needs more).
+MAX_EPSILON = 1000.0
+
+#: Largest accepted ``mean_runs`` (``"repeat_and_select"``): the expected number of trained and released candidates.
+#: A public cap, so that a huge value is refused before anything is charged instead of running for ever.
+MAX_MEAN_RUNS = 10_000
+
+
 def _check_strategy(strategy, n_candidates, mean_runs):
-    if strategy not in _STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in _STRATEGIES:
         raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
     if isinstance(n_candidates, bool) or not isinstance(n_candidates, numbers.Integral) or n_candidates < 1:
         raise ValueError(f"n_candidates must be a positive integer, got {n_candidates!r}")
     if strategy == "repeat_and_select":
-        if isinstance(mean_runs, bool) or not isinstance(mean_runs, numbers.Integral) or mean_runs < 1:
-            raise ValueError(f"mean_runs must be a positive integer, got {mean_runs!r}")
+        if isinstance(mean_runs, bool) or not isinstance(mean_runs, numbers.Integral) or not (
+                1 <= mean_runs <= MAX_MEAN_RUNS):
+            raise ValueError(f"mean_runs must be an integer in [1, {MAX_MEAN_RUNS}] (MAX_MEAN_RUNS: the expected "
+                             f"number of trained candidates), got {mean_runs!r:.40}")
 
 
 def selection_epsilon(mu: float, delta: float, *, n_candidates: int, strategy: str = "exhaustive",
@@ -163,7 +180,7 @@ def selection_mu(epsilon: float, delta: float, *, n_candidates: int, strategy: s
         if hi > 1e6:
             break
     if eps_of(lo) > epsilon:
-        raise ValueError(f"epsilon={epsilon!r} is too small for this selection"
+        raise ValueError(f"epsilon={epsilon!r} is too small for this selection at delta={delta!r}"
                          + (f" after the prior's {prior_epsilon:g}" if prior_epsilon else ""))
     while hi - lo > 1e-6 * hi:
         mid = 0.5 * (lo + hi)
@@ -261,7 +278,8 @@ class PrivateGridSearch(BaseEstimator):
         times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated at each run's ``μ_r``
         (:data:`AUTO_GRID_FACTORS`); kernel parameters from ``base_params``.
     epsilon, delta : float
-        The guarantee of the whole selection (all runs, the prior and the released model).
+        The guarantee of the whole selection (all runs, the prior and the released model);
+        ``0 < epsilon ≤`` :data:`MAX_EPSILON` (1000).
     Z : array of shape (T, d)
         Public points of the TDDL-gp release (e.g. unlabelled public data).
     data_norm : float
@@ -279,7 +297,8 @@ class PrivateGridSearch(BaseEstimator):
         :meth:`dpcore.KernelRelease.calibrate_prior` (post-processing) — the remedy for a kernel model
         without a bias on imbalanced data. ``0`` disables it.
     mean_runs : int, optional
-        ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates).
+        ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
+        :data:`MAX_MEAN_RUNS` (10,000).
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -288,7 +307,16 @@ class PrivateGridSearch(BaseEstimator):
         holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
     accountant : BudgetAccountant, optional
-        Charged ``(ε, δ)`` once, before any training.
+        Charged ``(ε, δ)`` once, before any training — and only after everything public has been validated and
+        calibrated: the parameters, ``Z`` (in the declared ball), ``X``'s shape and domain, ``y``'s labels (in the
+        declared ``classes``) and every candidate's TDDL calibration. Every such refusal leaves it unchanged.
+
+    Notes
+    -----
+    The class prior is the proportion of ``classes_[1]`` of the *sorted* declared label set
+    (:mod:`dpcore._internal.labels`: ``classes_ = np.sort(classes)``), the class every release predicts for
+    ``f > 0`` and :meth:`dpcore.KernelRelease.calibrate_prior` thresholds for, whatever order ``classes`` is
+    declared in. All candidates must declare the same label set.
 
     Attributes
     ----------
@@ -350,31 +378,47 @@ class PrivateGridSearch(BaseEstimator):
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
 
+        # -- everything public (and X's shape/domain/labels: refusing out-of-domain input is covered, the bounds
+        #    are declared) is validated and calibrated here, before anything is charged
         check_verbose(self.verbose)
         cands = None if self.param_grid is None else self._candidates()
         m = len(AUTO_GRID_FACTORS) if cands is None else len(cands)
         epsilon = check_epsilon(self.epsilon)
+        if epsilon > MAX_EPSILON:
+            raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
         delta = check_delta(self.delta, allow_zero=False)
         strategy = self.strategy
         mean_runs = m if self.mean_runs is None else self.mean_runs
         _check_strategy(strategy, m, mean_runs)
         for name in ("score_share", "prior_epsilon_share"):
             v = getattr(self, name)
+            interval = "(0, 1)" if name == "score_share" else "[0, 1)"
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"{name} must be a real number in {interval}, got {type(v).__name__}")
             lo_ok = v > 0.0 if name == "score_share" else v >= 0.0
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (lo_ok and v < 1.0):
-                raise ValueError(f"{name} must lie in {'(0, 1)' if name == 'score_share' else '[0, 1)'}, got {v!r}")
+            if not (lo_ok and v < 1.0):
+                raise ValueError(f"{name} must lie in {interval}, got {v!r:.40}")
+        if self.base_params is not None and not isinstance(self.base_params, dict):
+            raise TypeError(f"base_params must be a dict of KernelSVM parameters or None, got "
+                            f"{type(self.base_params).__name__}")
+        if self.accountant is not None and not callable(getattr(self.accountant, "spend", None)):
+            raise TypeError(f"accountant must be a dpcore.BudgetAccountant or None, got {type(self.accountant).__name__}")
+        radius = check_scale(self.data_norm, "data_norm")
         X = check_array(X, "X")
         n = X.shape[0]
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
-        Z = check_array(self.Z, "Z", n_features=X.shape[1])
-        radius = check_positive(self.data_norm, "data_norm")
+        Z = check_in_domain(check_array(self.Z, "Z", n_features=X.shape[1], estimator="X (the training rows)"),
+                            radius, "Z", clip=False)
+        X = check_in_domain(X, radius, "X", clip=False)
         base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
         rng = check_random_state(self.random_state)
-        positive = KernelSVM(**base).classes[1]  # declared label set (public), never read off y
         # -- calibration (public): the prior is ε_p-DP (Laplace), every run μ-GDP
         prior_eps = float(self.prior_epsilon_share) * epsilon
+        if prior_eps > 0:  # the class proportion's exact Laplace release must be calibratable (public)
+            try:
+                laplace_plan(1.0, prior_eps, dim=1)
+            except ValueError as exc:
+                raise ValueError(f"prior_epsilon_share={self.prior_epsilon_share!r}: the class proportion's epsilon "
+                                 f"{prior_eps!r} cannot be calibrated ({exc}); use 0 or a larger share") from None
         mu = selection_mu(epsilon, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
                           prior_epsilon=prior_eps) * (1.0 - 1e-6)
         eps_acc = selection_epsilon(mu, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
@@ -385,16 +429,33 @@ class PrivateGridSearch(BaseEstimator):
         # actual calibration (both TDDL stages together)
         cand_delta = 1e-10
         cand_eps = _gdp_epsilon(mu_r * 0.999, cand_delta)
-        score_sigma = 1.0 / (n * mu_s)
+        score_sigma = _representable_sigma(n, mu_s)
         if cands is None:  # the data-independent grid around dpcore.kernel_learning.gp.auto_lam at this run's μ_r
             probe = KernelSVM(**base)
-            c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, probe.kernel, probe.gamma, probe.degree,
-                                                        probe.coef0, n_features=X.shape[1]))
+            kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
+                                                                probe.coef0, X.shape[1])
+            c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
+                                                        n_features=X.shape[1]))
             cands = [{"lam": 1.0 / (n * c0 * f)} for f in AUTO_GRID_FACTORS]
         # every candidate's solver tolerance must be certifiable for the declared domain (public
         # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
         # before anything is charged, instead of refusing in the middle of the runs
         cands = [_certifiable(dict(base, **p), radius, X.shape[1]) for p in cands]
+        # one declared label set for every candidate; y's labels checked against it (an input error about a
+        # record only); the prior is released for classes_[1] of the SORTED set — the class calibrate_prior and
+        # every release predict for f > 0 (dpcore._internal.labels: one convention, whatever the declared order)
+        classes_ = _common_classes(cands)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
+        encode_binary_labels(y, classes_, n)
+        positive = classes_[1]
+        # every candidate's TDDL-gp calibration, on a public stand-in of its model (declared parameters and the
+        # validated X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
+        # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
+        for p in cands:
+            cal = TDDL(_public_stand_in(p, X), cand_eps, cand_delta, data_norm=radius, noise="gp").prepare(Z)["cal"]
+            _check_candidate_gdp(cal, mu_r)
         # the runs' event as calibrated; the class proportion (exact grid Laplace) as its ε (accounting.events)
         self.dp_event_ = _selection_event(mu, strategy, m, mean_runs, 0.0)
         if prior_eps > 0:
@@ -409,11 +470,7 @@ class PrivateGridSearch(BaseEstimator):
         def run(i):
             model = KernelSVM(**cands[i]).fit(X, y)
             tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
-            cal = tddl.prepare(Z)["cal"]
-            mu_c = math.hypot(cal.weight_sensitivity / cal.noise_scale,
-                              2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)
-            if not mu_c <= mu_r:  # public numbers; cannot happen with the 0.999 margin
-                raise RuntimeError(f"candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
+            _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
             release = tddl.fit(Z).release_
             if p_hat is not None:  # post-processing of (p_hat, release) with public points
                 release = release.calibrate_prior(p_hat)
@@ -443,12 +500,17 @@ class PrivateGridSearch(BaseEstimator):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
         return self
 
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "release_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
+
     @overload
     def predict(self, X: DaskArrayLike) -> DaskArray: ...
     @overload
     def predict(self, X: ArrayLike) -> NDArray[Any]: ...
     def predict(self, X: ArrayLike | DaskArrayLike) -> NDArray[Any] | DaskArray:
         """Class labels of the selected private release (post-processing; lazy on a Dask ``X``)."""
+        self._check_fitted()
         return self.release_.predict(X)
 
     @overload
@@ -457,21 +519,90 @@ class PrivateGridSearch(BaseEstimator):
     def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
     def decision_function(self, X: ArrayLike | DaskArrayLike) -> NDArray[np.float64] | DaskArray:
         """Decision values of the selected private release (post-processing; lazy on a Dask ``X``)."""
+        self._check_fitted()
         return self.release_.decision_function(X)
 
     def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
         """Mean accuracy of the selected private release on ``(X, y)`` (post-processing; Dask inputs accepted)."""
+        self._check_fitted()
         return self.release_.score(X, y)
 
 
-def _certifiable(params: dict, radius: float, n_features: int) -> dict:
-    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²/λ`` where needed (public)."""
+def _check_candidate_gdp(cal, mu_r: float) -> None:
+    """The candidate release's two Gaussian stages together are at most ``mu_r``-GDP (public numbers)."""
+    mu_c = math.hypot(cal.weight_sensitivity / cal.noise_scale, 2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)
+    if not mu_c <= mu_r:  # cannot happen with the 0.999 margin
+        raise RuntimeError(f"candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
 
+
+def _representable_sigma(n: int, mu_s: float) -> float:
+    sigma = 1.0 / (n * mu_s)
+    if not (math.isfinite(sigma) and sigma > 0.0 and math.isfinite(math.log2(sigma))):
+        raise ValueError(f"epsilon: the score noise sigma = 1/(n*mu_s) = {sigma!r} is not representable; "
+                         "use a larger epsilon or score_share")
+    return sigma
+
+
+def _common_classes(cands: list) -> np.ndarray:
+    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every candidate."""
+    sets = [check_classes(KernelSVM(**p).classes) for p in cands]
+    for s in sets[1:]:
+        if not np.array_equal(s, sets[0]):
+            raise ValueError(f"param_grid: every candidate must declare the same classes, got {sets[0].tolist()!r} "
+                             f"and {s.tolist()!r}")
+    return sets[0]
+
+
+def _public_stand_in(params: dict, X: np.ndarray) -> KernelSVM:
+    """A :class:`KernelSVM` with ``params`` carrying only what :meth:`TDDL.prepare` checks before any noise: the
+    declared parameters (validated as ``KernelSVM.fit`` validates them, with its overflow check of ``X``), the
+    validated ``X`` (shape and domain) and no solution (``mu_ = 0``, certificate 0, ``lipschitz_ = 1`` as
+    ``KernelSVM.fit`` sets it). The TDDL calibration is a function of these public quantities only."""
+    model = KernelSVM(**params)
+    n, d = X.shape
+    _, _, _, _, name, gamma, degree, coef0 = model._validate_params(d)
+    check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n)
+    model.X_fit_, model.mu_, model.n_samples_fit_ = X, np.zeros(n), n
+    model.lipschitz_, model.w_error_bound_ = 1.0, 0.0
+    model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0}
+    return model
+
+
+def _certifiable(params: dict, radius: float, n_features: int) -> dict:
+    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²/λ`` where needed (public).
+
+    Also refuses, naming the parameters, what would fail only after the charge: kernel parameters whose public
+    constants overflow (``gamma·(2·data_norm)²``, ``R_φ²``), and a tolerance (raised or declared) ``≥ 1`` — the
+    hinge loss's duality gap at ``w = 0`` on every dataset, so the solver would stop at the zero model.
+    """
     probe = KernelSVM(**params)
-    lam = check_positive(probe.lam, "lam")
-    r2 = feature_radius_sq(radius, probe.kernel, probe.gamma, probe.degree, probe.coef0, n_features=n_features)
+    lam = check_scale(probe.lam, "lam")
+    tol = check_positive(probe.tol, "tol")
+    coef0 = probe.coef0
+    if isinstance(coef0, numbers.Real) and not isinstance(coef0, bool):
+        try:
+            float(coef0)
+        except OverflowError:
+            raise ValueError(f"coef0 must be finite, got a number too large for a float64 ({coef0!r:.40})") from None
+    name, gamma, degree, coef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree, probe.coef0, n_features)
+    if name != "linear" and not math.isfinite(gamma * 4.0 * radius * radius):
+        raise ValueError(f"gamma={gamma!r}: gamma·(2·data_norm)² overflows float64 (kernel values of the declared "
+                         "domain cannot be computed); use a smaller gamma")
+    try:
+        r2 = feature_radius_sq(radius, name, gamma, degree, coef0, n_features=n_features)
+    except ValueError as exc:
+        raise ValueError(f"degree, gamma, coef0: {exc}") from None
+    if not (math.isfinite(r2) and r2 > 0.0):
+        raise ValueError(f"degree, gamma, coef0: the feature-map radius R_phi² = {r2!r} of the declared domain is "
+                         "not a positive finite float")
     floor = 4.0 * KERNEL_SUM_REL_ERROR * r2 / lam
-    return dict(params, tol=max(float(probe.tol), floor))
+    tol = max(tol, floor)
+    if not tol < 1.0:
+        raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "
+                         f"floor 4·KERNEL_SUM_REL_ERROR·R_phi²/lam = {floor:.3g}) is >= 1, the duality gap of the zero "
+                         "model on every dataset: nothing would be learnt; use a smaller tol, a larger lam or "
+                         "smaller gamma/coef0/degree")
+    return dict(params, tol=tol)
 
 
 def _gdp_epsilon(mu: float, delta: float) -> float:
