@@ -25,12 +25,20 @@
 //! update points that exist when a chunk of [`CHUNK`] queries starts is one more fused
 //! `kernel_predict` (parallel); only the updates made inside the chunk are summed sequentially
 //! (direct [`Kernel::eval`]). Nothing of size `m × n` is materialised.
+//!
+//! Interruption: [`answer_batch_cancellable`] polls a [`Cancel`] flag inside both fused predictions
+//! (per kernel block) and before every chunk. An interrupted batch returns
+//! [`DpError::Interrupted`] with the state exactly as it was before the call (update points,
+//! `α`s and `n_answered` restored): its answers are never returned, so nothing of it counts as
+//! answered. The session's generator is *not* rewound — the noise already drawn for the discarded
+//! queries is never reused, and the generator is not part of the persisted state.
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
-use crate::kernels::evaluation::{kernel_predict, Kernel};
+use crate::kernels::evaluation::{kernel_predict, kernel_predict_cancellable, Kernel};
 use crate::mechanisms::noise::grid::{snap, unsnap, DiscreteNoise};
 use crate::mechanisms::noise::rng::{rng_from_seed, DpRng};
 
@@ -225,6 +233,43 @@ pub fn answer_batch(
     mu: ArrayView1<'_, f64>,
     rng: &mut DpRng,
 ) -> DpResult<BatchOutput> {
+    answer_batch_cancellable(cfg, state, z, support, mu, rng, Cancel::never())
+}
+
+/// [`answer_batch`] polling `cancel` (see the module docs).
+///
+/// # Errors
+/// As [`answer_batch`], and [`DpError::Interrupted`] once `cancel` is set: `state` is then
+/// restored to what it was before the call (the generator is not rewound).
+pub fn answer_batch_cancellable(
+    cfg: &PinpConfig,
+    state: &mut PinpState,
+    z: ArrayView2<'_, f64>,
+    support: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<BatchOutput> {
+    let (n_points, n_alphas, n_answered) = (state.points.len(), state.alphas.len(), state.n_answered);
+    let res = answer_batch_impl(cfg, state, z, support, mu, rng, cancel);
+    if res.is_err() {
+        // Interrupted (or failed) batches leave no trace in the state: nothing was returned.
+        state.points.truncate(n_points);
+        state.alphas.truncate(n_alphas);
+        state.n_answered = n_answered;
+    }
+    res
+}
+
+fn answer_batch_impl(
+    cfg: &PinpConfig,
+    state: &mut PinpState,
+    z: ArrayView2<'_, f64>,
+    support: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<BatchOutput> {
     if z.ncols() != state.dim || support.ncols() != state.dim {
         return Err(DpError::invalid(
             "Z",
@@ -263,7 +308,7 @@ pub fn answer_batch(
         return Ok(out);
     }
     let z = z.slice(s![..m, ..]);
-    let exact = kernel_predict(z, support, mu, &cfg.kernel);
+    let exact = kernel_predict_cancellable(z, support, mu, &cfg.kernel, cancel)?;
     for &f in exact.iter() {
         snap(f, cfg.grid_exponent)?; // fail before any noise is drawn or state changes
     }
@@ -272,12 +317,13 @@ pub fn answer_batch(
     out.updates.reserve(m);
     let mut start = 0;
     'chunks: while start < m {
+        cancel.check()?;
         let end = (start + CHUNK).min(m);
         let zc = z.slice(s![start..end, ..]);
         let n_before = state.alphas.len();
         let pre = if n_before > 0 {
             let av = ArrayView1::from(&state.alphas[..]);
-            Some(kernel_predict(zc, state.points_view(), av, &cfg.kernel))
+            Some(kernel_predict_cancellable(zc, state.points_view(), av, &cfg.kernel, cancel)?)
         } else {
             None
         };
@@ -416,6 +462,29 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn an_interrupted_batch_leaves_the_state_unchanged() {
+        let (x, mu, _) = data();
+        let z = Array2::from_shape_fn((3 * CHUNK, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.5);
+        let c = cfg(100_000, 100_000);
+        let mut st = PinpState::new(2);
+        let mut rng = rng_from_seed(Some(7));
+        answer_batch(&c, &mut st, z.slice(s![..40, ..]), x.view(), mu.view(), &mut rng).unwrap();
+        assert!(st.n_updates() > 0);
+        let before = st.clone();
+        // polls: the batch's prediction (one per query tile), then per chunk its start and its
+        // cross-term prediction — the flag trips after chunk 0 has updated the state
+        for polls in [1u64, 13, 18, 22] {
+            let stop = Cancel::after(polls);
+            let r = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &stop);
+            assert_eq!(r, Err(DpError::Interrupted), "polls = {polls}");
+            assert_eq!(st, before, "polls = {polls}");
+        }
+        let out = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &Cancel::new()).unwrap();
+        assert_eq!(out.answers.len(), 3 * CHUNK);
+        assert_eq!(st.n_answered, before.n_answered + 3 * CHUNK as u64);
     }
 
     #[test]
