@@ -21,7 +21,7 @@
 //! `α_t`, the answer) is a deterministic function of `â_t` and public data (queries and past
 //! outputs). The generator is the caller's ChaCha20 stream.
 //!
-//! Cost: the batch's `f` is one fused, parallel [`kernel_predict`]. The cross term `c_t` over the
+//! Cost: the batch's `f` is one fused, parallel [`kernel_predict`](crate::kernels::evaluation::kernel_predict). The cross term `c_t` over the
 //! update points that exist when a chunk of [`CHUNK`] queries starts is one more fused
 //! `kernel_predict` (parallel); only the updates made inside the chunk are summed sequentially
 //! (direct [`Kernel::eval`]). Nothing of size `m × n` is materialised.
@@ -38,7 +38,7 @@ use rayon::prelude::*;
 
 use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
-use crate::kernels::evaluation::{kernel_predict, kernel_predict_cancellable, Kernel};
+use crate::kernels::evaluation::{kernel_predict_cancellable, Kernel};
 use crate::mechanisms::noise::grid::{snap, unsnap, DiscreteNoise};
 use crate::mechanisms::noise::rng::{rng_from_seed, DpRng};
 
@@ -554,7 +554,7 @@ mod tests {
     fn session_sampler_reproduces_a_session() {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
-        let exact = kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
         let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
         let rows = sample_sessions(&c, exact.view(), gram.view(), &[11, 12]).unwrap();
         for (r, seed) in [11u64, 12].iter().enumerate() {

@@ -309,6 +309,23 @@ pub fn check_inputs(
     x: ArrayView2<'_, f64>,
     mu: Option<ArrayView1<'_, f64>>,
 ) -> DpResult<()> {
+    check_inputs_cancellable(z, x, mu, Cancel::never())
+}
+
+/// Rows scanned for NaN/inf between two polls of the cancel flag in [`check_inputs_cancellable`].
+const CHECK_ROWS: usize = 4096;
+
+/// [`check_inputs`] polling `cancel` every [`CHECK_ROWS`] rows (the scan is as long as the
+/// evaluation itself when a few query rows meet a large support set).
+///
+/// # Errors
+/// As [`check_inputs`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn check_inputs_cancellable(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: Option<ArrayView1<'_, f64>>,
+    cancel: &Cancel,
+) -> DpResult<()> {
     for (name, a) in [("Z", &z), ("X", &x)] {
         if a.is_empty() {
             return Err(DpError::invalid(
@@ -316,8 +333,11 @@ pub fn check_inputs(
                 format!("must not be empty, got shape {:?}", a.shape()),
             ));
         }
-        if !a.iter().all(|v| v.is_finite()) {
-            return Err(DpError::invalid(name, "contains NaN or infinite values"));
+        for rows in a.axis_chunks_iter(Axis(0), CHECK_ROWS) {
+            cancel.check()?;
+            if !rows.iter().all(|v| v.is_finite()) {
+                return Err(DpError::invalid(name, "contains NaN or infinite values"));
+            }
         }
     }
     if x.ncols() != z.ncols() {

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::error::DpError;
 use rand_core::SeedableRng;
 
@@ -90,10 +91,10 @@ fn grid_release<'py>(
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let noise = parse_noise(noise, num, den)?;
     let view = values.as_array();
-    let out = py.detach(|| {
+    let out = run_cancellable(py, |c| {
         rng.with(|r| match n_samples {
-            None => grid::release(view, grid_exponent, &noise, r).map(|a| a.into_dyn()),
-            Some(n) => grid::release_repeated(view, n, grid_exponent, &noise, r).map(|a| a.into_dyn()),
+            None => grid::release_cancellable(view, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
+            Some(n) => grid::release_repeated_cancellable(view, n, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
         })
     })?;
     Ok(out.into_pyarray(py))
@@ -113,10 +114,12 @@ fn analytic_release<'py>(
     n_samples: Option<usize>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let view = values.as_array();
-    let out = py.detach(|| {
+    let out = run_cancellable(py, |c| {
         rng.with(|r| match n_samples {
-            None => karney::release_analytic(view, sigma, grid_exponent, r).map(|a| a.into_dyn()),
-            Some(n) => karney::release_analytic_repeated(view, n, sigma, grid_exponent, r).map(|a| a.into_dyn()),
+            None => karney::release_analytic_cancellable(view, sigma, grid_exponent, r, c).map(|a| a.into_dyn()),
+            Some(n) => {
+                karney::release_analytic_repeated_cancellable(view, n, sigma, grid_exponent, r, c).map(|a| a.into_dyn())
+            }
         })
     })?;
     Ok(out.into_pyarray(py))
@@ -133,7 +136,7 @@ fn discrete_samples<'py>(
     rng: &PyChaChaRng,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let noise = parse_noise(noise, num, den)?;
-    let out = py.detach(|| rng.with(|r| grid::sample_integers(n, &noise, r)))?;
+    let out = run_cancellable(py, |c| rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c)))?;
     Ok(out.into_pyarray(py))
 }
 
