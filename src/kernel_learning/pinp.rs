@@ -367,6 +367,20 @@ pub fn sample_sessions(
     gram: ArrayView2<'_, f64>,
     seeds: &[u64],
 ) -> DpResult<Array2<f64>> {
+    sample_sessions_cancellable(cfg, exact, gram, seeds, Cancel::never())
+}
+
+/// [`sample_sessions`] polling `cancel` every [`CHUNK`] queries of every session.
+///
+/// # Errors
+/// As [`sample_sessions`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn sample_sessions_cancellable(
+    cfg: &PinpConfig,
+    exact: ArrayView1<'_, f64>,
+    gram: ArrayView2<'_, f64>,
+    seeds: &[u64],
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     cfg.validate()?;
     let m = exact.len();
     if gram.nrows() != m || gram.ncols() != m {
@@ -387,6 +401,9 @@ pub fn sample_sessions(
             let mut upd: Vec<(usize, f64)> = Vec::new();
             let limit = m.min(usize::try_from(cfg.max_queries).unwrap_or(usize::MAX));
             for t in 0..limit {
+                if t % CHUNK == 0 {
+                    cancel.check()?;
+                }
                 let c: f64 = upd.iter().map(|&(j, a)| a * gram[[t, j]]).sum();
                 let (ans, _, sgn) = round_step(cfg, exact[t], c, &mut rng)?;
                 row[t] = ans;
@@ -548,6 +565,18 @@ mod tests {
         assert_eq!((out.answers.len(), out.stop), (5, Stop::QueryLimit));
         let again = answer_batch(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng).unwrap();
         assert!(again.answers.is_empty());
+    }
+
+    #[test]
+    fn a_set_cancel_flag_interrupts_the_session_sampler() {
+        let (x, mu, z) = data();
+        let c = cfg(1000, 1000);
+        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
+        let stop = Cancel::new();
+        stop.cancel();
+        let r = sample_sessions_cancellable(&c, exact.view(), gram.view(), &[11, 12], &stop);
+        assert_eq!(r, Err(DpError::Interrupted));
     }
 
     #[test]

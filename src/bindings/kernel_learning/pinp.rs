@@ -159,7 +159,7 @@ impl PyPinpSession {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let (ev, gv) = (exact.as_array(), gram.as_array());
         let seeds = seeds.as_array().to_vec();
-        let out = py.detach(|| pinp::sample_sessions(&self.cfg, ev, gv, &seeds))?;
+        let out = run_cancellable(py, |c| pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c))?;
         Ok(out.into_pyarray(py))
     }
 
