@@ -61,6 +61,11 @@ where
 /// works on the rayon pool (a call that finishes earlier wakes it at once).
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// Below this estimated work (multiply-adds, or ~100 per exact noise draw) a [`run_cancellable`]
+/// call runs directly on the calling thread, uninterruptibly: at most a few milliseconds, where
+/// the hand-off to the pool (~0.1 ms on a loaded machine) would be a measurable cost.
+const MIN_CANCELLABLE_WORK: f64 = 1e7;
+
 /// Runs `call` without the GIL, on the rayon pool, while the calling thread runs Python's signal
 /// handlers every [`SIGNAL_POLL`]; when one raises (Ctrl-C: `KeyboardInterrupt`) it sets the
 /// call's [`Cancel`] flag, waits for the core to stop at its next block boundary and re-raises
@@ -70,14 +75,18 @@ const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 /// Signal handlers only run on Python's main thread: called from another thread (or from a
 /// rayon worker, where polling would wait on the pool itself) the call simply runs to the end, as
 /// any uninterruptible call would.
+///
+/// `work` is the caller's estimate of the call's cost (see [`MIN_CANCELLABLE_WORK`]; a shape-only
+/// choice, and both ways compute the same bits).
 pub(super) fn run_cancellable<R: Send>(
     py: Python<'_>,
+    work: f64,
     call: impl FnOnce(&Cancel) -> DpResult<R> + Send,
 ) -> PyResult<R> {
     let cancel = Cancel::new();
     let mut pending: Option<PyErr> = None;
     let res = py.detach(|| {
-        if rayon::current_thread_index().is_some() {
+        if work < MIN_CANCELLABLE_WORK || rayon::current_thread_index().is_some() {
             return call(&cancel);
         }
         let done = AtomicBool::new(false);

@@ -88,7 +88,8 @@ fn erm_certificate<'py>(
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let loss = Loss::from_name(loss)?;
     let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
-    let cert = run_cancellable(py, |c| erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c))?;
+    let work = (xv.nrows() as f64) * (xv.len() as f64);
+    let cert = run_cancellable(py, work, |c| erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c))?;
     let d = PyDict::new(py);
     cert_into_dict(py, &d, cert)?;
     Ok(d)

@@ -134,7 +134,8 @@ impl PyPinpSession {
         &'static str,
     )> {
         let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
-        let out = run_cancellable(py, |c| {
+        let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
+        let out = run_cancellable(py, work, |c| {
             self.with(|i| {
                 crate::kernels::evaluation::check_inputs_cancellable(zv, xv, Some(muv), c)?;
                 pinp::answer_batch_cancellable(&self.cfg, &mut i.state, zv, xv, muv, &mut i.rng, c)
@@ -159,7 +160,8 @@ impl PyPinpSession {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let (ev, gv) = (exact.as_array(), gram.as_array());
         let seeds = seeds.as_array().to_vec();
-        let out = run_cancellable(py, |c| pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c))?;
+        let work = (seeds.len() as f64) * (gv.len() as f64);
+        let out = run_cancellable(py, work, |c| pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c))?;
         Ok(out.into_pyarray(py))
     }
 

@@ -34,14 +34,15 @@ fn kernel_matrix<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let av = a.as_array();
+    let work = |bv: &numpy::ndarray::ArrayView2<'_, f64>| (av.len() as f64) * (bv.nrows() as f64);
     let out = match &b {
-        None => run_cancellable(py, |c| {
+        None => run_cancellable(py, work(&av), |c| {
             evaluation::check_inputs_cancellable(av, av, None, c)?;
             evaluation::gram_matrix_cancellable(av, &k, c)
         })?,
         Some(b) => {
             let bv = b.as_array();
-            run_cancellable(py, |c| {
+            run_cancellable(py, work(&bv), |c| {
                 evaluation::check_inputs_cancellable(av, bv, None, c)?;
                 evaluation::kernel_matrix_cancellable(av, bv, &k, c)
             })?
@@ -66,7 +67,8 @@ fn kernel_predict<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
-    let out = run_cancellable(py, |c| {
+    let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
+    let out = run_cancellable(py, work, |c| {
         evaluation::check_inputs_cancellable(zv, xv, Some(muv), c)?;
         evaluation::kernel_predict_cancellable(zv, xv, muv, &k, c)
     })?;

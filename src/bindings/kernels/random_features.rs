@@ -35,7 +35,8 @@ fn rff_transform<'py>(
     weights: PyReadonlyArray2<'py, f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (xv, wv) = (x.as_array(), weights.as_array());
-    let out = run_cancellable(py, |c| {
+    let work = (xv.len() as f64) * (wv.ncols() as f64);
+    let out = run_cancellable(py, work, |c| {
         random_features::check_inputs(xv, wv)?;
         random_features::transform_cancellable(xv, wv, c)
     })?;

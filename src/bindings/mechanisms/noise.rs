@@ -66,6 +66,9 @@ pub(crate) fn child_rng(rng: &Bound<'_, PyChaChaRng>) -> PyResult<DpRng> {
     Ok(DpRng::from_seed(key))
 }
 
+/// Work units of one exact noise draw for `run_cancellable` (a few hundred ns each).
+const NOISE_DRAW_WORK: f64 = 100.0;
+
 fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise, DpError> {
     match noise {
         "laplace" => Ok(grid::DiscreteNoise::Laplace { num, den }),
@@ -91,7 +94,8 @@ fn grid_release<'py>(
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let noise = parse_noise(noise, num, den)?;
     let view = values.as_array();
-    let out = run_cancellable(py, |c| {
+    let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
+    let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
             None => grid::release_cancellable(view, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
             Some(n) => grid::release_repeated_cancellable(view, n, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
@@ -114,7 +118,8 @@ fn analytic_release<'py>(
     n_samples: Option<usize>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let view = values.as_array();
-    let out = run_cancellable(py, |c| {
+    let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
+    let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
             None => karney::release_analytic_cancellable(view, sigma, grid_exponent, r, c).map(|a| a.into_dyn()),
             Some(n) => {
@@ -136,7 +141,8 @@ fn discrete_samples<'py>(
     rng: &PyChaChaRng,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let noise = parse_noise(noise, num, den)?;
-    let out = run_cancellable(py, |c| rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c)))?;
+    let work = NOISE_DRAW_WORK * n as f64;
+    let out = run_cancellable(py, work, |c| rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c)))?;
     Ok(out.into_pyarray(py))
 }
 

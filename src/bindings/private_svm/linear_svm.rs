@@ -24,7 +24,8 @@ fn rff_linear_svm_dcd<'py>(
     seed: u64,
 ) -> PyResult<(Bound<'py, PyArray1<f64>>, usize)> {
     let (xv, yv, bv) = (x.as_array(), y.as_array(), beta0.as_array());
-    let (beta, epochs) = run_cancellable(py, |c| {
+    // iterative: its cost is not known in advance, so always interruptible
+    let (beta, epochs) = run_cancellable(py, f64::INFINITY, |c| {
         let mut rng = crate::mechanisms::noise::rng::rng_from_seed(Some(seed));
         linear_svm::linear_svm_dcd_cancellable(xv, yv, upper, bv, eps, max_epochs, &mut rng, c)
     })?;
