@@ -1,7 +1,7 @@
 """Ctrl-C inside the long Rust loops (issue 22, item 6).
 
 Every call below is sized to run for a long time uninterrupted on 2 cores (measured before this fix:
-16-49 s each, where the signal was only honoured once the call returned);
+13-49 s each, where the signal was only honoured once the call returned);
 a timer thread simulates Ctrl-C (``_thread.interrupt_main``) 0.3 s in. The core polls its cancel
 flag once per block of work and the binding runs Python's signal handlers every 20 ms, so
 ``KeyboardInterrupt`` arrives within about one block (well under a second). The bound asserted
