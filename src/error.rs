@@ -1,7 +1,8 @@
 //! Error type of the Rust core. Every error names the offending public parameter so that the Python
 //! layer can raise an exception that tells the user what to fix: `InvalidArgument` becomes a
 //! `ValueError`, `OutOfMemory` a `MemoryError` (as numpy and scikit-learn raise for allocations that
-//! cannot be made — never an interpreter abort).
+//! cannot be made — never an interpreter abort), and `Interrupted` (a call stopped through its
+//! [`crate::cancel::Cancel`] flag) re-raises the pending `KeyboardInterrupt`.
 
 use std::fmt;
 
@@ -13,6 +14,9 @@ pub enum DpError {
     /// An output sized by parameter `name` cannot be allocated (`bytes` requested; `None` when the
     /// size does not even fit in the address space).
     OutOfMemory { name: &'static str, what: String, bytes: Option<u128> },
+    /// The call was interrupted through its [`crate::cancel::Cancel`] flag (Ctrl-C from Python); no
+    /// partial result exists and any state the call mutates was restored.
+    Interrupted,
 }
 
 impl DpError {
@@ -40,6 +44,7 @@ impl fmt::Display for DpError {
             DpError::OutOfMemory { name, what, bytes: None } => {
                 write!(f, "{name}: {what} would exceed the address space; use smaller inputs")
             }
+            DpError::Interrupted => write!(f, "interrupted"),
         }
     }
 }

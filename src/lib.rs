@@ -24,6 +24,7 @@
 //!   macros and the vectorised `exp` (its accuracy is the named assumption [`fp::EXP_FAST_ULPS`]).
 //! * [`fp`]      — the named floating-point assumptions (`dpcore._internal.fp`).
 //! * [`alloc`]   — fallible allocation of outputs sized by user input.
+//! * [`cancel`]  — the flag long loops poll so that Ctrl-C can interrupt them.
 //! * [`error`]   — the error type shared by the core; the binding layer maps it to Python exceptions.
 //!
 //! The PyO3 binding layer lives in `bindings` (feature `python`), in the same sub-directories as
@@ -31,6 +32,7 @@
 //! lives there.
 
 pub mod alloc;
+pub mod cancel;
 pub mod error;
 pub mod fp;
 pub mod kernel_learning;

@@ -4,6 +4,15 @@ Private API: the public, validated entry points live in the pure-Python modules 
 Every function here takes float64 arrays (any memory layout, not copied), validates shapes and
 finiteness cheaply, releases the GIL while computing, and raises ``ValueError`` whose message
 starts with the offending argument's name.
+
+Ctrl-C: every call whose work grows like ``m·n`` (``kernel_matrix``, ``kernel_predict``, ``erm_certificate``,
+``PinpSession.answer``/``sample_sessions``, ``gp_forward_substitution``, ``grid_release``,
+``analytic_release``, ``discrete_samples``, ``rff_transform``, ``rff_linear_svm_dcd``) runs on the
+Rust thread pool while the calling (main) thread runs Python's signal handlers every 20 ms; an
+exception from one (``KeyboardInterrupt``) stops the core at its next block of work and is re-raised,
+with no partial result. An interrupted ``PinpSession.answer`` leaves the session's update points,
+weights and ``n_answered`` as they were (its generator is not rewound). ``erm_fit`` and the
+``em_sample_*`` scans poll signals through their progress hook (below).
 """
 
 from typing import Callable, Optional, final

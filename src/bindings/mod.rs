@@ -7,11 +7,12 @@
 //! [`crate::kernel_learning::erm`]).
 //!
 //! Shared helpers: [`kernels::evaluation::kernel_arg`] (the `(kernel, gamma, degree, coef0)`
-//! arguments → the core's `Kernel`) and [`interrupt::run_interruptible`] (long solves that Ctrl-C
-//! can interrupt).
+//! arguments → the core's `Kernel`), [`interrupt::run_interruptible`] (long solves that Ctrl-C
+//! can interrupt, with a progress hook) and [`interrupt::run_cancellable`] (every other long loop:
+//! the core polls a `crate::cancel::Cancel` flag that Ctrl-C sets).
 //! Core errors become Python exceptions in one place, the `From<DpError> for PyErr` below.
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::error::DpError;
@@ -27,6 +28,9 @@ impl From<DpError> for PyErr {
         match e {
             DpError::InvalidArgument { .. } => PyValueError::new_err(e.to_string()),
             DpError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+            // `interrupt::run_cancellable` re-raises the signal handler's own exception; this is
+            // the fallback should an interrupted core call ever reach Python without one.
+            DpError::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         }
     }
 }

@@ -91,6 +91,7 @@
 use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 use crate::kernel_learning::kernel_cache::{RowCache, RowElem, RowRef};
 use crate::kernels::evaluation::{self, Kernel};
@@ -273,6 +274,24 @@ pub fn certify(
     loss: Loss,
     lam: f64,
 ) -> DpResult<Certificate> {
+    certify_cancellable(x, y, a, b, kernel, loss, lam, Cancel::never())
+}
+
+/// [`certify`] polling `cancel` in its `O(n · n_sv)` kernel evaluation (see [`crate::cancel`]).
+///
+/// # Errors
+/// As [`certify`], and [`DpError::Interrupted`] once `cancel` is set.
+#[allow(clippy::too_many_arguments)]
+pub fn certify_cancellable(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    cancel: &Cancel,
+) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
     let n = x.nrows();
@@ -290,7 +309,7 @@ pub fn certify(
     } else {
         let xs = x.select(Axis(0), &sv);
         let ms = mu.select(Axis(0), &sv);
-        evaluation::kernel_predict(x, xs.view(), ms.view(), kernel)
+        evaluation::kernel_predict_cancellable(x, xs.view(), ms.view(), kernel, cancel)?
     };
     let inv_n = 1.0 / n as f64;
     let w2 = mu.dot(&decision).max(0.0);
@@ -1285,6 +1304,11 @@ mod tests {
         let c2 = certify(x.view(), y.view(), a2.view(), None, &k, Loss::Hinge, lam).unwrap();
         assert!(c2.primal - opt.cert.primal <= c2.gap + opt.cert.gap);
         assert!(c2.gap >= c2.primal - c2.dual);
+        let stop = Cancel::new();
+        stop.cancel();
+        let rbf = Kernel::rbf(0.5).unwrap(); // (the linear kernel's O((m + n) d) path has no block loop)
+        let r = certify_cancellable(x.view(), y.view(), a2.view(), None, &rbf, Loss::Hinge, lam, &stop);
+        assert_eq!(r.unwrap_err(), DpError::Interrupted);
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! row-major buffer (amortised growth). A new query needs `l = L̂⁻¹ k` (forward substitution) —
 //! `O(t²)` work on a strided view, with no copy of the factor (a LAPACK call would need a
 //! contiguous copy, itself `O(t²)` memory traffic). Row-oriented: `x_i = (b_i − <L_i,:i, x_:i>)/L_ii`,
-//! so each row of the buffer is read once, contiguously.
+//! so each row of the buffer is read once, contiguously. [`forward_substitution_cancellable`]
+//! polls a [`Cancel`] flag before every row (`O(i·m)` work each) and returns
+//! [`DpError::Interrupted`] once it is set; unset, the arithmetic is unchanged.
 
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 
 /// Solve `L x = b` for every column `b` of `rhs` (`t × m`), `L` the leading `t × t` block of `l`
@@ -17,6 +20,19 @@ use crate::error::{DpError, DpResult};
 /// `t` larger than the buffer, `rhs` with a number of rows other than `t`, or a zero / non-finite
 /// diagonal entry (named `L`).
 pub fn forward_substitution(l: ArrayView2<'_, f64>, t: usize, rhs: ArrayView2<'_, f64>) -> DpResult<Array2<f64>> {
+    forward_substitution_cancellable(l, t, rhs, Cancel::never())
+}
+
+/// [`forward_substitution`] polling `cancel` before every row (see the module docs).
+///
+/// # Errors
+/// As [`forward_substitution`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn forward_substitution_cancellable(
+    l: ArrayView2<'_, f64>,
+    t: usize,
+    rhs: ArrayView2<'_, f64>,
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     if t > l.nrows() || t > l.ncols() {
         return Err(DpError::invalid("t", format!("{t} exceeds the factor buffer {:?}", l.dim())));
     }
@@ -27,6 +43,7 @@ pub fn forward_substitution(l: ArrayView2<'_, f64>, t: usize, rhs: ArrayView2<'_
     // x stored column-major per right-hand side for contiguous dot products
     let mut x = Array2::<f64>::zeros((m, t));
     for i in 0..t {
+        cancel.check()?;
         let row = l.row(i);
         let d = row[i];
         if !(d.is_finite() && d != 0.0) {
@@ -84,5 +101,9 @@ mod tests {
         assert!(forward_substitution(buf.view(), 5, b.view()).is_err());
         let zero = array![[0.0]];
         assert!(forward_substitution(zero.view(), 1, array![[1.0]].view()).is_err());
+        let stop = Cancel::new();
+        stop.cancel();
+        assert_eq!(forward_substitution_cancellable(buf.view(), 3, b.view(), &stop), Err(DpError::Interrupted));
+        assert_eq!(forward_substitution_cancellable(buf.view(), 3, b.view(), &Cancel::new()).unwrap(), x);
     }
 }

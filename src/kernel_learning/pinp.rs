@@ -21,16 +21,24 @@
 //! `α_t`, the answer) is a deterministic function of `â_t` and public data (queries and past
 //! outputs). The generator is the caller's ChaCha20 stream.
 //!
-//! Cost: the batch's `f` is one fused, parallel [`kernel_predict`]. The cross term `c_t` over the
+//! Cost: the batch's `f` is one fused, parallel [`kernel_predict`](crate::kernels::evaluation::kernel_predict). The cross term `c_t` over the
 //! update points that exist when a chunk of [`CHUNK`] queries starts is one more fused
 //! `kernel_predict` (parallel); only the updates made inside the chunk are summed sequentially
 //! (direct [`Kernel::eval`]). Nothing of size `m × n` is materialised.
+//!
+//! Interruption: [`answer_batch_cancellable`] polls a [`Cancel`] flag inside both fused predictions
+//! (per kernel block) and before every chunk. An interrupted batch returns
+//! [`DpError::Interrupted`] with the state exactly as it was before the call (update points,
+//! `α`s and `n_answered` restored): its answers are never returned, so nothing of it counts as
+//! answered. The session's generator is *not* rewound — the noise already drawn for the discarded
+//! queries is never reused, and the generator is not part of the persisted state.
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
-use crate::kernels::evaluation::{kernel_predict, Kernel};
+use crate::kernels::evaluation::{kernel_predict_cancellable, Kernel};
 use crate::mechanisms::noise::grid::{snap, unsnap, DiscreteNoise};
 use crate::mechanisms::noise::rng::{rng_from_seed, DpRng};
 
@@ -225,6 +233,43 @@ pub fn answer_batch(
     mu: ArrayView1<'_, f64>,
     rng: &mut DpRng,
 ) -> DpResult<BatchOutput> {
+    answer_batch_cancellable(cfg, state, z, support, mu, rng, Cancel::never())
+}
+
+/// [`answer_batch`] polling `cancel` (see the module docs).
+///
+/// # Errors
+/// As [`answer_batch`], and [`DpError::Interrupted`] once `cancel` is set: `state` is then
+/// restored to what it was before the call (the generator is not rewound).
+pub fn answer_batch_cancellable(
+    cfg: &PinpConfig,
+    state: &mut PinpState,
+    z: ArrayView2<'_, f64>,
+    support: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<BatchOutput> {
+    let (n_points, n_alphas, n_answered) = (state.points.len(), state.alphas.len(), state.n_answered);
+    let res = answer_batch_impl(cfg, state, z, support, mu, rng, cancel);
+    if res.is_err() {
+        // Interrupted (or failed) batches leave no trace in the state: nothing was returned.
+        state.points.truncate(n_points);
+        state.alphas.truncate(n_alphas);
+        state.n_answered = n_answered;
+    }
+    res
+}
+
+fn answer_batch_impl(
+    cfg: &PinpConfig,
+    state: &mut PinpState,
+    z: ArrayView2<'_, f64>,
+    support: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<BatchOutput> {
     if z.ncols() != state.dim || support.ncols() != state.dim {
         return Err(DpError::invalid(
             "Z",
@@ -263,7 +308,7 @@ pub fn answer_batch(
         return Ok(out);
     }
     let z = z.slice(s![..m, ..]);
-    let exact = kernel_predict(z, support, mu, &cfg.kernel);
+    let exact = kernel_predict_cancellable(z, support, mu, &cfg.kernel, cancel)?;
     for &f in exact.iter() {
         snap(f, cfg.grid_exponent)?; // fail before any noise is drawn or state changes
     }
@@ -272,12 +317,13 @@ pub fn answer_batch(
     out.updates.reserve(m);
     let mut start = 0;
     'chunks: while start < m {
+        cancel.check()?;
         let end = (start + CHUNK).min(m);
         let zc = z.slice(s![start..end, ..]);
         let n_before = state.alphas.len();
         let pre = if n_before > 0 {
             let av = ArrayView1::from(&state.alphas[..]);
-            Some(kernel_predict(zc, state.points_view(), av, &cfg.kernel))
+            Some(kernel_predict_cancellable(zc, state.points_view(), av, &cfg.kernel, cancel)?)
         } else {
             None
         };
@@ -321,6 +367,20 @@ pub fn sample_sessions(
     gram: ArrayView2<'_, f64>,
     seeds: &[u64],
 ) -> DpResult<Array2<f64>> {
+    sample_sessions_cancellable(cfg, exact, gram, seeds, Cancel::never())
+}
+
+/// [`sample_sessions`] polling `cancel` every [`CHUNK`] queries of every session.
+///
+/// # Errors
+/// As [`sample_sessions`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn sample_sessions_cancellable(
+    cfg: &PinpConfig,
+    exact: ArrayView1<'_, f64>,
+    gram: ArrayView2<'_, f64>,
+    seeds: &[u64],
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     cfg.validate()?;
     let m = exact.len();
     if gram.nrows() != m || gram.ncols() != m {
@@ -341,6 +401,9 @@ pub fn sample_sessions(
             let mut upd: Vec<(usize, f64)> = Vec::new();
             let limit = m.min(usize::try_from(cfg.max_queries).unwrap_or(usize::MAX));
             for t in 0..limit {
+                if t % CHUNK == 0 {
+                    cancel.check()?;
+                }
                 let c: f64 = upd.iter().map(|&(j, a)| a * gram[[t, j]]).sum();
                 let (ans, _, sgn) = round_step(cfg, exact[t], c, &mut rng)?;
                 row[t] = ans;
@@ -419,6 +482,29 @@ mod tests {
     }
 
     #[test]
+    fn an_interrupted_batch_leaves_the_state_unchanged() {
+        let (x, mu, _) = data();
+        let z = Array2::from_shape_fn((3 * CHUNK, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.5);
+        let c = cfg(100_000, 100_000);
+        let mut st = PinpState::new(2);
+        let mut rng = rng_from_seed(Some(7));
+        answer_batch(&c, &mut st, z.slice(s![..40, ..]), x.view(), mu.view(), &mut rng).unwrap();
+        assert!(st.n_updates() > 0);
+        let before = st.clone();
+        // polls: the batch's prediction (one per query tile), then per chunk its start and its
+        // cross-term prediction — the flag trips after chunk 0 has updated the state
+        for polls in [1u64, 13, 18, 22] {
+            let stop = Cancel::after(polls);
+            let r = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &stop);
+            assert_eq!(r, Err(DpError::Interrupted), "polls = {polls}");
+            assert_eq!(st, before, "polls = {polls}");
+        }
+        let out = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &Cancel::new()).unwrap();
+        assert_eq!(out.answers.len(), 3 * CHUNK);
+        assert_eq!(st.n_answered, before.n_answered + 3 * CHUNK as u64);
+    }
+
+    #[test]
     fn matches_the_transcription_and_splits_batches_consistently() {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
@@ -482,10 +568,22 @@ mod tests {
     }
 
     #[test]
+    fn a_set_cancel_flag_interrupts_the_session_sampler() {
+        let (x, mu, z) = data();
+        let c = cfg(1000, 1000);
+        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
+        let stop = Cancel::new();
+        stop.cancel();
+        let r = sample_sessions_cancellable(&c, exact.view(), gram.view(), &[11, 12], &stop);
+        assert_eq!(r, Err(DpError::Interrupted));
+    }
+
+    #[test]
     fn session_sampler_reproduces_a_session() {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
-        let exact = kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
         let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
         let rows = sample_sessions(&c, exact.view(), gram.view(), &[11, 12]).unwrap();
         for (r, seed) in [11u64, 12].iter().enumerate() {

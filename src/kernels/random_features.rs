@@ -32,11 +32,16 @@
 //! output. Tile boundaries are a fixed constant, so the result is bit-for-bit identical for any
 //! number of threads, and each output row is a function of its input row only (the privacy
 //! analysis treats the computed feature vector of a record as that record's feature vector).
+//! [`transform_cancellable`] polls a [`Cancel`] flag before every `TILE_ROWS × PROJ_COLS` block
+//! and returns [`DpError::Interrupted`] (no partial result) once it is set; unset, it computes the
+//! very same blocks.
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, ArrayView2, Axis, Zip};
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
+
+use crate::cancel::Cancel;
 
 use crate::error::{DpError, DpResult};
 use crate::mechanisms::noise::rng::{open_unit_f64, DpRng};
@@ -152,6 +157,18 @@ pub fn check_inputs(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<
 /// # Errors
 /// [`DpError::OutOfMemory`] (naming `X`) when the `n × 2D` output cannot be allocated.
 pub fn transform(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<Array2<f64>> {
+    transform_cancellable(x, w, Cancel::never())
+}
+
+/// [`transform`] polling `cancel` before every block (see the module docs).
+///
+/// # Errors
+/// As [`transform`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn transform_cancellable(
+    x: ArrayView2<'_, f64>,
+    w: ArrayView2<'_, f64>,
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     let n = x.nrows();
     let dc = w.ncols();
     let scale = 1.0 / (dc as f64).sqrt();
@@ -170,6 +187,9 @@ pub fn transform(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<Arr
             let (mut cos_part, mut sin_part) = out_tile.view_mut().split_at(Axis(1), dc);
             let mut c0 = 0;
             while c0 < dc {
+                if cancel.is_cancelled() {
+                    return;
+                }
                 let c1 = (c0 + PROJ_COLS).min(dc);
                 let mut pb = proj.slice_mut(s![.., ..c1 - c0]);
                 general_mat_mul(1.0, &x_tile, &w.slice(s![.., c0..c1]), 0.0, &mut pb);
@@ -184,6 +204,7 @@ pub fn transform(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<Arr
                 c0 = c1;
             }
         });
+    cancel.check()?;
     Ok(out)
 }
 
@@ -205,6 +226,18 @@ mod tests {
     use crate::test_util::rng_points;
     use crate::mechanisms::noise::rng::rng_from_seed;
     use ndarray::{s, ShapeBuilder};
+
+    #[test]
+    fn a_set_cancel_flag_interrupts_the_transform() {
+        let k = RffKernel::from_params("rbf", 0.7).unwrap();
+        let w = sample_weights(5, 300, &k, &mut rng_from_seed(Some(1))).unwrap();
+        let x = rng_points(200, 5, 2);
+        let stop = Cancel::new();
+        stop.cancel();
+        assert_eq!(transform_cancellable(x.view(), w.view(), &stop), Err(DpError::Interrupted));
+        let got = transform_cancellable(x.view(), w.view(), &Cancel::new()).unwrap();
+        assert_eq!(got, transform(x.view(), w.view()).unwrap());
+    }
 
     #[test]
     fn rff_rows_have_unit_norm() {

@@ -12,6 +12,7 @@
 use ndarray::{Array1, ArrayView1, ArrayView2};
 use rand_core::Rng;
 
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 use crate::mechanisms::noise::rng::DpRng;
 
@@ -37,6 +38,28 @@ pub fn linear_svm_dcd(
     eps: f64,
     max_epochs: usize,
     rng: &mut DpRng,
+) -> DpResult<(Array1<f64>, usize)> {
+    linear_svm_dcd_cancellable(f, y, upper, beta0, eps, max_epochs, rng, Cancel::never())
+}
+
+/// Coordinate updates between two polls of the cancel flag in [`linear_svm_dcd_cancellable`].
+const CANCEL_STRIDE: usize = 4096;
+
+/// [`linear_svm_dcd`] polling `cancel` every [`CANCEL_STRIDE`] coordinate updates; the updates
+/// themselves are unchanged.
+///
+/// # Errors
+/// As [`linear_svm_dcd`], and [`DpError::Interrupted`] once `cancel` is set (no partial result).
+#[allow(clippy::too_many_arguments)]
+pub fn linear_svm_dcd_cancellable(
+    f: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    upper: f64,
+    beta0: ArrayView1<'_, f64>,
+    eps: f64,
+    max_epochs: usize,
+    rng: &mut DpRng,
+    cancel: &Cancel,
 ) -> DpResult<(Array1<f64>, usize)> {
     let (n, dim) = f.dim();
     if y.len() != n {
@@ -96,7 +119,13 @@ pub fn linear_svm_dcd(
         }
         let (mut pgmax, mut pgmin) = (f64::NEG_INFINITY, f64::INFINITY);
         let mut s = 0;
+        let mut since_poll = 0usize;
         while s < active_len {
+            since_poll += 1;
+            if since_poll == CANCEL_STRIDE {
+                since_poll = 0;
+                cancel.check()?;
+            }
             let i = active[s];
             let xi = row(i);
             let g = y[i] * dot(&w, xi) - 1.0;
@@ -156,6 +185,22 @@ mod tests {
     use super::*;
     use crate::mechanisms::noise::rng::rng_from_seed;
     use crate::test_util::rng_points;
+
+    #[test]
+    fn a_set_cancel_flag_interrupts_the_solve() {
+        let x = rng_points(5000, 3, 21);
+        let y: Array1<f64> = x.rows().into_iter().map(|r| if r[0] > 0.0 { 1.0 } else { -1.0 }).collect();
+        let stop = Cancel::new();
+        stop.cancel();
+        let r = linear_svm_dcd_cancellable(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
+                                           &mut rng_from_seed(Some(0)), &stop);
+        assert_eq!(r, Err(DpError::Interrupted));
+        let a = linear_svm_dcd_cancellable(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
+                                           &mut rng_from_seed(Some(0)), &Cancel::new()).unwrap();
+        let b = linear_svm_dcd(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
+                               &mut rng_from_seed(Some(0))).unwrap();
+        assert_eq!(a, b);
+    }
 
     #[test]
     fn dcd_reaches_the_svm_optimum() {

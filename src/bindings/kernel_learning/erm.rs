@@ -4,7 +4,7 @@ use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::bindings::interrupt::run_interruptible;
+use crate::bindings::interrupt::{run_cancellable, run_interruptible};
 use crate::bindings::kernels::evaluation::kernel_arg;
 use crate::kernel_learning::erm::{self, Certificate, ErmOptions, Loss};
 
@@ -88,7 +88,8 @@ fn erm_certificate<'py>(
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let loss = Loss::from_name(loss)?;
     let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
-    let cert = py.detach(|| erm::certify(xv, yv, av, None, &k, loss, lam))?;
+    let work = (xv.nrows() as f64) * (xv.len() as f64);
+    let cert = run_cancellable(py, work, |c| erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c))?;
     let d = PyDict::new(py);
     cert_into_dict(py, &d, cert)?;
     Ok(d)

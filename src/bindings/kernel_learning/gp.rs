@@ -3,6 +3,7 @@
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::kernel_learning::gp;
 
 /// `L⁻¹ rhs` for the leading `t × t` lower-triangular block `L` of `buffer` (no copy of the factor).
@@ -14,7 +15,8 @@ fn gp_forward_substitution<'py>(
     rhs: PyReadonlyArray2<'py, f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (l, b) = (buffer.as_array(), rhs.as_array());
-    let x = py.detach(|| gp::forward_substitution(l, t, b))?;
+    let work = 0.5 * (t as f64) * (t as f64) * (b.ncols() as f64);
+    let x = run_cancellable(py, work, |c| gp::forward_substitution_cancellable(l, t, b, c))?;
     Ok(x.into_pyarray(py))
 }
 

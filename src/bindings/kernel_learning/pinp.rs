@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::bindings::kernels::evaluation::kernel_arg;
 use crate::kernel_learning::pinp::{self, PinpConfig, PinpState};
 use crate::mechanisms::noise::grid::DiscreteNoise;
@@ -116,7 +117,9 @@ impl PyPinpSession {
         Ok(())
     }
 
-    /// Answer `z` in order. Returns `(answers, noise, updates, stop)`.
+    /// Answer `z` in order. Returns `(answers, noise, updates, stop)`. Ctrl-C raises
+    /// `KeyboardInterrupt` promptly; the interrupted batch leaves the session's state (update
+    /// points, `α`s, `n_answered`) as it was before the call (`pinp::answer_batch_cancellable`).
     #[allow(clippy::type_complexity)]
     fn answer<'py>(
         &self,
@@ -131,10 +134,11 @@ impl PyPinpSession {
         &'static str,
     )> {
         let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
-        let out = py.detach(|| {
+        let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
+        let out = run_cancellable(py, work, |c| {
             self.with(|i| {
-                crate::kernels::evaluation::check_inputs(zv, xv, Some(muv))?;
-                pinp::answer_batch(&self.cfg, &mut i.state, zv, xv, muv, &mut i.rng)
+                crate::kernels::evaluation::check_inputs_cancellable(zv, xv, Some(muv), c)?;
+                pinp::answer_batch_cancellable(&self.cfg, &mut i.state, zv, xv, muv, &mut i.rng, c)
             })
         })?;
         Ok((
@@ -156,7 +160,8 @@ impl PyPinpSession {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let (ev, gv) = (exact.as_array(), gram.as_array());
         let seeds = seeds.as_array().to_vec();
-        let out = py.detach(|| pinp::sample_sessions(&self.cfg, ev, gv, &seeds))?;
+        let work = (seeds.len() as f64) * (gv.len() as f64);
+        let out = run_cancellable(py, work, |c| pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c))?;
         Ok(out.into_pyarray(py))
     }
 

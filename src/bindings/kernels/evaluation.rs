@@ -3,11 +3,13 @@
 //!
 //! Arrays arrive as `float64` (the Python layer converts `float32` once); any memory layout is
 //! accepted without copying (C, Fortran or strided views). Errors become `ValueError`s whose
-//! message starts with the argument's name.
+//! message starts with the argument's name. The `m × n` loops run through
+//! [`run_cancellable`]: Ctrl-C raises `KeyboardInterrupt` within about one kernel block.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::kernels::evaluation::{self, Kernel};
 
 /// The core kernel from the `(kernel, gamma, degree, coef0)` arguments of every `_core` function
@@ -32,16 +34,17 @@ fn kernel_matrix<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let av = a.as_array();
+    let work = |bv: &numpy::ndarray::ArrayView2<'_, f64>| (av.len() as f64) * (bv.nrows() as f64);
     let out = match &b {
-        None => py.detach(|| {
-            evaluation::check_inputs(av, av, None)?;
-            evaluation::gram_matrix(av, &k)
+        None => run_cancellable(py, work(&av), |c| {
+            evaluation::check_inputs_cancellable(av, av, None, c)?;
+            evaluation::gram_matrix_cancellable(av, &k, c)
         })?,
         Some(b) => {
             let bv = b.as_array();
-            py.detach(|| {
-                evaluation::check_inputs(av, bv, None)?;
-                evaluation::kernel_matrix(av, bv, &k)
+            run_cancellable(py, work(&bv), |c| {
+                evaluation::check_inputs_cancellable(av, bv, None, c)?;
+                evaluation::kernel_matrix_cancellable(av, bv, &k, c)
             })?
         }
     };
@@ -64,9 +67,10 @@ fn kernel_predict<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
     let k = kernel_arg(kernel, gamma, degree, coef0)?;
     let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
-    let out = py.detach(|| {
-        evaluation::check_inputs(zv, xv, Some(muv))?;
-        Ok::<_, crate::DpError>(evaluation::kernel_predict(zv, xv, muv, &k))
+    let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
+    let out = run_cancellable(py, work, |c| {
+        evaluation::check_inputs_cancellable(zv, xv, Some(muv), c)?;
+        evaluation::kernel_predict_cancellable(zv, xv, muv, &k, c)
     })?;
     Ok(out.into_pyarray(py))
 }

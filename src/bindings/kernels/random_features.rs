@@ -4,6 +4,7 @@
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::bindings::mechanisms::noise::{child_rng, PyChaChaRng};
 use crate::kernels::random_features::{self, RffKernel};
 
@@ -34,9 +35,10 @@ fn rff_transform<'py>(
     weights: PyReadonlyArray2<'py, f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (xv, wv) = (x.as_array(), weights.as_array());
-    let out = py.detach(|| {
+    let work = (xv.len() as f64) * (wv.ncols() as f64);
+    let out = run_cancellable(py, work, |c| {
         random_features::check_inputs(xv, wv)?;
-        random_features::transform(xv, wv)
+        random_features::transform_cancellable(xv, wv, c)
     })?;
     Ok(out.into_pyarray(py))
 }

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use numpy::{IntoPyArray, PyArray1, PyArrayDyn, PyReadonlyArray1};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::error::DpError;
 use rand_core::SeedableRng;
 
@@ -65,6 +66,9 @@ pub(crate) fn child_rng(rng: &Bound<'_, PyChaChaRng>) -> PyResult<DpRng> {
     Ok(DpRng::from_seed(key))
 }
 
+/// Work units of one exact noise draw for `run_cancellable` (a few hundred ns each).
+const NOISE_DRAW_WORK: f64 = 100.0;
+
 fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise, DpError> {
     match noise {
         "laplace" => Ok(grid::DiscreteNoise::Laplace { num, den }),
@@ -90,10 +94,11 @@ fn grid_release<'py>(
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let noise = parse_noise(noise, num, den)?;
     let view = values.as_array();
-    let out = py.detach(|| {
+    let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
+    let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
-            None => grid::release(view, grid_exponent, &noise, r).map(|a| a.into_dyn()),
-            Some(n) => grid::release_repeated(view, n, grid_exponent, &noise, r).map(|a| a.into_dyn()),
+            None => grid::release_cancellable(view, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
+            Some(n) => grid::release_repeated_cancellable(view, n, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
         })
     })?;
     Ok(out.into_pyarray(py))
@@ -113,10 +118,13 @@ fn analytic_release<'py>(
     n_samples: Option<usize>,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
     let view = values.as_array();
-    let out = py.detach(|| {
+    let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
+    let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
-            None => karney::release_analytic(view, sigma, grid_exponent, r).map(|a| a.into_dyn()),
-            Some(n) => karney::release_analytic_repeated(view, n, sigma, grid_exponent, r).map(|a| a.into_dyn()),
+            None => karney::release_analytic_cancellable(view, sigma, grid_exponent, r, c).map(|a| a.into_dyn()),
+            Some(n) => {
+                karney::release_analytic_repeated_cancellable(view, n, sigma, grid_exponent, r, c).map(|a| a.into_dyn())
+            }
         })
     })?;
     Ok(out.into_pyarray(py))
@@ -133,7 +141,8 @@ fn discrete_samples<'py>(
     rng: &PyChaChaRng,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let noise = parse_noise(noise, num, den)?;
-    let out = py.detach(|| rng.with(|r| grid::sample_integers(n, &noise, r)))?;
+    let work = NOISE_DRAW_WORK * n as f64;
+    let out = run_cancellable(py, work, |c| rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c)))?;
     Ok(out.into_pyarray(py))
 }
 

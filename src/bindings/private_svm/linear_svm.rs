@@ -5,6 +5,7 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
+use crate::bindings::interrupt::run_cancellable;
 use crate::private_svm::linear_svm;
 
 /// Dual coordinate descent for `½‖w‖² + upper Σ hinge` (no bias): returns `(beta, epochs)`.
@@ -23,9 +24,10 @@ fn rff_linear_svm_dcd<'py>(
     seed: u64,
 ) -> PyResult<(Bound<'py, PyArray1<f64>>, usize)> {
     let (xv, yv, bv) = (x.as_array(), y.as_array(), beta0.as_array());
-    let (beta, epochs) = py.detach(|| {
+    // iterative: its cost is not known in advance, so always interruptible
+    let (beta, epochs) = run_cancellable(py, f64::INFINITY, |c| {
         let mut rng = crate::mechanisms::noise::rng::rng_from_seed(Some(seed));
-        linear_svm::linear_svm_dcd(xv, yv, upper, bv, eps, max_epochs, &mut rng)
+        linear_svm::linear_svm_dcd_cancellable(xv, yv, upper, bv, eps, max_epochs, &mut rng, c)
     })?;
     Ok((beta.into_pyarray(py), epochs))
 }

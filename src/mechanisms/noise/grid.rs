@@ -14,12 +14,18 @@
 //! Parallelism: coordinates are processed in fixed-size chunks, chunk `i` drawing from ChaCha
 //! stream `i` of a key taken from the caller's generator ([`super::rng::derive_streams`]), so
 //! the output is identical for any number of threads.
+//!
+//! Interruption: the `_cancellable` variants poll a [`Cancel`] flag before every chunk (a few
+//! milliseconds of exact sampling at most) and return [`DpError::Interrupted`] — no partial release
+//! — once it is set. The streams are derived before any chunk runs, so an unset flag changes
+//! nothing: the output is bit-for-bit that of the plain functions.
 
 use ndarray::{Array1, Array2, ArrayView1};
 use rayon::prelude::*;
 
 use super::exact::{discrete_gaussian, discrete_laplace, MAX_PARAM};
 use super::rng::{derive_streams, DpRng};
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 
 /// Coordinates per parallel chunk (fixed, so results do not depend on the thread count).
@@ -119,7 +125,14 @@ pub fn unsnap(k: i128, exponent: i32) -> f64 {
     ((k as f64) * pow2(exponent)).clamp(-f64::MAX, f64::MAX)
 }
 
-fn noisy_flat(base: &[i128], reps: usize, exponent: i32, noise: &DiscreteNoise, rng: &mut DpRng) -> Vec<f64> {
+fn noisy_flat(
+    base: &[i128],
+    reps: usize,
+    exponent: i32,
+    noise: &DiscreteNoise,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Vec<f64>> {
     let d = base.len();
     let total = d * reps;
     let mut out = vec![0f64; total];
@@ -129,6 +142,9 @@ fn noisy_flat(base: &[i128], reps: usize, exponent: i32, noise: &DiscreteNoise, 
         .zip(streams.into_par_iter())
         .enumerate()
         .for_each(|(c, (chunk, mut stream))| {
+            if cancel.is_cancelled() {
+                return;
+            }
             let start = c * CHUNK;
             for (j, slot) in chunk.iter_mut().enumerate() {
                 let b = base[(start + j) % d];
@@ -136,7 +152,8 @@ fn noisy_flat(base: &[i128], reps: usize, exponent: i32, noise: &DiscreteNoise, 
                 *slot = unsnap(b.saturating_add(y), exponent);
             }
         });
-    out
+    cancel.check()?;
+    Ok(out)
 }
 
 fn snap_all(values: ArrayView1<f64>, exponent: i32) -> DpResult<Vec<i128>> {
@@ -148,10 +165,24 @@ fn snap_all(values: ArrayView1<f64>, exponent: i32) -> DpResult<Vec<i128>> {
 
 /// One release of `values` (see module docs).
 pub fn release(values: ArrayView1<f64>, exponent: i32, noise: &DiscreteNoise, rng: &mut DpRng) -> DpResult<Array1<f64>> {
+    release_cancellable(values, exponent, noise, rng, Cancel::never())
+}
+
+/// [`release`] polling `cancel` before every chunk (see the module docs).
+///
+/// # Errors
+/// As [`release`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn release_cancellable(
+    values: ArrayView1<f64>,
+    exponent: i32,
+    noise: &DiscreteNoise,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Array1<f64>> {
     check_exponent(exponent)?;
     noise.validate()?;
     let base = snap_all(values, exponent)?;
-    Ok(Array1::from(noisy_flat(&base, 1, exponent, noise, rng)))
+    Ok(Array1::from(noisy_flat(&base, 1, exponent, noise, rng, cancel)?))
 }
 
 /// `n_samples` independent releases of the same `values` (row `i` is release `i`). Used to audit a
@@ -163,6 +194,21 @@ pub fn release_repeated(
     noise: &DiscreteNoise,
     rng: &mut DpRng,
 ) -> DpResult<Array2<f64>> {
+    release_repeated_cancellable(values, n_samples, exponent, noise, rng, Cancel::never())
+}
+
+/// [`release_repeated`] polling `cancel` before every chunk (see the module docs).
+///
+/// # Errors
+/// As [`release_repeated`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn release_repeated_cancellable(
+    values: ArrayView1<f64>,
+    n_samples: usize,
+    exponent: i32,
+    noise: &DiscreteNoise,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     check_exponent(exponent)?;
     noise.validate()?;
     if n_samples == 0 {
@@ -170,22 +216,39 @@ pub fn release_repeated(
     }
     let base = snap_all(values, exponent)?;
     let d = base.len();
-    let flat = noisy_flat(&base, n_samples, exponent, noise, rng);
+    let flat = noisy_flat(&base, n_samples, exponent, noise, rng, cancel)?;
     Ok(Array2::from_shape_vec((n_samples, d), flat).expect("shape matches length"))
 }
 
 /// Draw `n` raw discrete-noise integers (for distribution tests and composite mechanisms).
 pub fn sample_integers(n: usize, noise: &DiscreteNoise, rng: &mut DpRng) -> DpResult<Vec<i64>> {
+    sample_integers_cancellable(n, noise, rng, Cancel::never())
+}
+
+/// [`sample_integers`] polling `cancel` before every chunk (see the module docs).
+///
+/// # Errors
+/// As [`sample_integers`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn sample_integers_cancellable(
+    n: usize,
+    noise: &DiscreteNoise,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Vec<i64>> {
     noise.validate()?;
     let n_chunks = n.div_ceil(CHUNK);
     let streams = derive_streams(rng, n_chunks);
     let mut out = vec![0i64; n];
     out.par_chunks_mut(CHUNK).zip(streams.into_par_iter()).for_each(|(chunk, mut stream)| {
+        if cancel.is_cancelled() {
+            return;
+        }
         for slot in chunk.iter_mut() {
             let y = noise.sample(&mut stream);
             *slot = y.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         }
     });
+    cancel.check()?;
     Ok(out)
 }
 
@@ -194,6 +257,20 @@ mod tests {
     use super::*;
     use crate::mechanisms::noise::rng::rng_from_seed;
     use ndarray::array;
+
+    #[test]
+    fn a_set_cancel_flag_interrupts_every_release() {
+        let v = Array1::from_elem(3 * CHUNK, 0.25);
+        let noise = DiscreteNoise::Laplace { num: 3, den: 1 };
+        let stop = Cancel::new();
+        stop.cancel();
+        let mut rng = rng_from_seed(Some(4));
+        assert_eq!(release_cancellable(v.view(), -4, &noise, &mut rng, &stop), Err(DpError::Interrupted));
+        assert_eq!(release_repeated_cancellable(v.view(), 2, -4, &noise, &mut rng, &stop), Err(DpError::Interrupted));
+        assert_eq!(sample_integers_cancellable(10, &noise, &mut rng, &stop), Err(DpError::Interrupted));
+        let a = release_cancellable(v.view(), -4, &noise, &mut rng_from_seed(Some(5)), &Cancel::new()).unwrap();
+        assert_eq!(a, release(v.view(), -4, &noise, &mut rng_from_seed(Some(5))).unwrap());
+    }
 
     #[test]
     fn snapping_is_exact() {

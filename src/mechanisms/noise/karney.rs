@@ -66,7 +66,8 @@
 //! # Parallelism
 //! As in [`super::grid`]: coordinates are processed in chunks of [`CHUNK`], chunk `i` drawing from
 //! ChaCha stream `i` of a key taken from the caller's generator, so the output does not depend on
-//! the number of threads.
+//! the number of threads. The `_cancellable` variants poll a [`Cancel`] flag before every chunk
+//! (as [`super::grid`] does) and return [`DpError::Interrupted`], never a partial release.
 
 use ndarray::{Array1, Array2, ArrayView1};
 use num_bigint::BigInt;
@@ -75,6 +76,7 @@ use rayon::prelude::*;
 
 use super::grid::{check_exponent, pow2, unsnap, CHUNK};
 use super::rng::{derive_streams, DpRng};
+use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 
 /// Largest admissible `|x| / g`: larger values are not on a usable grid.
@@ -669,12 +671,16 @@ fn par_indices<T: Send + Default + Clone>(
     sc: &GridScale,
     rng: &mut DpRng,
     f: impl Fn(i128) -> T + Sync,
-) -> Vec<T> {
+    cancel: &Cancel,
+) -> DpResult<Vec<T>> {
     let d = offsets.len();
     let total = d * reps;
     let mut out = vec![T::default(); total];
     let streams = derive_streams(rng, total.div_ceil(CHUNK));
     out.par_chunks_mut(CHUNK).zip(streams.into_par_iter()).enumerate().for_each(|(c, (chunk, mut stream))| {
+        if cancel.is_cancelled() {
+            return;
+        }
         let mut src = BitSource::new(&mut stream);
         let mut normal = ExactNormal::new();
         let start = c * CHUNK;
@@ -683,14 +689,29 @@ fn par_indices<T: Send + Default + Clone>(
             *slot = f(sample_index(off, sc, &mut normal, &mut src));
         }
     });
-    out
+    cancel.check()?;
+    Ok(out)
 }
 
 /// One release of `values`: coordinate `i` is `j_i · 2^exponent` with `j_i` exactly
 /// `round((values[i] + σ Z_i) / 2^exponent)` (see module docs).
 pub fn release_analytic(values: ArrayView1<f64>, sigma: f64, exponent: i32, rng: &mut DpRng) -> DpResult<Array1<f64>> {
+    release_analytic_cancellable(values, sigma, exponent, rng, Cancel::never())
+}
+
+/// [`release_analytic`] polling `cancel` before every chunk.
+///
+/// # Errors
+/// As [`release_analytic`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn release_analytic_cancellable(
+    values: ArrayView1<f64>,
+    sigma: f64,
+    exponent: i32,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Array1<f64>> {
     let (offsets, sc) = prepare(values, sigma, exponent)?;
-    Ok(Array1::from(par_indices(&offsets, 1, &sc, rng, |j| unsnap(j, exponent))))
+    Ok(Array1::from(par_indices(&offsets, 1, &sc, rng, |j| unsnap(j, exponent), cancel)?))
 }
 
 /// `n_samples` independent releases of the same `values` (row `i` is release `i`), for empirical
@@ -702,12 +723,27 @@ pub fn release_analytic_repeated(
     exponent: i32,
     rng: &mut DpRng,
 ) -> DpResult<Array2<f64>> {
+    release_analytic_repeated_cancellable(values, n_samples, sigma, exponent, rng, Cancel::never())
+}
+
+/// [`release_analytic_repeated`] polling `cancel` before every chunk.
+///
+/// # Errors
+/// As [`release_analytic_repeated`], and [`DpError::Interrupted`] once `cancel` is set.
+pub fn release_analytic_repeated_cancellable(
+    values: ArrayView1<f64>,
+    n_samples: usize,
+    sigma: f64,
+    exponent: i32,
+    rng: &mut DpRng,
+    cancel: &Cancel,
+) -> DpResult<Array2<f64>> {
     if n_samples == 0 {
         return Err(DpError::invalid("n_samples", "must be positive"));
     }
     let (offsets, sc) = prepare(values, sigma, exponent)?;
     let d = offsets.len();
-    let flat = par_indices(&offsets, n_samples, &sc, rng, |j| unsnap(j, exponent));
+    let flat = par_indices(&offsets, n_samples, &sc, rng, |j| unsnap(j, exponent), cancel)?;
     Ok(Array2::from_shape_vec((n_samples, d), flat).expect("shape matches length"))
 }
 
@@ -715,7 +751,7 @@ pub fn release_analytic_repeated(
 pub fn sample_indices(x: f64, sigma: f64, exponent: i32, n: usize, rng: &mut DpRng) -> DpResult<Vec<i128>> {
     let sc = GridScale::new(sigma, exponent)?;
     let off = Offset::new(x, exponent)?;
-    Ok(par_indices(std::slice::from_ref(&off), n, &sc, rng, |j| j))
+    par_indices(std::slice::from_ref(&off), n, &sc, rng, |j| j, Cancel::never())
 }
 
 #[cfg(test)]
@@ -1014,12 +1050,28 @@ mod tests {
     }
 
     #[test]
+    fn a_set_cancel_flag_interrupts_the_release() {
+        let v = Array1::from_elem(3 * CHUNK, 0.25);
+        let stop = Cancel::new();
+        stop.cancel();
+        let mut rng = rng_from_seed(Some(4));
+        assert_eq!(release_analytic_cancellable(v.view(), 1.0, -8, &mut rng, &stop), Err(DpError::Interrupted));
+        assert_eq!(
+            release_analytic_repeated_cancellable(v.view(), 2, 1.0, -8, &mut rng, &stop),
+            Err(DpError::Interrupted)
+        );
+        let a = release_analytic_cancellable(v.view(), 1.0, -8, &mut rng_from_seed(Some(5)), &Cancel::new()).unwrap();
+        assert_eq!(a, release_analytic(v.view(), 1.0, -8, &mut rng_from_seed(Some(5))).unwrap());
+    }
+
+    #[test]
     fn rejects_bad_parameters() {
         let v = array![1.0];
         let mut rng = rng_from_seed(Some(1));
         let name = |r: DpResult<Array1<f64>>| match r {
             Err(DpError::InvalidArgument { name, .. }) => name,
             Err(DpError::OutOfMemory { name, .. }) => name,
+            Err(DpError::Interrupted) => "interrupted",
             Ok(_) => "ok",
         };
         assert_eq!(name(release_analytic(v.view(), f64::NAN, 0, &mut rng)), "sigma");
