@@ -167,8 +167,10 @@ def encode_document(doc: dict, key: Optional[SealingKey], fmt: str) -> bytes:
     return seal(json.dumps(doc, sort_keys=True, allow_nan=False).encode(), key, fmt)
 
 
-def parse_document(blob: bytes, key: Optional[SealingKey], fmt: str, where: str) -> dict:
-    """Authenticate (or checksum) and parse one stored document; every failure names ``where``."""
+def parse_document(blob: bytes, key: Optional[SealingKey], fmt: str, where: str, *, sequenced: bool = True) -> dict:
+    """Authenticate (or checksum) and parse one stored document; every failure names ``where``.
+
+    ``sequenced``: the document must carry a valid sequence number ``seq`` (states; not releases)."""
     raw = unseal(blob, key, fmt, where)
     if not _depth_ok(raw):
         raise StateAuthenticationError(f"{where} nests deeper than {_MAX_DEPTH} levels: not a dpcore document")
@@ -183,6 +185,8 @@ def parse_document(blob: bytes, key: Optional[SealingKey], fmt: str, where: str)
     if key is None and doc.get("checksum") != checksum(doc):
         raise StateAuthenticationError(f"{where} is corrupted or was edited (checksum mismatch)")
     doc.pop("checksum", None)
+    if not sequenced:
+        return doc
     seq = doc.get("seq")
     if type(seq) is not int or not 0 <= seq < 2**62:
         raise StateAuthenticationError(f"{where} has no valid sequence number (seq)")

@@ -14,7 +14,6 @@ each worker once) and bit-for-bit the in-memory values (``docs/scaling.md``).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -28,7 +27,9 @@ from dpcore import __version__ as _version
 from dpcore import _core
 from dpcore._internal.dask import compute_all
 from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, decision_labels
-from dpcore._internal.state import atomic_write, checksum
+from dpcore._internal.sealing import resolve_key
+from dpcore._internal.state import atomic_write, checksum, encode_document, parse_document
+from dpcore.exceptions import StateAuthenticationError
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
@@ -39,6 +40,8 @@ from dpcore.kernel_learning.svm import NotFittedError
 __all__ = ["KernelRelease", "ReleasingEstimator"]
 
 _FORMAT = "dpcore.kernel_release/1"
+#: A release file is at most this large (10⁶ public points in 10³ dimensions is 8 GB of base64 text).
+_MAX_RELEASE_BYTES = 1 << 34
 
 
 def _jsonable(value):
@@ -339,8 +342,15 @@ class KernelRelease:
         doc["checksum"] = checksum(doc)
         return doc
 
-    def save(self, path) -> None:
-        """Write the release to ``path`` (JSON with a SHA-256 checksum), atomically.
+    def save(self, path, *, key=None) -> None:
+        """Write the release to ``path`` atomically: JSON with a SHA-256 checksum, or sealed under ``key``.
+
+        A release is public (post-processing of a DP release), so by default it is written readable,
+        with an unkeyed checksum that detects accidents, not forgery. With ``key`` (bytes of at least 32
+        bytes, the path of a key file, or ``"keyfile"`` for ``<path>.key``, created 0600 if absent) the
+        file is sealed with ChaCha20-Poly1305 (:mod:`dpcore._internal.sealing`): :meth:`load` with the
+        same key refuses any edited, truncated or forged file — e.g. μ scaled by 10, whose every field
+        is otherwise valid.
 
         Examples
         --------
@@ -359,13 +369,23 @@ class KernelRelease:
         >>> same = KernelRelease.load(path)
         >>> bool(np.array_equal(same.predict(X[:5]), rel.predict(X[:5])))
         True
+        >>> rel.save(path, key=b"0123456789abcdef0123456789abcdef")   # authenticated
+        >>> KernelRelease.load(path, key=b"0123456789abcdef0123456789abcdef").mechanism
+        'TDDL'
         >>> tmp.cleanup()
         """
-        atomic_write(os.fspath(path), json.dumps(self.to_dict(), sort_keys=True).encode())
+        path = os.fspath(path)
+        sealing = None if key is None else resolve_key(key, os.path.realpath(path), create=True)
+        atomic_write(path, encode_document(self.to_dict(), sealing, _FORMAT))
 
     @classmethod
-    def load(cls, path) -> "KernelRelease":
-        """Read a release written by :meth:`save`; a modified file is refused (checksum).
+    def load(cls, path, *, key=None) -> "KernelRelease":
+        """Read a release written by :meth:`save`; every field is validated as by the constructor.
+
+        Without ``key`` the file must be the plain format and its checksum must match (accidents are
+        detected; a forger can recompute an unkeyed checksum, so only field validation stands). With
+        ``key`` the file must be sealed under it (:class:`dpcore.exceptions.StateAuthenticationError`
+        otherwise).
 
         Examples
         --------
@@ -386,25 +406,30 @@ class KernelRelease:
         >>> tmp.cleanup()
         """
         path = os.fspath(path)
+        sealing = None if key is None else resolve_key(key, os.path.realpath(path), create=False)
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(_MAX_RELEASE_BYTES + 1)
+        if len(raw) > _MAX_RELEASE_BYTES:
+            raise StateAuthenticationError(f"{path!r} is larger than any dpcore release")
+        doc = parse_document(raw, sealing, _FORMAT, repr(path), sequenced=False)
         try:
-            doc = json.loads(raw.decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path!r} is corrupted or truncated (not a complete JSON document: {exc})") from None
-        if not isinstance(doc, dict):
-            raise ValueError(f"{path!r} is not a dpcore kernel release")
-        if doc.get("format") != _FORMAT:
-            raise ValueError(f"{path!r} is not a dpcore kernel release (format {doc.get('format')!r})")
-        if doc.get("checksum") != checksum(doc):
-            raise ValueError(f"{path!r} is corrupted or was modified (checksum mismatch)")
-        T, d = doc["shape"]
-        return cls(
-            unb64(doc["points"]).reshape(T, d), unb64(doc["mu"]), doc["kernel"],
-            classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
-            delta=doc["delta"], calibration=doc["calibration"], data_norm=doc["data_norm"],
-            intercept=float(doc.get("intercept", 0.0)),
-        )
+            T, d = doc["shape"]
+            if type(T) is not int or type(d) is not int or T < 0 or d < 1:
+                raise ValueError("shape")
+            points = unb64(doc["points"], "points")
+            if points.size != T * d:
+                raise ValueError("points")
+            intercept = doc.get("intercept", 0.0)
+            if not isinstance(doc["classes"], list) or not isinstance(doc["kernel"], dict) \
+                    or not isinstance(doc["calibration"], dict):
+                raise ValueError("classes/kernel/calibration")
+            fields = dict(classes=np.asarray(doc["classes"]), mechanism=doc["mechanism"], epsilon=doc["epsilon"],
+                          delta=doc["delta"], calibration=doc["calibration"], data_norm=doc["data_norm"],
+                          intercept=intercept)
+            mu = unb64(doc["mu"], "mu")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateAuthenticationError(f"{path!r}: a stored field is missing or malformed ({exc})") from None
+        return cls(points.reshape(T, d), mu, doc["kernel"], **fields)
 
     def __repr__(self) -> str:
         return (f"KernelRelease(mechanism={self.mechanism!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
