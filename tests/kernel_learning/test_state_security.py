@@ -138,7 +138,7 @@ def test_interrupt_in_the_rust_batch_is_not_charged_later(model):
     p.predict(unit_ball(rng, 3, 3))
     before = (p.n_answered, p.n_updates)
 
-    def interrupted(chunk):
+    def interrupted(chunk, bar):
         p._session.answer(chunk, p._info["X"], p._info["mu"])  # the Rust batch ran ...
         raise KeyboardInterrupt  # ... and the caller was interrupted before it returned
 
@@ -370,3 +370,38 @@ def test_a_ledger_detects_a_state_rolled_back_on_disk(model, tmp_path, kind, bac
     with pytest.raises(dpcore.StateRollbackError, match="ledger"):
         _load(kind, path, model, accountant=other_handle)
     _load(kind, path, model).close()  # without a ledger the older copy is indistinguishable (documented)
+
+
+def test_verbose_pinp_interrupted_in_a_later_chunk_charges_nothing(model, tmp_path, monkeypatch):
+    """With verbose the batch runs in chunks; an interrupt in chunk 2 rolls back chunk 1 too (one commit per
+    batch): nothing was returned, so nothing is charged, in memory or on disk."""
+    import dpcore.kernel_learning.pinp as pinp_mod
+
+    monkeypatch.setattr(pinp_mod, "_PROGRESS_CHUNK", 4)
+    path = _path(tmp_path, "file")
+    p = PINP(model, **SESSION, state_path=path, random_state=1, verbose=1)
+    rng = np.random.default_rng(0)
+    p.predict(unit_ball(rng, 3, 3))
+    before = (p.n_answered, p.n_updates, p.state_seq)
+    real = p._session
+    calls = {"n": 0}
+
+    class Session:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def answer(self, *a):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return real.answer(*a)
+
+    p._session = Session()
+    with pytest.raises(KeyboardInterrupt):
+        p.predict(unit_ball(rng, 10, 3))
+    p._session = real
+    assert calls["n"] == 2 and (p.n_answered, p.n_updates, p.state_seq) == before
+    p.close()
+    q = PINP.load(path, model)
+    assert (q.n_answered, q.n_updates, q.state_seq) == before
+    q.close()

@@ -584,30 +584,30 @@ class PINP(DurableSession):
         return answers
 
     def _answer(self, X: np.ndarray) -> tuple:
-        """One call of the Rust session on the whole batch; with ``verbose``, calls on consecutive chunks of
-        ``_PROGRESS_CHUNK`` queries (a multiple of the Rust session's own chunk, so the answers are the same bit
-        for bit) with a progress bar over the queries and a commit of the state after each chunk."""
+        """The batch through the Rust session, then ONE commit (:meth:`_guarded`: a batch whose commit does not
+        become durable — a failed write, an interrupt in any chunk — is rolled back whole, so an answer is
+        charged iff it could have been returned). With ``verbose``, the session is called on consecutive chunks
+        of ``_PROGRESS_CHUNK`` queries (a multiple of the Rust session's own chunk, so the answers are the same
+        bit for bit) with a progress bar over the queries."""
+        with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc="PINP queries",
+                          unit="query") as bar:
+            return self._guarded(lambda: self._answer_and_commit(X, bar), self._session.snapshot(), self._restore)
+
+    def _answer_and_commit(self, X: np.ndarray, bar) -> tuple:
         m = X.shape[0]
         step = _PROGRESS_CHUNK if check_verbose(getattr(self, "verbose", False)) else max(m, 1)
         parts, stop = [], None
-        with progress_bar(getattr(self, "verbose", False), total=m, desc="PINP queries", unit="query") as bar:
-            for start in range(0, max(m, 1), step):
-                chunk = X[start:start + step]
-                answers, noise, updates, stop = self._guarded(lambda: self._answer_and_commit(chunk),
-                                                              self._session.snapshot(), self._restore)
-                parts.append((answers, noise, updates))
-                bar.update(answers.shape[0])
-                if answers.shape[0] < chunk.shape[0]:
-                    break
-        if len(parts) == 1:
-            return (*parts[0], stop)
-        return (*(np.concatenate([p[i] for p in parts]) for i in range(3)), stop)
-
-    def _answer_and_commit(self, chunk: np.ndarray) -> tuple:
-        out = self._session.answer(chunk, self._info["X"], self._info["mu"])
+        for start in range(0, max(m, 1), step):
+            chunk = X[start:start + step]
+            answers, noise, updates, stop = self._session.answer(chunk, self._info["X"], self._info["mu"])
+            parts.append((answers, noise, updates))
+            bar.update(answers.shape[0])
+            if answers.shape[0] < chunk.shape[0]:
+                break
+        out = parts[0] if len(parts) == 1 else tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
         if self._store is not None and out[0].shape[0] > 0:
             self._commit()
-        return out
+        return (*out, stop)
 
     def _restore(self, snap: tuple) -> None:
         """Undo a batch whose commit did not become durable (or that was interrupted): counters, updates."""
