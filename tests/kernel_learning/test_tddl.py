@@ -307,3 +307,20 @@ def test_validation(svm):
     assert TDDL(m, **base).set_params(epsilon=2.0).get_params()["epsilon"] == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):
         TDDL(m, **base).set_params(eps=2.0)
+
+
+@pytest.mark.parametrize("noise,norm_bound", [("gp", None), ("gaussian", "private"), ("laplace", "public")])
+def test_a_model_without_support_vectors_releases_like_any_other(noise, norm_bound):
+    """mu all zero (possible on private data) must not raise after the charge (it used to: the kernel engine
+    refused an empty X): the release is the noisy zero function."""
+    import dpcore
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(50, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    model = dpcore.KernelSVM(lam=0.1, tol=1e-8).fit(X, y)
+    model.mu_ = np.zeros_like(model.mu_)
+    acc = dpcore.BudgetAccountant(10.0, 1e-3)
+    kw = dict(noise=noise) if norm_bound is None else dict(noise=noise, norm_bound=norm_bound)
+    rel = dpcore.TDDL(model, 1.0, 1e-6, data_norm=1.0, random_state=0, accountant=acc, **kw).fit(X[:20]).release_
+    assert np.isfinite(rel.decision_function(X)).all() and acc.spent[0] > 0

@@ -553,7 +553,10 @@ class TDDL(ReleasingEstimator):
     def _noisy_predictions(self, prep, rng, n_samples=None):
         """The released noisy prediction vector(s) ``ŷ`` (rows = samples when ``n_samples`` is given)."""
         cal, k = prep["cal"], prep["info"]["kernel"]
-        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        # A model without support vectors (mu all zero: possible on private data) predicts 0 everywhere; the
+        # kernel engine refuses an empty X, so that case is handled here — no data-dependent exception.
+        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], k["kernel"], k["gamma"], k["degree"],
+                                 k["coef0"]) if prep["X_sv"].shape[0] else np.zeros(prep["Z"].shape[0])
         if cal.noise == "gp":
             # stage 1: v + σ L̂ ξ (exact ξ on a 2^-40 grid); stage 2: exact grid release covering the
             # float residual (dpcore.kernel_learning.gp). Each row of ``y`` is one release.
@@ -581,7 +584,8 @@ class TDDL(ReleasingEstimator):
             return prep["declared"]
         k = info["kernel"]
         Xs, mus = prep["X_sv"], prep["mu_sv"]
-        f = _core.kernel_predict(Xs, Xs, mus, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        f = _core.kernel_predict(Xs, Xs, mus, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+            if Xs.shape[0] else np.zeros(0)
         w_norm = math.sqrt(max(0.0, float(mus @ f)))
         plan = laplace_plan(cal.norm_sensitivity, cal.epsilon_norm, dim=1)
         noisy = float(grid_release(np.array([w_norm]), plan, rng)[0])
