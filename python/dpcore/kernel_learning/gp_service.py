@@ -97,6 +97,9 @@ __all__ = ["GPService", "GPServiceCalibration"]
 _NO_DASK = "GPService answers draw fresh noise, in query order, from the session's one generator"
 
 _STATE_FORMAT = "dpcore.gp_service.state/2"
+#: New points are added to the path in blocks of at most this many (one block Cholesky step each: a 1024² factor
+#: takes a few ms, so an interrupt is seen quickly; a batch of 9,000 new points used to run one 9,000² LAPACK call).
+_BLOCK_POINTS = 1024
 #: The parameters a state stores (``load`` refuses any other set).
 _PARAM_KEYS = ("epsilon", "delta", "data_norm", "max_exact_queries", "ridge", "clip")
 #: A stored answer may differ from its recomputation by the float residual (2ρ) plus this many sd of the
@@ -366,7 +369,11 @@ class GPService(DurableSession):
         return y_new
 
     def _answer_and_commit(self, P: np.ndarray) -> None:
-        self._answer_new(P)
+        """Extend the path by the new points ``P`` in blocks of at most ``_BLOCK_POINTS`` (each one block Cholesky
+        step: the conditional law given everything before it, so the path's law is the same; between blocks Python
+        sees Ctrl-C, and LAPACK never runs for long), then commit once (the caller rolls back on failure)."""
+        for start in range(0, P.shape[0], _BLOCK_POINTS):
+            self._answer_new(P[start:start + _BLOCK_POINTS])
         if self._store is not None:
             self._commit()
 
