@@ -263,3 +263,85 @@ def forge_all(kind: str, directory, mode: str):
     _write(path, good)
     _load(kind, path, model, mode)  # the genuine file still loads
     return len(attempts), rejected, accepted
+
+
+def release_edits():
+    """(name, edit(doc) -> doc) for a KernelRelease file (the issue's list)."""
+    def set_(key, value):
+        def edit(d):
+            d[key] = value
+            return d
+        return edit
+
+    def mu(fn):
+        def edit(d):
+            d["mu"] = _b64(fn(_unb64(d["mu"]).copy()))
+            return d
+        return edit
+
+    edits = [(f"epsilon = {v!r}", set_("epsilon", v)) for v in (-1.0, float("nan"), float("inf"), 0.0)]
+    edits += [(f"delta = {v!r}", set_("delta", v)) for v in (1.5, -0.1, float("nan"))]
+    edits += [(f"data_norm = {v!r}", set_("data_norm", v)) for v in (-1.0, float("nan"), 0.0)]
+    edits += [
+        ("mu x10", mu(lambda m: m * 10.0)),
+        ("mu = 1e308", mu(lambda m: np.full_like(m, 1e308))),
+        ("mu NaN", mu(lambda m: np.full_like(m, np.nan))),
+        ("one class", set_("classes", [1])),
+        ("three classes", set_("classes", [-1, 0, 1])),
+        ("classes reversed", set_("classes", [1, -1])),
+        ("empty calibration", set_("calibration", {})),
+        ("shape forged", set_("shape", [10**9, 2])),
+        ("points not base64", set_("points", "***")),
+        ("kernel gamma = -1", lambda d: (d["kernel"].__setitem__("gamma", -1.0), d)[1]),
+        ("mechanism unknown", set_("mechanism", "nonsense")),
+        ("intercept = inf", set_("intercept", float("inf"))),
+    ]
+    return edits
+
+
+def _plain_with_nan(doc) -> bytes:
+    """JSON with NaN/inf allowed (Python's json writes them), checksum recomputed as the old format did."""
+    doc = {k: v for k, v in doc.items() if k != "checksum"}
+    doc["checksum"] = checksum(doc)
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def forge_release(directory, mode: str):
+    """The KernelRelease forgeries: ``mode="plain"`` (no key: checksum + field validation) or ``"sealed"``
+    (``save/load(key=...)``). Returns ``(tried, rejected, accepted_names)``."""
+    rng = np.random.default_rng(0)
+    X = unit_ball(rng, 300, 2)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+    rel = dpcore.TDDL(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).fit(X[:40]).release_
+    path = str(Path(directory) / "release.json")
+    key = secrets.token_bytes(32) if mode == "sealed" else None
+    rel.save(path)
+    doc = json.loads(Path(path).read_text())
+    attempts = []
+    for name, edit in release_edits():
+        forged = edit(json.loads(json.dumps(doc)))
+        attempts.append((f"{name} [plain, checksum recomputed]", _plain_with_nan(forged)))
+        if mode == "sealed":
+            made_up = SealingKey(secrets.token_bytes(32), "attacker")
+            body = {k: v for k, v in forged.items() if k != "checksum"}
+            attempts.append((f"{name} [sealed under a made-up key]",
+                             seal(json.dumps(body, sort_keys=True).encode(), made_up, "dpcore.kernel_release/1")))
+    if mode == "sealed":
+        rel.save(path, key=key)
+        good = Path(path).read_bytes()
+        flipped = bytearray(good)
+        flipped[len(flipped) // 2] ^= 1
+        attempts += [("one bit flipped", bytes(flipped)), ("truncated", good[:-5])]
+    rejected, accepted = 0, []
+    for name, blob in attempts:
+        Path(path).write_bytes(blob)
+        try:
+            dpcore.KernelRelease.load(path, key=key)
+        except (ValueError, TypeError):
+            rejected += 1
+        else:
+            accepted.append(name)
+    rel.save(path, key=key)
+    dpcore.KernelRelease.load(path, key=key)  # the genuine file loads
+    return len(attempts), rejected, accepted

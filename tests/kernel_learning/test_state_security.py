@@ -24,7 +24,7 @@ from dpcore.exceptions import StateAliasError, StateAuthenticationError, StateIn
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _forgery import forge_all  # noqa: E402
+from _forgery import forge_all, forge_release  # noqa: E402
 from _pinp_worker import SESSION, build_model, unit_ball  # noqa: E402
 
 #: Stages of a write, and whether the commit is durable once the stage is reached.
@@ -405,3 +405,14 @@ def test_verbose_pinp_interrupted_in_a_later_chunk_charges_nothing(model, tmp_pa
     q = PINP.load(path, model)
     assert (q.n_answered, q.n_updates, q.state_seq) == before
     q.close()
+
+
+@pytest.mark.parametrize("mode", ["plain", "sealed"])
+def test_kernel_release_forgeries(tmp_path, mode):
+    """A release is public: without a key every field is validated (only a different but valid release — μ
+    scaled, a relabelled mechanism — can pass); saved with key= every forgery is refused."""
+    tried, rejected, accepted = forge_release(tmp_path, mode)
+    if mode == "sealed":
+        assert tried >= 40 and rejected == tried, accepted
+    else:
+        assert set(accepted) <= {"mu x10 [plain, checksum recomputed]", "mechanism unknown [plain, checksum recomputed]"}

@@ -163,8 +163,8 @@ def encode_document(doc: dict, key: Optional[SealingKey], fmt: str) -> bytes:
     doc = {k: v for k, v in doc.items() if k != "checksum"}
     if key is None:
         doc["checksum"] = checksum(doc)
-        return json.dumps(doc, sort_keys=True, allow_nan=False).encode()
-    return seal(json.dumps(doc, sort_keys=True, allow_nan=False).encode(), key, fmt)
+        return json.dumps(doc, sort_keys=True).encode()
+    return seal(json.dumps(doc, sort_keys=True).encode(), key, fmt)
 
 
 def parse_document(blob: bytes, key: Optional[SealingKey], fmt: str, where: str, *, sequenced: bool = True) -> dict:
