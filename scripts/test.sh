@@ -3,7 +3,8 @@
 #   1. Rust: `cargo test` on the pure-Rust core (no `python` feature);
 #   2. build ONE release abi3 wheel (`maturin build --release -o dist`) and force-reinstall it
 #      into the repository's .venv;
-#   3. Python: `pytest` against the installed wheel (exit code 5, "no tests collected", fails);
+#   3. Python: `pytest -n 2 --durations=20` against the installed wheel (pytest-xdist, two workers on CI's two
+#      cores; DPCORE_PYTEST_WORKERS to change; exit code 5, "no tests collected", fails);
 #   4. install the same wheel into a FRESH virtualenv, import it and run a smoke call.
 # Exits non-zero if any step fails. Idempotent; works from any directory.
 # Override the virtualenv with DPCORE_VENV=..., extra pytest arguments with PYTEST_ADDOPTS.
@@ -47,9 +48,9 @@ header "Install the wheel into $VENV"
 "$PY" -m pip check
 "$PY" -c 'import dpcore; print("dpcore", dpcore.__version__, "from", dpcore.__file__)'
 
-header "Python tests (pytest)"
+header "Python tests (pytest, 2 workers, the 20 slowest tests listed at the end)"
 set +e
-"$PY" -m pytest
+"$PY" -m pytest -n "${DPCORE_PYTEST_WORKERS:-2}" --durations=20
 RC=$?
 set -e
 if [ "$RC" -eq 0 ]; then
