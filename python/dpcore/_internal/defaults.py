@@ -15,4 +15,9 @@ at ρ = 1/4 (77.2 %) and at 80 % at ρ ≈ 1/2. One constant for both mechanisms
 
 AUTO_NOISE_TO_MARGIN = 0.5
 
-__all__ = ["AUTO_NOISE_TO_MARGIN"]
+#: ``intercept_scaling`` b of KernelSVM / KernelLogisticRegression (issue 23): the kernel is ``K + b²``, a
+#: regularised intercept (LIBLINEAR's construction, for kernels). Chosen from the measurement in
+#: experiments/README.md ("Intercept scaling": b ∈ {0, 0.25, 0.5, 1}, GP release on a public imbalanced task).
+DEFAULT_INTERCEPT_SCALING = 1.0
+
+__all__ = ["AUTO_NOISE_TO_MARGIN", "DEFAULT_INTERCEPT_SCALING"]
