@@ -241,7 +241,7 @@ def test_certificate_property(n, d, seed, lam_exp, loss, kern):
     assert est.duality_gap_ >= 0 and est.primal_objective_ - est.dual_objective_ <= est.duality_gap_ + 1e-12
     if est.converged_:
         assert est.duality_gap_ <= 1e-7
-    Phi = np.hstack([feature_map(X, **kp), np.ones((n, 1))])  # default intercept_scaling b = 1: phi' = (phi, b)
+    Phi = np.hstack([feature_map(X, **kp), np.full((n, 1), 0.5)])  # default intercept_scaling b = 0.5: phi' = (phi, b)
     check_against_oracle(est, X, y, Phi, loss, lam)
 
 
