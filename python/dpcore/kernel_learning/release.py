@@ -157,7 +157,9 @@ class KernelRelease:
                                                          kernel["coef0"], pts.shape[1])
         # the regularised intercept (kernel K + b²); absent (a release from before issue 23) means b = 0
         b = check_intercept_scaling(kernel.get("intercept_scaling", 0.0))
-        kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0, intercept_scaling=b)
+        kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
+        if b != 0.0:  # stored only when used: a b = 0 release (and its file) is exactly the pre-issue-23 one
+            kern["intercept_scaling"] = b
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
         radius = check_positive(data_norm, "data_norm")
