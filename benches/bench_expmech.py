@@ -189,7 +189,7 @@ def main() -> None:
                 pn = (P * P).sum(1)
 
                 def run_dp():
-                    return _core.em_sample_kernel(d, nu, 1.0, P, coef, "rbf", RBF_GAMMA, 3, 0.0, kappa, bound, rng)
+                    return _core.em_sample_kernel(d, nu, 1.0, P, coef, "rbf", RBF_GAMMA, 3, 0.0, 0.0, kappa, bound, rng)
 
                 def score(z):
                     d2 = (z * z).sum(1)[:, None] + pn[None, :] - 2.0 * (z @ P.T)

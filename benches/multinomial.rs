@@ -33,16 +33,22 @@ fn bench_multinomial(c: &mut Criterion) {
     let n = 10_000_000usize;
     let p = probabilities(n, 1);
     let mut g = c.benchmark_group("multinomial_P1e7");
-    g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(n as u64));
     for &m in &[100usize, 1_000_000] {
         g.bench_with_input(BenchmarkId::new("counts", m), &m, |b, &m| {
             let mut rng = rng_from_seed(Some(1));
-            b.iter(|| multinomial_counts(black_box(p.view()), m, DEFAULT_SUM_TOL, &mut rng).unwrap())
+            b.iter(|| {
+                multinomial_counts(black_box(p.view()), m, DEFAULT_SUM_TOL, &mut rng).unwrap()
+            })
         });
         g.bench_with_input(BenchmarkId::new("draws_shuffled", m), &m, |b, &m| {
             let mut rng = rng_from_seed(Some(2));
-            b.iter(|| multinomial_draws(black_box(p.view()), m, true, DEFAULT_SUM_TOL, &mut rng).unwrap())
+            b.iter(|| {
+                multinomial_draws(black_box(p.view()), m, true, DEFAULT_SUM_TOL, &mut rng).unwrap()
+            })
         });
     }
     g.finish();

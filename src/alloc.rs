@@ -19,7 +19,8 @@ use crate::error::{DpError, DpResult};
 
 /// Bytes of `len` elements of `T`, or `None` if that overflows `isize::MAX` (Rust's allocation limit).
 pub fn bytes_for<T>(len: usize) -> Option<usize> {
-    len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize)
+    len.checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
 }
 
 /// Environment variable holding the user's cap on one output's size, in bytes (a positive integer).
@@ -50,7 +51,10 @@ pub fn parse_user_cap(value: Option<&str>) -> DpResult<Option<u64>> {
 /// the allocator's); an invalid cap is an `InvalidArgument` naming the variable.
 pub fn memory_limit_bytes() -> DpResult<Option<u64>> {
     let cap = parse_user_cap(std::env::var(MAX_MEMORY_ENV).ok().as_deref())?;
-    let avail = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available_from);
+    let avail = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .as_deref()
+        .and_then(mem_available_from);
     Ok(match (avail, cap) {
         (Some(a), Some(c)) => Some(a.min(c)),
         (a, c) => a.or(c),
@@ -67,7 +71,8 @@ pub fn zeros_f64(name: &'static str, what: &str, len: usize) -> DpResult<Vec<f64
     if memory_limit_bytes()?.is_some_and(|lim| bytes as u64 > lim) {
         return Err(DpError::out_of_memory(name, what, Some(bytes as u128)));
     }
-    let layout = Layout::array::<f64>(len).map_err(|_| DpError::out_of_memory(name, what, Some(bytes as u128)))?;
+    let layout = Layout::array::<f64>(len)
+        .map_err(|_| DpError::out_of_memory(name, what, Some(bytes as u128)))?;
     // SAFETY: `layout` has non-zero size (len > 0, size_of::<f64>() = 8). A non-null pointer from
     // `alloc_zeroed` points to `len` f64 slots (all-zero bits = 0.0) allocated by the global
     // allocator with exactly the layout `Vec<f64>` uses for capacity `len`, so `from_raw_parts`
@@ -83,9 +88,9 @@ pub fn zeros_f64(name: &'static str, what: &str, len: usize) -> DpResult<Vec<f64
 
 /// A zero-filled `rows × cols` C-order matrix, or `OutOfMemory` naming `name`.
 pub fn zeros2(name: &'static str, what: &str, rows: usize, cols: usize) -> DpResult<Array2<f64>> {
-    let len = rows
-        .checked_mul(cols)
-        .ok_or_else(|| DpError::out_of_memory(name, what, (rows as u128).checked_mul(cols as u128 * 8)))?;
+    let len = rows.checked_mul(cols).ok_or_else(|| {
+        DpError::out_of_memory(name, what, (rows as u128).checked_mul(cols as u128 * 8))
+    })?;
     let v = zeros_f64(name, what, len)?;
     Ok(Array2::from_shape_vec((rows, cols), v).expect("length rows*cols"))
 }
@@ -106,14 +111,24 @@ mod tests {
     fn impossible_sizes_are_errors_not_aborts() {
         // overflow of rows*cols
         match zeros2("n_components", "the random weights", usize::MAX / 2, 3) {
-            Err(DpError::OutOfMemory { name: "n_components", .. }) => {}
+            Err(DpError::OutOfMemory {
+                name: "n_components",
+                ..
+            }) => {}
             other => panic!("{other:?}"),
         }
         // more than isize::MAX bytes
-        assert!(matches!(zeros_f64("X", "t", usize::MAX / 8), Err(DpError::OutOfMemory { .. })));
+        assert!(matches!(
+            zeros_f64("X", "t", usize::MAX / 8),
+            Err(DpError::OutOfMemory { .. })
+        ));
         // 2 TiB: refused by the allocator on any machine that runs the tests
         let e = zeros2("Z", "the kernel matrix", 1 << 19, 1 << 19).unwrap_err();
-        assert!(e.to_string().starts_with("Z: cannot allocate the kernel matrix"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("Z: cannot allocate the kernel matrix"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -125,10 +140,18 @@ mod tests {
         assert_eq!(parse_user_cap(Some(" 4096 ")), Ok(Some(4096)));
         for bad in ["0", "-1", "abc", "1e9", ""] {
             let e = parse_user_cap(Some(bad)).unwrap_err();
-            assert!(e.to_string().starts_with("DPCORE_MAX_MEMORY_BYTES: must be a positive integer"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("DPCORE_MAX_MEMORY_BYTES: must be a positive integer"),
+                "{e}"
+            );
         }
         // the limit never exceeds what /proc/meminfo says is available
-        if let Some(avail) = std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_available_from) {
+        if let Some(avail) = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .as_deref()
+            .and_then(mem_available_from)
+        {
             if std::env::var(MAX_MEMORY_ENV).is_err() {
                 assert!(memory_limit_bytes().unwrap().unwrap() <= avail + (1 << 30));
             }

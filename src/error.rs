@@ -13,7 +13,11 @@ pub enum DpError {
     InvalidArgument { name: &'static str, reason: String },
     /// An output sized by parameter `name` cannot be allocated (`bytes` requested; `None` when the
     /// size does not even fit in the address space).
-    OutOfMemory { name: &'static str, what: String, bytes: Option<u128> },
+    OutOfMemory {
+        name: &'static str,
+        what: String,
+        bytes: Option<u128>,
+    },
     /// The call was interrupted through its [`crate::cancel::Cancel`] flag (Ctrl-C from Python); no
     /// partial result exists and any state the call mutates was restored.
     Interrupted,
@@ -22,12 +26,19 @@ pub enum DpError {
 impl DpError {
     /// Build an invalid-argument error for parameter `name`.
     pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
-        DpError::InvalidArgument { name, reason: reason.into() }
+        DpError::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
     }
 
     /// Build an out-of-memory error for the output `what` sized by parameter `name`.
     pub fn out_of_memory(name: &'static str, what: impl Into<String>, bytes: Option<u128>) -> Self {
-        DpError::OutOfMemory { name, what: what.into(), bytes }
+        DpError::OutOfMemory {
+            name,
+            what: what.into(),
+            bytes,
+        }
     }
 }
 

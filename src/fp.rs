@@ -9,6 +9,7 @@
 //! | [`LIBM_LN_ULPS`] | 2 | `f64::ln`/`ln_1p` (the platform libm) accurate to 2 ulp on `(0, ∞)`; glibc, musl and Apple document < 1 ulp |
 //! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `numerics` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `numerics`) |
 //! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
+//! | [`shifted_kernel_error`] | `e + u·(K + e + s)` | the shifted kernel `K + s` (intercept, `s = b² ≥ 0`) adds one rounding: `|fl(k̂ + s) − (k + s)| ≤ e + u·(|k̂| + s)` for a base value `k̂` within `e` of `k`, `|k| ≤ K` |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
 //! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
 //! | [`NET_THRESHOLD_SLACK`] | 1 + 2⁻⁴⁰ | makes the net's index threshold `T` an upper bound of `((r + ν)/h)²` despite rounding |
@@ -58,6 +59,28 @@ pub fn gamma_k(k: f64) -> f64 {
     }
 }
 
+/// The smallest float strictly above a finite `x` (`f64::next_up`; `+inf` stays `+inf`): rounds
+/// a computed privacy bound (e.g. `R_φ² + b²`) up past the rounding of its last operation.
+#[inline]
+pub fn next_up(x: f64) -> f64 {
+    x.next_up()
+}
+
+/// Worst-case absolute error of one evaluation of the shifted kernel `K + s` (the regularised
+/// intercept, `s = b² ≥ 0`) when the base value `k̂ = fl(K(z, x))` is within `base_error` of the
+/// exact `K(z, x)` and `|K(z, x)| ≤ k_abs_max`: the addition is one rounding,
+/// `|fl(k̂ + s) − (k̂ + s)| ≤ u·(|k̂| + s)` (Higham 2002, Thm 2.2), so the total is
+/// `base_error + u·(k_abs_max + base_error + s)`; exactly `base_error` when `s = 0` (no addition is
+/// made). Mirrored by `dpcore._internal.fp.shifted_kernel_error`.
+#[inline]
+pub fn shifted_kernel_error(base_error: f64, k_abs_max: f64, shift: f64) -> f64 {
+    if shift == 0.0 {
+        base_error
+    } else {
+        base_error + UNIT_ROUNDOFF * (k_abs_max + base_error + shift)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +94,24 @@ mod tests {
         assert_eq!(gamma_k(0.0), 0.0);
         assert!((gamma_k(10.0) - 10.0 * UNIT_ROUNDOFF).abs() < 1e-29);
         assert_eq!(gamma_k(2f64.powi(52)), f64::INFINITY);
+    }
+
+    #[test]
+    fn shifted_kernel_error_bounds_the_addition() {
+        assert_eq!(shifted_kernel_error(1e-15, 1.0, 0.0), 1e-15);
+        // the exact rounding error of k + s against the bound
+        for &(k, s) in &[
+            (0.1f64, 0.3f64),
+            (1.0 / 3.0, 1.0),
+            (-0.7, 0.25),
+            (123.456, 1e-9),
+        ] {
+            // Knuth's TwoSum: k + s = got + err exactly
+            let got = k + s;
+            let bb = got - k;
+            let exact_err = ((k - (got - bb)) + (s - bb)).abs();
+            assert!(exact_err <= shifted_kernel_error(0.0, k.abs(), s));
+        }
+        assert_eq!(next_up(1.0), 1.0 + f64::EPSILON);
     }
 }

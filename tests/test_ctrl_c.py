@@ -91,7 +91,7 @@ def test_kernel_predict_few_rows(python_sigint):
     # 3 rows against 2e6 support points of dimension 2e4, through _core (the public function would
     # check the 2e6 × 2e4 view for NaN with a 40 GB temporary)
     Z, X = _repeated(_row(20_000, 3), 3), _repeated(_row(20_000, 4), 2_000_000)
-    call = lambda: _core.kernel_predict(Z, X, np.ones(2_000_000), "rbf", 0.5, 3, 1.0)  # noqa: E731
+    call = lambda: _core.kernel_predict(Z, X, np.ones(2_000_000), "rbf", 0.5, 3, 1.0, 0.0)  # noqa: E731
     assert _latency_of_interrupt(call) < LATENCY_BOUND
 
 
@@ -131,7 +131,7 @@ def test_erm_certificate(python_sigint):
     X = _repeated(_row(d, 7), n)
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     a = np.full(n, 0.5)
-    call = lambda: _core.erm_certificate(X, y, a, "hinge", "rbf", 0.5, 3, 1.0, 0.01)  # noqa: E731
+    call = lambda: _core.erm_certificate(X, y, a, "hinge", "rbf", 0.5, 3, 1.0, 0.0, 0.01)  # noqa: E731
     assert _latency_of_interrupt(call) < LATENCY_BOUND
 
 

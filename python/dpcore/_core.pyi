@@ -63,7 +63,8 @@ __version__: str
 
 # ---- kernels ----
 # kernel: "linear" | "poly" | "polynomial" | "rbf"; gamma already resolved (> 0; ignored by
-# "linear"); degree >= 1 and coef0 finite (used by "poly" only).
+# "linear"); degree >= 1 and coef0 finite (used by "poly" only); intercept_scaling b finite, 0 <= b <= 1e100:
+# the kernel is K + b**2 (regularised intercept; b = 0 is the plain kernel, bit-for-bit).
 
 def kernel_matrix(
     a: npt.NDArray[np.float64],
@@ -72,6 +73,7 @@ def kernel_matrix(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
 ) -> npt.NDArray[np.float64]:
     """``K(a, b)`` of shape (len(a), len(b)); ``b=None`` gives ``K(a, a)`` with an exact RBF diagonal."""
 
@@ -83,15 +85,18 @@ def kernel_predict(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
 ) -> npt.NDArray[np.float64]:
     """``K(z, x) @ mu`` of shape (len(z),), without materialising ``K(z, x)``."""
 
 def kernel_diag(
-    z: npt.NDArray[np.float64], kernel: str, gamma: float, degree: int, coef0: float
+    z: npt.NDArray[np.float64], kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float
 ) -> npt.NDArray[np.float64]:
     """``K(z_i, z_i)`` for every row of ``z``."""
 
-def feature_map_radius_sq(data_norm: float, kernel: str, gamma: float, degree: int, coef0: float) -> float:
+def feature_map_radius_sq(
+    data_norm: float, kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float
+) -> float:
     """``R_phi**2 = max K(z, z)`` over the ball ``||z|| <= data_norm`` (poly requires coef0 >= 0)."""
 
 # ---- end kernels ----
@@ -158,7 +163,7 @@ def exponential(n: int, rng: ChaChaRng) -> npt.NDArray[np.float64]:
 class PinpSession:
     """Mutable core of one PINP session (update buffer, counters, ChaCha20 generator)."""
     def __new__(
-        cls, dim: int, kernel: str, gamma: float, degree: int, coef0: float, grid_exponent: int,
+        cls, dim: int, kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float, grid_exponent: int,
         num: int, den: int, sigma: float, eta: float, max_updates: int, max_queries: int,
         seed: Optional[int] = None,
     ) -> "PinpSession": ...
@@ -194,6 +199,7 @@ def erm_fit(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
     lam: float,
     tol: float,
     max_iter: int,
@@ -216,6 +222,7 @@ def erm_certificate(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
     lam: float,
 ) -> dict:
     """Certificate of the dual point ``a in [0, 1]^n``: ``{"mu", "decision", "primal", "dual",
@@ -286,6 +293,7 @@ def em_sample_kernel(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
     kappa: float,
     exponent_bound: float,
     rng: ChaChaRng,
@@ -319,6 +327,7 @@ def em_sample_many_kernel(
     gamma: float,
     degree: int,
     coef0: float,
+    intercept_scaling: float,
     kappa: float,
     exponent_bound: float,
     n_samples: int,

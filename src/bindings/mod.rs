@@ -6,7 +6,7 @@
 //! `crate::<layer>::<module>` (e.g. [`kernel_learning::erm`] binds
 //! [`crate::kernel_learning::erm`]).
 //!
-//! Shared helpers: [`kernels::evaluation::kernel_arg`] (the `(kernel, gamma, degree, coef0)`
+//! Shared helpers: [`kernels::evaluation::kernel_arg`] (the `(kernel, gamma, degree, coef0, intercept_scaling)`
 //! arguments → the core's `Kernel`), [`interrupt::run_interruptible`] (long solves that Ctrl-C
 //! can interrupt, with a progress hook) and [`interrupt::run_cancellable`] (every other long loop:
 //! the core polls a `crate::cancel::Cancel` flag that Ctrl-C sets).

@@ -1013,12 +1013,8 @@ fn solve_hinge(
             iter += 1;
             let coef = dl * y[i];
             (best, best_gain) = match rows.row(i) {
-                RowRef::F32(row) => {
-                    update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active)
-                }
-                RowRef::F64(row) => {
-                    update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active)
-                }
+                RowRef::F32(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
+                RowRef::F64(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
             };
         }
         since_scan += 1;
@@ -1289,7 +1285,7 @@ mod tests {
     #[test]
     fn certificate_bounds_suboptimality() {
         let (x, y) = data(80, 3, 3);
-        let k = Kernel::Linear;
+        let k = Kernel::linear();
         let lam = 0.02;
         let opt = fit(
             x.view(),
@@ -1307,7 +1303,16 @@ mod tests {
         let stop = Cancel::new();
         stop.cancel();
         let rbf = Kernel::rbf(0.5).unwrap(); // (the linear kernel's O((m + n) d) path has no block loop)
-        let r = certify_cancellable(x.view(), y.view(), a2.view(), None, &rbf, Loss::Hinge, lam, &stop);
+        let r = certify_cancellable(
+            x.view(),
+            y.view(),
+            a2.view(),
+            None,
+            &rbf,
+            Loss::Hinge,
+            lam,
+            &stop,
+        );
         assert_eq!(r.unwrap_err(), DpError::Interrupted);
     }
 
@@ -1362,7 +1367,7 @@ mod tests {
     #[test]
     fn validation() {
         let (x, y) = data(10, 2, 4);
-        let k = Kernel::Linear;
+        let k = Kernel::linear();
         let bad = |o: ErmOptions| {
             fit(x.view(), y.view(), &k, Loss::Hinge, &o)
                 .unwrap_err()
@@ -1406,7 +1411,15 @@ mod tests {
             let (p0, p1) = (1.0 + u, 0.3 * v);
             let (q0, q1) = (1.0 + u * w, if case % 3 == 0 { 0.3 * v } else { v });
             let (a, b, d) = (p0 * p0 + p1 * p1, p0 * q0 + p1 * q1, q0 * q0 + q1 * q1);
-            let snap = |x: f64| if x < 0.2 { 0.0 } else if x > 1.3 { c } else { x };
+            let snap = |x: f64| {
+                if x < 0.2 {
+                    0.0
+                } else if x > 1.3 {
+                    c
+                } else {
+                    x
+                }
+            };
             let (ai, aj) = (snap(next() * c), snap(next() * c));
             let (gi, gj) = (3.0 * next() - 1.5, 3.0 * next() - 1.5);
             let obj = |x: f64, y: f64| {
@@ -1424,7 +1437,11 @@ mod tests {
                     best = best.min(obj(c * k as f64 / m as f64, c * l as f64 / m as f64));
                 }
             }
-            assert!(obj(ni, nj) <= best + 1e-12, "case {case}: {} > {best}", obj(ni, nj));
+            assert!(
+                obj(ni, nj) <= best + 1e-12,
+                "case {case}: {} > {best}",
+                obj(ni, nj)
+            );
         }
     }
 

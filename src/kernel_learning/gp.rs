@@ -19,7 +19,11 @@ use crate::error::{DpError, DpResult};
 /// # Errors
 /// `t` larger than the buffer, `rhs` with a number of rows other than `t`, or a zero / non-finite
 /// diagonal entry (named `L`).
-pub fn forward_substitution(l: ArrayView2<'_, f64>, t: usize, rhs: ArrayView2<'_, f64>) -> DpResult<Array2<f64>> {
+pub fn forward_substitution(
+    l: ArrayView2<'_, f64>,
+    t: usize,
+    rhs: ArrayView2<'_, f64>,
+) -> DpResult<Array2<f64>> {
     forward_substitution_cancellable(l, t, rhs, Cancel::never())
 }
 
@@ -34,10 +38,16 @@ pub fn forward_substitution_cancellable(
     cancel: &Cancel,
 ) -> DpResult<Array2<f64>> {
     if t > l.nrows() || t > l.ncols() {
-        return Err(DpError::invalid("t", format!("{t} exceeds the factor buffer {:?}", l.dim())));
+        return Err(DpError::invalid(
+            "t",
+            format!("{t} exceeds the factor buffer {:?}", l.dim()),
+        ));
     }
     if rhs.nrows() != t {
-        return Err(DpError::invalid("rhs", format!("must have t = {t} rows, got {}", rhs.nrows())));
+        return Err(DpError::invalid(
+            "rhs",
+            format!("must have t = {t} rows, got {}", rhs.nrows()),
+        ));
     }
     let m = rhs.ncols();
     // x stored column-major per right-hand side for contiguous dot products
@@ -47,7 +57,10 @@ pub fn forward_substitution_cancellable(
         let row = l.row(i);
         let d = row[i];
         if !(d.is_finite() && d != 0.0) {
-            return Err(DpError::invalid("L", format!("diagonal entry {i} is {d:?}")));
+            return Err(DpError::invalid(
+                "L",
+                format!("diagonal entry {i} is {d:?}"),
+            ));
         }
         let head = row.slice(ndarray::s![..i]);
         for c in 0..m {
@@ -90,7 +103,12 @@ mod tests {
 
     #[test]
     fn solves_a_leading_block_of_a_larger_buffer() {
-        let buf = array![[2.0, 0.0, 0.0, 9.0], [1.0, 3.0, 0.0, 9.0], [4.0, -1.0, 5.0, 9.0], [9.0, 9.0, 9.0, 9.0]];
+        let buf = array![
+            [2.0, 0.0, 0.0, 9.0],
+            [1.0, 3.0, 0.0, 9.0],
+            [4.0, -1.0, 5.0, 9.0],
+            [9.0, 9.0, 9.0, 9.0]
+        ];
         let b = array![[2.0, 1.0], [4.0, 0.0], [13.0, 5.0]];
         let x = forward_substitution(buf.view(), 3, b.view()).unwrap();
         let l = buf.slice(ndarray::s![..3, ..3]).to_owned();
@@ -103,7 +121,13 @@ mod tests {
         assert!(forward_substitution(zero.view(), 1, array![[1.0]].view()).is_err());
         let stop = Cancel::new();
         stop.cancel();
-        assert_eq!(forward_substitution_cancellable(buf.view(), 3, b.view(), &stop), Err(DpError::Interrupted));
-        assert_eq!(forward_substitution_cancellable(buf.view(), 3, b.view(), &Cancel::new()).unwrap(), x);
+        assert_eq!(
+            forward_substitution_cancellable(buf.view(), 3, b.view(), &stop),
+            Err(DpError::Interrupted)
+        );
+        assert_eq!(
+            forward_substitution_cancellable(buf.view(), 3, b.view(), &Cancel::new()).unwrap(),
+            x
+        );
     }
 }

@@ -16,7 +16,7 @@
 use ndarray::{Array1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use crate::kernels::evaluation::{self, Kernel};
+use crate::kernels::evaluation::{self, Kernel, KernelKind};
 use crate::numerics::{exp_fast_slice, ipow};
 
 /// Kernel rows `K(x_i, ·)` (full length `n`), computed on demand and kept in an LRU cache of
@@ -116,8 +116,8 @@ impl<'x> RowCache<'x> {
             }
             indptr.push(indices.len());
         }
-        let gsq = match *kernel {
-            Kernel::Rbf { gamma } => (0..n)
+        let gsq = match kernel.kind {
+            KernelKind::Rbf { gamma } => (0..n)
                 .map(|i| {
                     gamma
                         * values[indptr[i]..indptr[i + 1]]
@@ -192,9 +192,9 @@ impl<'x> RowCache<'x> {
                     *o += v * c;
                 }
             }
-            match kernel {
-                Kernel::Linear => {}
-                Kernel::Poly {
+            match kernel.kind {
+                KernelKind::Linear => {}
+                KernelKind::Poly {
                     gamma,
                     degree,
                     coef0,
@@ -204,7 +204,7 @@ impl<'x> RowCache<'x> {
                     }
                     ipow_slice(acc, degree);
                 }
-                Kernel::Rbf { gamma } => {
+                KernelKind::Rbf { gamma } => {
                     let gi = gsq[i];
                     for (o, &gj) in acc.iter_mut().zip(&gsq[c0..c0 + len]) {
                         *o = -(gi + gj - 2.0 * gamma * *o).max(0.0);
@@ -213,6 +213,12 @@ impl<'x> RowCache<'x> {
                     if (c0..c0 + len).contains(&i) {
                         acc[i - c0] = 1.0;
                     }
+                }
+            }
+            // the intercept's shift K + b² (skipped at 0: bit-for-bit the base kernel)
+            if kernel.shift != 0.0 {
+                for o in acc.iter_mut() {
+                    *o += kernel.shift;
                 }
             }
             for (o, &v) in chunk.iter_mut().zip(acc.iter()) {
@@ -337,5 +343,44 @@ fn ipow_slice(v: &mut [f64], p: u32) {
     }
     for x in v.iter_mut() {
         *x = ipow(*x, p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    #[test]
+    fn cached_rows_carry_the_intercept_shift() {
+        let (n, d) = (300, 4);
+        let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * 7 + j * 13) % 17) as f64 / 40.0 - 0.2);
+        for base in [
+            Kernel::linear(),
+            Kernel::poly(0.7, 2, 1.0).unwrap(),
+            Kernel::rbf(1.3).unwrap(),
+        ] {
+            for s in [0.0, 0.25, 1.0] {
+                let k = base.with_shift(s).unwrap();
+                let want = evaluation::gram_matrix(x.view(), &k).unwrap();
+                let mut cache = RowCache::new(x.view(), &k, 1 << 20, true);
+                for i in [0, 1, 150, 299] {
+                    let RowRef::F64(row) = cache.row(i) else {
+                        panic!("wide cache")
+                    };
+                    for (j, (&g, &w)) in row.iter().zip(want.row(i).iter()).enumerate() {
+                        // the base rows agree with the engine to rounding; the shift adds exactly s
+                        assert!((g - w).abs() <= 1e-13 * w.abs().max(1.0), "{k:?} {i} {j}");
+                    }
+                    if s > 0.0 {
+                        let mut c0 = RowCache::new(x.view(), &base, 1 << 20, true);
+                        let RowRef::F64(r0) = c0.row(i) else { panic!() };
+                        for (&g, &b) in row.iter().zip(r0.iter()) {
+                            assert_eq!(g, b + s);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

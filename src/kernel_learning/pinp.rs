@@ -250,7 +250,8 @@ pub fn answer_batch_cancellable(
     rng: &mut DpRng,
     cancel: &Cancel,
 ) -> DpResult<BatchOutput> {
-    let (n_points, n_alphas, n_answered) = (state.points.len(), state.alphas.len(), state.n_answered);
+    let (n_points, n_alphas, n_answered) =
+        (state.points.len(), state.alphas.len(), state.n_answered);
     let res = answer_batch_impl(cfg, state, z, support, mu, rng, cancel);
     if res.is_err() {
         // Interrupted (or failed) batches leave no trace in the state: nothing was returned.
@@ -323,7 +324,13 @@ fn answer_batch_impl(
         let n_before = state.alphas.len();
         let pre = if n_before > 0 {
             let av = ArrayView1::from(&state.alphas[..]);
-            Some(kernel_predict_cancellable(zc, state.points_view(), av, &cfg.kernel, cancel)?)
+            Some(kernel_predict_cancellable(
+                zc,
+                state.points_view(),
+                av,
+                &cfg.kernel,
+                cancel,
+            )?)
         } else {
             None
         };
@@ -484,22 +491,49 @@ mod tests {
     #[test]
     fn an_interrupted_batch_leaves_the_state_unchanged() {
         let (x, mu, _) = data();
-        let z = Array2::from_shape_fn((3 * CHUNK, 2), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.5);
+        let z = Array2::from_shape_fn((3 * CHUNK, 2), |(i, j)| {
+            ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.5
+        });
         let c = cfg(100_000, 100_000);
         let mut st = PinpState::new(2);
         let mut rng = rng_from_seed(Some(7));
-        answer_batch(&c, &mut st, z.slice(s![..40, ..]), x.view(), mu.view(), &mut rng).unwrap();
+        answer_batch(
+            &c,
+            &mut st,
+            z.slice(s![..40, ..]),
+            x.view(),
+            mu.view(),
+            &mut rng,
+        )
+        .unwrap();
         assert!(st.n_updates() > 0);
         let before = st.clone();
         // polls: the batch's prediction (one per query tile), then per chunk its start and its
         // cross-term prediction — the flag trips after chunk 0 has updated the state
         for polls in [1u64, 13, 18, 22] {
             let stop = Cancel::after(polls);
-            let r = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &stop);
+            let r = answer_batch_cancellable(
+                &c,
+                &mut st,
+                z.view(),
+                x.view(),
+                mu.view(),
+                &mut rng,
+                &stop,
+            );
             assert_eq!(r, Err(DpError::Interrupted), "polls = {polls}");
             assert_eq!(st, before, "polls = {polls}");
         }
-        let out = answer_batch_cancellable(&c, &mut st, z.view(), x.view(), mu.view(), &mut rng, &Cancel::new()).unwrap();
+        let out = answer_batch_cancellable(
+            &c,
+            &mut st,
+            z.view(),
+            x.view(),
+            mu.view(),
+            &mut rng,
+            &Cancel::new(),
+        )
+        .unwrap();
         assert_eq!(out.answers.len(), 3 * CHUNK);
         assert_eq!(st.n_answered, before.n_answered + 3 * CHUNK as u64);
     }
@@ -571,7 +605,8 @@ mod tests {
     fn a_set_cancel_flag_interrupts_the_session_sampler() {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
-        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let exact =
+            crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
         let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
         let stop = Cancel::new();
         stop.cancel();
@@ -583,7 +618,8 @@ mod tests {
     fn session_sampler_reproduces_a_session() {
         let (x, mu, z) = data();
         let c = cfg(1000, 1000);
-        let exact = crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
+        let exact =
+            crate::kernels::evaluation::kernel_predict(z.view(), x.view(), mu.view(), &c.kernel);
         let gram = crate::kernels::evaluation::gram_matrix(z.view(), &c.kernel).unwrap();
         let rows = sample_sessions(&c, exact.view(), gram.view(), &[11, 12]).unwrap();
         for (r, seed) in [11u64, 12].iter().enumerate() {

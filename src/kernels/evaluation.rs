@@ -109,20 +109,66 @@ const DIRECT_MAX_ROWS: usize = 4;
 /// Support rows per partial sum of `Xᵀ μ` on the linear path.
 const LINEAR_BLOCK: usize = 4096;
 
-/// A positive-definite kernel with scikit-learn's parameter names.
-///
-/// Build it with the validating constructors [`Kernel::linear`], [`Kernel::poly`],
-/// [`Kernel::rbf`] or [`Kernel::from_params`]. The variants are public so that callers can match
-/// on them; constructing one directly bypasses validation (the evaluation functions then compute
-/// the formula as written, but the privacy bounds of [`feature_map_radius_sq`] re-validate).
+/// The base kernel family with scikit-learn's parameter names (see [`Kernel`] for the shift).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kernel {
+pub enum KernelKind {
     /// `K(x, v) = <x, v>`.
     Linear,
     /// `K(x, v) = (gamma <x, v> + coef0)^degree`.
     Poly { gamma: f64, degree: u32, coef0: f64 },
     /// `K(x, v) = exp(−gamma ‖x − v‖²)`.
     Rbf { gamma: f64 },
+}
+
+/// A positive-definite kernel `K'(x, v) = K(x, v) + shift`: a base kernel of [`KernelKind`]
+/// plus a public additive `shift = b² ≥ 0` (the regularised intercept of LIBLINEAR: the feature
+/// map `φ'(x) = (φ(x), b)` of the augmented kernel, so `f(x) = Σ μ_i K(x_i, x) + b² Σ μ_i`).
+///
+/// `K'` is again positive semi-definite (a sum of two PSD kernels) with
+/// `R_φ'² = R_φ² + b²` ([`feature_map_radius_sq`]), and every evaluation function of this module
+/// adds the shift, so every caller (ERM rows and caches, fused predict, GEMM tiles, diagonal,
+/// PINP, GP, the exponential mechanism's scorer) gets the same kernel. With `shift = 0` the
+/// results are bit-for-bit those of the base kernel (the addition is skipped).
+///
+/// Build it with the validating constructors [`Kernel::linear`], [`Kernel::poly`],
+/// [`Kernel::rbf`] (shift 0), [`Kernel::with_shift`] or [`Kernel::from_params`]. The fields are
+/// public so that callers can match on the kind; constructing one directly bypasses validation
+/// (the evaluation functions then compute the formula as written, but the privacy bounds of
+/// [`feature_map_radius_sq`] re-validate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kernel {
+    /// The base kernel.
+    pub kind: KernelKind,
+    /// The public additive shift `b²` (finite, `≥ 0`).
+    pub shift: f64,
+}
+
+impl From<KernelKind> for Kernel {
+    fn from(kind: KernelKind) -> Self {
+        Kernel { kind, shift: 0.0 }
+    }
+}
+
+fn check_shift(shift: f64) -> DpResult<()> {
+    if !shift.is_finite() || shift < 0.0 {
+        return Err(DpError::invalid(
+            "intercept_scaling",
+            format!("the kernel shift intercept_scaling² must be finite and >= 0, got {shift:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `shift = b²` for a public `intercept_scaling` `b`: finite, `0 ≤ b ≤ 1e100` (so `b²` is a
+/// finite float); errors name `intercept_scaling`.
+pub fn shift_from_intercept_scaling(b: f64) -> DpResult<f64> {
+    if !b.is_finite() || !(0.0..=1e100).contains(&b) {
+        return Err(DpError::invalid(
+            "intercept_scaling",
+            format!("must be finite with 0 <= intercept_scaling <= 1e100, got {b:?}"),
+        ));
+    }
+    Ok(b * b)
 }
 
 fn check_gamma(gamma: f64) -> DpResult<()> {
@@ -148,7 +194,7 @@ fn check_coef0(coef0: f64) -> DpResult<()> {
 impl Kernel {
     /// The linear kernel `<x, v>`.
     pub fn linear() -> Self {
-        Kernel::Linear
+        KernelKind::Linear.into()
     }
 
     /// The polynomial kernel `(gamma <x, v> + coef0)^degree`; `gamma > 0` finite, `degree ≥ 1`,
@@ -162,26 +208,49 @@ impl Kernel {
             ));
         }
         check_coef0(coef0)?;
-        Ok(Kernel::Poly {
+        Ok(KernelKind::Poly {
             gamma,
             degree,
             coef0,
-        })
+        }
+        .into())
     }
 
     /// The Gaussian RBF kernel `exp(−gamma ‖x − v‖²)`; `gamma > 0` finite.
     pub fn rbf(gamma: f64) -> DpResult<Self> {
         check_gamma(gamma)?;
-        Ok(Kernel::Rbf { gamma })
+        Ok(KernelKind::Rbf { gamma }.into())
+    }
+
+    /// This kernel with the additive shift `shift` (`K + shift`); `shift` finite and `≥ 0`
+    /// (errors name `intercept_scaling`, the public parameter whose square it is).
+    pub fn with_shift(self, shift: f64) -> DpResult<Self> {
+        check_shift(shift)?;
+        Ok(Kernel {
+            kind: self.kind,
+            shift,
+        })
     }
 
     /// Build a kernel from scikit-learn style arguments: `name` is `"linear"`, `"poly"` (alias
     /// `"polynomial"`) or `"rbf"`. Only the parameters the kernel uses are validated (`gamma`,
     /// `degree` and `coef0` are ignored by `linear`; `degree` and `coef0` by `rbf`). Callers
     /// resolve scikit-learn's default `gamma = 1 / n_features` before calling.
-    pub fn from_params(name: &str, gamma: f64, degree: i64, coef0: f64) -> DpResult<Self> {
+    /// `intercept_scaling` `b` (finite, `0 ≤ b ≤ 1e100`) gives the shift `b²`.
+    pub fn from_params(
+        name: &str,
+        gamma: f64,
+        degree: i64,
+        coef0: f64,
+        intercept_scaling: f64,
+    ) -> DpResult<Self> {
+        let shift = shift_from_intercept_scaling(intercept_scaling)?;
+        Self::base_from_params(name, gamma, degree, coef0)?.with_shift(shift)
+    }
+
+    fn base_from_params(name: &str, gamma: f64, degree: i64, coef0: f64) -> DpResult<Self> {
         match name {
-            "linear" => Ok(Kernel::Linear),
+            "linear" => Ok(Kernel::linear()),
             "poly" | "polynomial" => {
                 if degree < 1 || degree > i64::from(u32::MAX) {
                     return Err(DpError::invalid(
@@ -204,27 +273,28 @@ impl Kernel {
 
     /// Re-check the parameters of a kernel (useful when it was built from the public variants).
     pub fn validate(&self) -> DpResult<()> {
-        match *self {
-            Kernel::Linear => Ok(()),
-            Kernel::Poly {
+        check_shift(self.shift)?;
+        match self.kind {
+            KernelKind::Linear => Ok(()),
+            KernelKind::Poly {
                 gamma,
                 degree,
                 coef0,
             } => Kernel::poly(gamma, degree, coef0).map(|_| ()),
-            Kernel::Rbf { gamma } => check_gamma(gamma),
+            KernelKind::Rbf { gamma } => check_gamma(gamma),
         }
     }
 
     /// scikit-learn's name of the kernel (`"linear"`, `"poly"`, `"rbf"`).
     pub fn name(&self) -> &'static str {
-        match self {
-            Kernel::Linear => "linear",
-            Kernel::Poly { .. } => "poly",
-            Kernel::Rbf { .. } => "rbf",
+        match self.kind {
+            KernelKind::Linear => "linear",
+            KernelKind::Poly { .. } => "poly",
+            KernelKind::Rbf { .. } => "rbf",
         }
     }
 
-    /// `K(x, v)` for one pair of points (for the RBF kernel the squared distance is summed
+    /// `K(x, v) + shift` for one pair of points (for the RBF kernel the squared distance is summed
     /// directly, without the expanded-form cancellation of the batched routines).
     ///
     /// # Panics
@@ -235,17 +305,29 @@ impl Kernel {
             v.len(),
             "Kernel::eval: x and v must have the same length"
         );
-        match *self {
-            Kernel::Linear => x.dot(&v),
-            Kernel::Poly {
+        let k = match self.kind {
+            KernelKind::Linear => x.dot(&v),
+            KernelKind::Poly {
                 gamma,
                 degree,
                 coef0,
             } => ipow(gamma * x.dot(&v) + coef0, degree),
-            Kernel::Rbf { gamma } => {
+            KernelKind::Rbf { gamma } => {
                 let d2: f64 = x.iter().zip(v.iter()).map(|(a, b)| (a - b) * (a - b)).sum();
                 (-gamma * d2).exp()
             }
+        };
+        self.add_shift(k)
+    }
+
+    /// `k + shift`, skipped when the shift is 0 (bit-for-bit the base kernel). The one rounding
+    /// it adds is `|fl(k + s) − (k + s)| ≤ u·(|k| + s)` ([`crate::fp::shifted_kernel_error`]).
+    #[inline(always)]
+    pub fn add_shift(&self, k: f64) -> f64 {
+        if self.shift == 0.0 {
+            k
+        } else {
+            k + self.shift
         }
     }
 }
@@ -259,9 +341,14 @@ impl Kernel {
 /// feature map φ at all — so a negative `coef0` is rejected rather than returning a value that
 /// would under-estimate the sensitivity.
 ///
+/// With a shift `s = b²` ([`Kernel::with_shift`], the regularised intercept) the result is
+/// `R_φ'² = R_φ² + s`, rounded up by one ulp so that it bounds the exact sum: the augmented map
+/// `φ'(z) = (φ(z), b)` has `‖φ'(z)‖² = K(z, z) + b² ≤ R_φ² + b²` on the ball, which is all the
+/// sensitivity bounds (`2 L R_φ'/(λ n)` and friends) use.
+///
 /// # Errors
-/// `data_norm` not finite or `≤ 0`; invalid kernel parameters; `coef0 < 0` for `poly`; a result
-/// that overflows `f64`.
+/// `data_norm` not finite or `≤ 0`; invalid kernel parameters (including the shift, named
+/// `intercept_scaling`); `coef0 < 0` for `poly`; a result that overflows `f64`.
 pub fn feature_map_radius_sq(kernel: &Kernel, data_norm: f64) -> DpResult<f64> {
     if !data_norm.is_finite() || data_norm <= 0.0 {
         return Err(DpError::invalid(
@@ -270,9 +357,9 @@ pub fn feature_map_radius_sq(kernel: &Kernel, data_norm: f64) -> DpResult<f64> {
         ));
     }
     kernel.validate()?;
-    let r2 = match *kernel {
-        Kernel::Linear => data_norm * data_norm,
-        Kernel::Poly {
+    let r2 = match kernel.kind {
+        KernelKind::Linear => data_norm * data_norm,
+        KernelKind::Poly {
             gamma,
             degree,
             coef0,
@@ -290,12 +377,19 @@ pub fn feature_map_radius_sq(kernel: &Kernel, data_norm: f64) -> DpResult<f64> {
             }
             ipow(gamma * data_norm * data_norm + coef0, degree)
         }
-        Kernel::Rbf { .. } => 1.0,
+        KernelKind::Rbf { .. } => 1.0,
+    };
+    let r2 = if kernel.shift == 0.0 {
+        r2
+    } else {
+        crate::fp::next_up(r2 + kernel.shift)
     };
     if !r2.is_finite() {
         return Err(DpError::invalid(
             "data_norm",
-            format!("the feature-map radius R_phi overflows for data_norm = {data_norm} and {kernel:?}"),
+            format!(
+                "the feature-map radius R_phi overflows for data_norm = {data_norm} and {kernel:?}"
+            ),
         ));
     }
     Ok(r2)
@@ -620,10 +714,10 @@ fn scaled_sq_norms(a: ArrayView2<'_, f64>, gamma: f64) -> Vec<f64> {
 
 impl<'a> Plan<'a> {
     fn new(z: ArrayView2<'a, f64>, x: ArrayView2<'a, f64>, kernel: Kernel, direct: bool) -> Self {
-        let (alpha, gz, gx) = match kernel {
-            Kernel::Linear => (1.0, Vec::new(), Vec::new()),
-            Kernel::Poly { gamma, .. } => (gamma, Vec::new(), Vec::new()),
-            Kernel::Rbf { gamma } => {
+        let (alpha, gz, gx) = match kernel.kind {
+            KernelKind::Linear => (1.0, Vec::new(), Vec::new()),
+            KernelKind::Poly { gamma, .. } => (gamma, Vec::new(), Vec::new()),
+            KernelKind::Rbf { gamma } => {
                 let gx = if direct {
                     Vec::new()
                 } else {
@@ -653,10 +747,16 @@ impl<'a> Plan<'a> {
     /// `γ‖x_j‖²` are `gx`, RBF only) to kernel values, in place.
     #[inline]
     fn transform_row(&self, i: usize, row: &mut [f64], gx: &[f64]) {
-        match self.kernel {
-            Kernel::Linear => {}
-            Kernel::Poly { degree, coef0, .. } => poly_row(row, coef0, degree),
-            Kernel::Rbf { .. } => rbf_row(row, self.gz[i], gx),
+        match self.kernel.kind {
+            KernelKind::Linear => {}
+            KernelKind::Poly { degree, coef0, .. } => poly_row(row, coef0, degree),
+            KernelKind::Rbf { .. } => rbf_row(row, self.gz[i], gx),
+        }
+        let shift = self.kernel.shift;
+        if shift != 0.0 {
+            for v in row.iter_mut() {
+                *v += shift;
+            }
         }
     }
 
@@ -686,10 +786,10 @@ impl<'a> Plan<'a> {
     /// `Σ_j K(z_i, x_j) μ_j` over a chunk, from the chunk's scaled inner products `row`.
     #[inline]
     fn row_dot(&self, i: usize, row: &[f64], gx: &[f64], mu: &[f64]) -> f64 {
-        match self.kernel {
-            Kernel::Linear => dot(row, mu),
-            Kernel::Poly { degree, coef0, .. } => poly_row_dot(row, coef0, degree, mu),
-            Kernel::Rbf { .. } => rbf_row_dot(row, self.gz[i], gx, mu),
+        match self.kernel.kind {
+            KernelKind::Linear => dot(row, mu),
+            KernelKind::Poly { degree, coef0, .. } => poly_row_dot(row, coef0, degree, mu),
+            KernelKind::Rbf { .. } => rbf_row_dot(row, self.gz[i], gx, mu),
         }
     }
 
@@ -697,8 +797,8 @@ impl<'a> Plan<'a> {
     /// `scratch.gx ← γ‖x_j‖²`, in one pass over the support rows.
     fn direct_block(&self, c0: usize, cols: usize, scratch: &mut Scratch) {
         let (m, d) = self.z.dim();
-        let gamma = match self.kernel {
-            Kernel::Rbf { gamma } => Some(gamma),
+        let gamma = match self.kernel.kind {
+            KernelKind::Rbf { gamma } => Some(gamma),
             _ => None,
         };
         let Scratch { buf, gx, xrow } = scratch;
@@ -836,22 +936,25 @@ pub fn gram_matrix_cancellable(
     cancel: &Cancel,
 ) -> DpResult<Array2<f64>> {
     let mut out = kernel_matrix_cancellable(a, a, kernel, cancel)?;
-    if let Kernel::Rbf { .. } = kernel {
-        out.diag_mut().fill(1.0);
+    if let KernelKind::Rbf { .. } = kernel.kind {
+        out.diag_mut().fill(kernel.add_shift(1.0));
     }
     Ok(out)
 }
 
-/// `K(z_i, z_i)` for every row of `z`: `‖z_i‖²` (linear), `(γ‖z_i‖² + c)^p` (poly), `1` (RBF).
+/// `K(z_i, z_i)` for every row of `z`: `‖z_i‖²` (linear), `(γ‖z_i‖² + c)^p` (poly), `1` (RBF),
+/// plus the kernel's shift.
 pub fn kernel_diag(z: ArrayView2<'_, f64>, kernel: &Kernel) -> Array1<f64> {
-    Array1::from_vec(map_rows(z, |r| match *kernel {
-        Kernel::Linear => dot(r, r),
-        Kernel::Poly {
-            gamma,
-            degree,
-            coef0,
-        } => ipow(gamma * dot(r, r) + coef0, degree),
-        Kernel::Rbf { .. } => 1.0,
+    Array1::from_vec(map_rows(z, |r| {
+        kernel.add_shift(match kernel.kind {
+            KernelKind::Linear => dot(r, r),
+            KernelKind::Poly {
+                gamma,
+                degree,
+                coef0,
+            } => ipow(gamma * dot(r, r) + coef0, degree),
+            KernelKind::Rbf { .. } => 1.0,
+        })
     }))
 }
 
@@ -892,7 +995,40 @@ pub fn kernel_predict_cancellable(
 /// `force_rows`: `Some(true)` forces the query-tile path, `Some(false)` the support-wave path
 /// (tests check both give identical bits); `None` chooses by shape. Inputs with at most
 /// `DIRECT_MAX_ROWS` query rows always take the direct (GEMM-free) support-wave path.
+///
+/// A shifted kernel adds `shift · Σ_j μ_j` to every output (`Σ μ_j` summed pairwise once per
+/// call): `Σ_j (K_ij + s) μ_j = Σ_j K_ij μ_j + s Σ_j μ_j`. Its rounding is within
+/// `γ_{⌈log₂ n⌉+9}·s·Σ|μ_j| + u·|f|`, far inside the engine's documented relative accuracy
+/// [`crate::fp::KERNEL_SUM_REL_ERROR`] against `Σ_j (|K_ij| + s)|μ_j|`. With `shift = 0` nothing is
+/// added (bit-for-bit the base kernel).
 fn predict_impl(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    mu: ArrayView1<'_, f64>,
+    kernel: &Kernel,
+    force_rows: Option<bool>,
+    cancel: &Cancel,
+) -> DpResult<Array1<f64>> {
+    let mut out = predict_base(z, x, mu, kernel, force_rows, cancel)?;
+    if kernel.shift != 0.0 && x.nrows() > 0 {
+        let mu_vec: Vec<f64> = mu.iter().copied().collect();
+        let offset = kernel.shift * pairwise_sum(&mu_vec);
+        out.mapv_inplace(|f| f + offset);
+    }
+    Ok(out)
+}
+
+/// `Σ v_i` by recursive pairwise summation (error `≤ γ_{⌈log₂ n⌉+8}·Σ|v_i|`: 8-term leaves; deterministic).
+pub(crate) fn pairwise_sum(v: &[f64]) -> f64 {
+    if v.len() <= 8 {
+        return v.iter().fold(0.0, |a, &b| a + b);
+    }
+    let (a, b) = v.split_at(v.len() / 2);
+    pairwise_sum(a) + pairwise_sum(b)
+}
+
+/// The base kernel's part of [`predict_impl`] (no shift).
+fn predict_base(
     z: ArrayView2<'_, f64>,
     x: ArrayView2<'_, f64>,
     mu: ArrayView1<'_, f64>,
@@ -910,7 +1046,7 @@ fn predict_impl(
     if m == 0 || n == 0 {
         return Ok(Array1::zeros(m));
     }
-    if let Kernel::Linear = kernel {
+    if let KernelKind::Linear = kernel.kind {
         // O((m + n) d): no m × n loop to interrupt
         return Ok(linear_predict(z, x, mu));
     }
@@ -1043,35 +1179,37 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("coef0"));
-        assert!(Kernel::from_params("poly", 1.0, -3, 1.0)
+        assert!(Kernel::from_params("poly", 1.0, -3, 1.0, 0.0)
             .unwrap_err()
             .to_string()
             .starts_with("degree"));
-        assert!(Kernel::from_params("poly", 1.0, 1 << 40, 1.0)
+        assert!(Kernel::from_params("poly", 1.0, 1 << 40, 1.0, 0.0)
             .unwrap_err()
             .to_string()
             .starts_with("degree"));
-        assert!(Kernel::from_params("sigmoid", 1.0, 3, 1.0)
+        assert!(Kernel::from_params("sigmoid", 1.0, 3, 1.0, 0.0)
             .unwrap_err()
             .to_string()
             .starts_with("kernel"));
         assert_eq!(
-            Kernel::from_params("linear", f64::NAN, -1, f64::NAN).unwrap(),
-            Kernel::Linear
+            Kernel::from_params("linear", f64::NAN, -1, f64::NAN, 0.0).unwrap(),
+            Kernel::linear()
         );
         assert_eq!(
-            Kernel::from_params("polynomial", 0.5, 2, 0.0).unwrap(),
-            Kernel::Poly {
+            Kernel::from_params("polynomial", 0.5, 2, 0.0, 0.0).unwrap(),
+            Kernel::from(KernelKind::Poly {
                 gamma: 0.5,
                 degree: 2,
                 coef0: 0.0
-            }
+            })
         );
         assert_eq!(
-            Kernel::from_params("rbf", 0.5, -7, f64::NAN).unwrap(),
-            Kernel::Rbf { gamma: 0.5 }
+            Kernel::from_params("rbf", 0.5, -7, f64::NAN, 0.0).unwrap(),
+            Kernel::from(KernelKind::Rbf { gamma: 0.5 })
         );
-        assert!(Kernel::Rbf { gamma: -1.0 }.validate().is_err());
+        assert!(Kernel::from(KernelKind::Rbf { gamma: -1.0 })
+            .validate()
+            .is_err());
         assert_eq!(Kernel::rbf(1.0).unwrap().name(), "rbf");
     }
 
@@ -1083,8 +1221,14 @@ mod tests {
         let k = Kernel::rbf(0.5).unwrap();
         let stop = Cancel::new();
         stop.cancel();
-        assert_eq!(kernel_matrix_cancellable(a.view(), b.view(), &k, &stop), Err(DpError::Interrupted));
-        assert_eq!(gram_matrix_cancellable(a.view(), &k, &stop), Err(DpError::Interrupted));
+        assert_eq!(
+            kernel_matrix_cancellable(a.view(), b.view(), &k, &stop),
+            Err(DpError::Interrupted)
+        );
+        assert_eq!(
+            gram_matrix_cancellable(a.view(), &k, &stop),
+            Err(DpError::Interrupted)
+        );
         for rows in [1usize, 3, 300] {
             let z = a.slice(s![..rows, ..]);
             assert_eq!(
@@ -1092,7 +1236,8 @@ mod tests {
                 Err(DpError::Interrupted)
             );
             // unset flag: the very bits of the plain function
-            let got = kernel_predict_cancellable(z, b.view(), mu.view(), &k, &Cancel::new()).unwrap();
+            let got =
+                kernel_predict_cancellable(z, b.view(), mu.view(), &k, &Cancel::new()).unwrap();
             assert_eq!(got, kernel_predict(z, b.view(), mu.view(), &k));
         }
         let got = kernel_matrix_cancellable(a.view(), b.view(), &k, &Cancel::new()).unwrap();
@@ -1103,7 +1248,7 @@ mod tests {
     fn eval_pairs() {
         let x = array![1.0, 2.0, 3.0];
         let v = array![0.5, -1.0, 2.0];
-        assert_eq!(Kernel::Linear.eval(x.view(), v.view()), 4.5);
+        assert_eq!(Kernel::linear().eval(x.view(), v.view()), 4.5);
         let p = Kernel::poly(0.5, 3, 1.0).unwrap();
         assert!((p.eval(x.view(), v.view()) - 3.25f64.powi(3)).abs() < 1e-12);
         let r = Kernel::rbf(0.1).unwrap();
@@ -1112,12 +1257,16 @@ mod tests {
 
     fn kernels() -> Vec<Kernel> {
         vec![
-            Kernel::Linear,
+            Kernel::linear(),
             Kernel::poly(0.3, 3, 1.0).unwrap(),
             Kernel::poly(0.7, 1, -0.5).unwrap(),
             Kernel::poly(0.2, 6, 0.0).unwrap(),
             Kernel::rbf(0.4).unwrap(),
             Kernel::rbf(5.0).unwrap(),
+            // the intercept's shift K + b² (issue 23): every engine test also runs shifted
+            Kernel::linear().with_shift(0.0625).unwrap(),
+            Kernel::poly(0.3, 3, 1.0).unwrap().with_shift(1.0).unwrap(),
+            Kernel::rbf(0.4).unwrap().with_shift(0.25).unwrap(),
         ]
     }
 
@@ -1165,8 +1314,10 @@ mod tests {
             let mu = Array1::from_vec(uniform(n, -1.0, 1.0, 3));
             for k in kernels() {
                 let never = Cancel::never();
-                let p1 = predict_impl(a.view(), b.view(), mu.view(), &k, Some(true), never).unwrap();
-                let p2 = predict_impl(a.view(), b.view(), mu.view(), &k, Some(false), never).unwrap();
+                let p1 =
+                    predict_impl(a.view(), b.view(), mu.view(), &k, Some(true), never).unwrap();
+                let p2 =
+                    predict_impl(a.view(), b.view(), mu.view(), &k, Some(false), never).unwrap();
                 let p3 = kernel_predict(a.view(), b.view(), mu.view(), &k);
                 assert_eq!(p1, p2, "{k:?}");
                 assert_eq!(p1, p3, "{k:?}");
@@ -1266,8 +1417,8 @@ mod tests {
             for i in 0..150 {
                 assert!((g[[i, i]] - diag[i]).abs() <= 1e-13 * diag[i].abs().max(1.0));
             }
-            if let Kernel::Rbf { .. } = k {
-                assert!(g.diag().iter().all(|&v| v == 1.0));
+            if let KernelKind::Rbf { .. } = k.kind {
+                assert!(g.diag().iter().all(|&v| v == k.add_shift(1.0)));
             }
         }
     }
@@ -1329,8 +1480,96 @@ mod tests {
     }
 
     #[test]
+    fn shift_is_added_everywhere_and_zero_is_bit_identical() {
+        let a = uniform_points(70, 5, 1);
+        let b = uniform_points(600, 5, 2);
+        let mu = Array1::from_vec(uniform(600, -2.0, 2.0, 3));
+        let z1 = uniform_points(1, 5, 4);
+        for base in [
+            Kernel::linear(),
+            Kernel::poly(0.5, 3, 1.0).unwrap(),
+            Kernel::rbf(0.8).unwrap(),
+        ] {
+            // shift 0: the very same bits as the base kernel, on every path
+            let zero = base.with_shift(0.0).unwrap();
+            assert_eq!(zero, base);
+            assert_eq!(
+                kernel_matrix(a.view(), b.view(), &zero).unwrap(),
+                kernel_matrix(a.view(), b.view(), &base).unwrap()
+            );
+            let s = 0.36;
+            let k = base.with_shift(s).unwrap();
+            // matrix, gram, diag: one rounding of k + s on top of the base value
+            let km = kernel_matrix(a.view(), b.view(), &k).unwrap();
+            let kb = kernel_matrix(a.view(), b.view(), &base).unwrap();
+            for (x, y) in km.iter().zip(kb.iter()) {
+                assert_eq!(*x, *y + s);
+            }
+            let g = gram_matrix(a.view(), &k).unwrap();
+            let gb = gram_matrix(a.view(), &base).unwrap();
+            for (x, y) in g.iter().zip(gb.iter()) {
+                assert_eq!(*x, *y + s);
+            }
+            let d = kernel_diag(a.view(), &k);
+            let db = kernel_diag(a.view(), &base);
+            for (x, y) in d.iter().zip(db.iter()) {
+                assert_eq!(*x, *y + s);
+            }
+            // fused predict (GEMM tiles and the direct one-row path): Σ μ_j (K_ij + s)
+            let msum: f64 = mu.iter().sum();
+            for z in [&a, &z1] {
+                let f = kernel_predict(z.view(), b.view(), mu.view(), &k);
+                let fb = kernel_predict(z.view(), b.view(), mu.view(), &base);
+                let kbz = kernel_matrix(z.view(), b.view(), &base).unwrap();
+                for i in 0..z.nrows() {
+                    let scale: f64 = kbz
+                        .row(i)
+                        .iter()
+                        .zip(mu.iter())
+                        .map(|(kk, m)| (kk.abs() + s) * m.abs())
+                        .sum();
+                    let want = fb[i] + s * msum;
+                    assert!(
+                        (f[i] - want).abs() <= crate::fp::KERNEL_SUM_REL_ERROR * scale,
+                        "{k:?}: {} vs {want}",
+                        f[i]
+                    );
+                }
+            }
+            // eval and R_φ'² = R_φ² + b² (rounded up)
+            let (x0, x1) = (a.row(0), b.row(0));
+            assert_eq!(k.eval(x0, x1), base.eval(x0, x1) + s);
+            let r2 = feature_map_radius_sq(&base, 1.5).unwrap();
+            let r2s = feature_map_radius_sq(&k, 1.5).unwrap();
+            assert!(r2s >= r2 + s && r2s <= (r2 + s) * (1.0 + 4.0 * f64::EPSILON));
+        }
+        // the augmented feature map: for the linear kernel, K'(x, v) = <(x, b), (v, b)>
+        let k = Kernel::from_params("linear", 1.0, 3, 0.0, 0.5).unwrap();
+        assert_eq!(k.shift, 0.25);
+        assert_eq!(
+            k.eval(array![1.0, 2.0].view(), array![3.0, -1.0].view()),
+            1.0 * 3.0 + 2.0 * -1.0 + 0.5 * 0.5
+        );
+        assert_eq!(feature_map_radius_sq(&k, 2.0).unwrap(), 4.25f64.next_up());
+        // validation names intercept_scaling
+        for b in [-1.0, f64::NAN, f64::INFINITY, 1e101] {
+            let e = Kernel::from_params("rbf", 1.0, 3, 0.0, b).unwrap_err();
+            assert!(e.to_string().starts_with("intercept_scaling"), "{e}");
+        }
+        for s in [-0.5, f64::NAN, f64::INFINITY] {
+            let e = Kernel::rbf(1.0).unwrap().with_shift(s).unwrap_err();
+            assert!(e.to_string().starts_with("intercept_scaling"), "{e}");
+            let bad = Kernel {
+                kind: KernelKind::Linear,
+                shift: s,
+            };
+            assert!(feature_map_radius_sq(&bad, 1.0).is_err());
+        }
+    }
+
+    #[test]
     fn feature_map_radii() {
-        assert_eq!(feature_map_radius_sq(&Kernel::Linear, 2.0).unwrap(), 4.0);
+        assert_eq!(feature_map_radius_sq(&Kernel::linear(), 2.0).unwrap(), 4.0);
         assert_eq!(
             feature_map_radius_sq(&Kernel::poly(0.5, 3, 1.0).unwrap(), 2.0).unwrap(),
             27.0
@@ -1348,12 +1587,14 @@ mod tests {
             e.to_string().starts_with("coef0") && e.to_string().contains("positive semi-definite")
         );
         for r in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(feature_map_radius_sq(&Kernel::Linear, r)
+            assert!(feature_map_radius_sq(&Kernel::linear(), r)
                 .unwrap_err()
                 .to_string()
                 .starts_with("data_norm"));
         }
-        assert!(feature_map_radius_sq(&Kernel::Rbf { gamma: -1.0 }, 1.0).is_err());
+        assert!(
+            feature_map_radius_sq(&Kernel::from(KernelKind::Rbf { gamma: -1.0 }), 1.0).is_err()
+        );
         assert!(feature_map_radius_sq(&Kernel::poly(1.0, 400, 1.0).unwrap(), 10.0).is_err());
         // the bound really is the maximum of K(z, z) over the ball
         let k = Kernel::poly(0.3, 4, 0.5).unwrap();

@@ -62,7 +62,10 @@ impl RffKernel {
     /// Parse `kernel` (`"rbf"` or `"laplacian"`) with bandwidth `gamma > 0` (finite).
     pub fn from_params(kernel: &str, gamma: f64) -> DpResult<Self> {
         if !(gamma.is_finite() && gamma > 0.0) {
-            return Err(DpError::invalid("gamma", format!("must be finite and > 0, got {gamma:?}")));
+            return Err(DpError::invalid(
+                "gamma",
+                format!("must be finite and > 0, got {gamma:?}"),
+            ));
         }
         match kernel {
             "rbf" => Ok(RffKernel::Rbf { gamma }),
@@ -104,7 +107,12 @@ pub fn sample_weights(
         return Err(DpError::invalid("n_components", "must be positive"));
     }
     // Allocate first (fallibly): n_components = 10^9 must be a MemoryError, not an abort.
-    let mut w = crate::alloc::zeros2("n_components", "the random weights", n_features, n_components)?;
+    let mut w = crate::alloc::zeros2(
+        "n_components",
+        "the random weights",
+        n_features,
+        n_components,
+    )?;
     match *kernel {
         RffKernel::Rbf { gamma } => {
             let sd = (2.0 * gamma).sqrt();
@@ -131,18 +139,31 @@ pub fn sample_weights(
 /// Validate `X` (non-empty, finite) and `W` (non-empty, finite, `d` rows).
 pub fn check_inputs(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>) -> DpResult<()> {
     if x.ncols() == 0 {
-        return Err(DpError::invalid("X", format!("must have at least one feature, got shape {:?}", x.shape())));
+        return Err(DpError::invalid(
+            "X",
+            format!("must have at least one feature, got shape {:?}", x.shape()),
+        ));
     }
     if w.is_empty() {
-        return Err(DpError::invalid("weights", format!("must not be empty, got shape {:?}", w.shape())));
+        return Err(DpError::invalid(
+            "weights",
+            format!("must not be empty, got shape {:?}", w.shape()),
+        ));
     }
     if !w.iter().all(|v| v.is_finite()) {
-        return Err(DpError::invalid("weights", "contains NaN or infinite values"));
+        return Err(DpError::invalid(
+            "weights",
+            "contains NaN or infinite values",
+        ));
     }
     if x.ncols() != w.nrows() {
         return Err(DpError::invalid(
             "X",
-            format!("has {} features, but the random weights expect {}", x.ncols(), w.nrows()),
+            format!(
+                "has {} features, but the random weights expect {}",
+                x.ncols(),
+                w.nrows()
+            ),
         ));
     }
     if !x.iter().all(|v| v.is_finite()) {
@@ -172,7 +193,9 @@ pub fn transform_cancellable(
     let n = x.nrows();
     let dc = w.ncols();
     let scale = 1.0 / (dc as f64).sqrt();
-    let cols = dc.checked_mul(2).ok_or_else(|| DpError::out_of_memory("X", "the random features", None))?;
+    let cols = dc
+        .checked_mul(2)
+        .ok_or_else(|| DpError::out_of_memory("X", "the random features", None))?;
     let mut out = crate::alloc::zeros2("X", "the random features", n, cols)?;
     if n == 0 {
         return Ok(out);
@@ -217,14 +240,18 @@ pub fn feature_dot(x: &[f64], z: &[f64], w: ArrayView2<'_, f64>) -> f64 {
     let zs = ArrayView2::from_shape((1, z.len()), z).expect("row shape");
     let fx = transform(xs, w).expect("one row");
     let fz = transform(zs, w).expect("one row");
-    fx.row(0).iter().zip(fz.row(0).iter()).map(|(a, b)| a * b).sum()
+    fx.row(0)
+        .iter()
+        .zip(fz.row(0).iter())
+        .map(|(a, b)| a * b)
+        .sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::rng_points;
     use crate::mechanisms::noise::rng::rng_from_seed;
+    use crate::test_util::rng_points;
     use ndarray::{s, ShapeBuilder};
 
     #[test]
@@ -234,7 +261,10 @@ mod tests {
         let x = rng_points(200, 5, 2);
         let stop = Cancel::new();
         stop.cancel();
-        assert_eq!(transform_cancellable(x.view(), w.view(), &stop), Err(DpError::Interrupted));
+        assert_eq!(
+            transform_cancellable(x.view(), w.view(), &stop),
+            Err(DpError::Interrupted)
+        );
         let got = transform_cancellable(x.view(), w.view(), &Cancel::new()).unwrap();
         assert_eq!(got, transform(x.view(), w.view()).unwrap());
     }
@@ -259,11 +289,21 @@ mod tests {
         let x = rng_points(3 * TILE_ROWS + 5, 4, 4);
         let all = transform(x.view(), w.view()).unwrap();
         // each row alone gives the same bits as inside a tile
-        for i in [0, 1, TILE_ROWS - 1, TILE_ROWS, 2 * TILE_ROWS + 7, 3 * TILE_ROWS + 4] {
+        for i in [
+            0,
+            1,
+            TILE_ROWS - 1,
+            TILE_ROWS,
+            2 * TILE_ROWS + 7,
+            3 * TILE_ROWS + 4,
+        ] {
             let one = transform(x.slice(s![i..i + 1, ..]), w.view()).unwrap();
             assert_eq!(one.row(0), all.row(i));
         }
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         let serial = pool.install(|| transform(x.view(), w.view()).unwrap());
         assert_eq!(serial, all);
         // Fortran-ordered input gives the same bits
@@ -312,18 +352,36 @@ mod tests {
 
     #[test]
     fn rff_validation_names_arguments() {
-        assert!(RffKernel::from_params("poly", 1.0).unwrap_err().to_string().starts_with("kernel"));
-        assert!(RffKernel::from_params("rbf", 0.0).unwrap_err().to_string().starts_with("gamma"));
-        assert!(RffKernel::from_params("rbf", f64::NAN).unwrap_err().to_string().starts_with("gamma"));
+        assert!(RffKernel::from_params("poly", 1.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("kernel"));
+        assert!(RffKernel::from_params("rbf", 0.0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("gamma"));
+        assert!(RffKernel::from_params("rbf", f64::NAN)
+            .unwrap_err()
+            .to_string()
+            .starts_with("gamma"));
         let k = RffKernel::from_params("rbf", 1.0).unwrap();
         let mut rng = rng_from_seed(Some(0));
-        assert!(sample_weights(2, 0, &k, &mut rng).unwrap_err().to_string().starts_with("n_components"));
+        assert!(sample_weights(2, 0, &k, &mut rng)
+            .unwrap_err()
+            .to_string()
+            .starts_with("n_components"));
         let w = sample_weights(2, 3, &k, &mut rng).unwrap();
         let x = rng_points(4, 3, 1);
-        assert!(check_inputs(x.view(), w.view()).unwrap_err().to_string().starts_with("X"));
+        assert!(check_inputs(x.view(), w.view())
+            .unwrap_err()
+            .to_string()
+            .starts_with("X"));
         let mut x = rng_points(4, 2, 1);
         x[[1, 1]] = f64::NAN;
-        assert!(check_inputs(x.view(), w.view()).unwrap_err().to_string().starts_with("X"));
+        assert!(check_inputs(x.view(), w.view())
+            .unwrap_err()
+            .to_string()
+            .starts_with("X"));
     }
 
     #[test]

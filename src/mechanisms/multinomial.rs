@@ -128,7 +128,11 @@ pub fn quantize(x: f64) -> u128 {
     let bits = x.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let frac = bits & ((1u64 << 52) - 1);
-    let (mant, exp) = if biased == 0 { (frac, -1074) } else { (frac | (1u64 << 52), biased - 1075) };
+    let (mant, exp) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
     let shift = exp + QUANT_BITS as i32;
     if shift >= 0 {
         (mant as u128) << shift
@@ -291,7 +295,13 @@ fn show(x: f64) -> String {
 }
 
 fn bad_entry(p: &[f64], i: usize) -> DpError {
-    DpError::invalid("p", format!("p[{i}] = {}: every probability must be finite and >= 0", show(p[i])))
+    DpError::invalid(
+        "p",
+        format!(
+            "p[{i}] = {}: every probability must be finite and >= 0",
+            show(p[i])
+        ),
+    )
 }
 
 /// Check `sum_tol ∈ [0, 1)`.
@@ -299,7 +309,10 @@ pub fn check_sum_tol(sum_tol: f64) -> DpResult<()> {
     if sum_tol.is_finite() && (0.0..1.0).contains(&sum_tol) {
         Ok(())
     } else {
-        Err(DpError::invalid("sum_tol", format!("must be finite and lie in [0, 1), got {}", show(sum_tol))))
+        Err(DpError::invalid(
+            "sum_tol",
+            format!("must be finite and lie in [0, 1), got {}", show(sum_tol)),
+        ))
     }
 }
 
@@ -313,7 +326,11 @@ struct BlockScan {
 fn scan_block(base: usize, xs: &[f64]) -> BlockScan {
     let (sa, sb, ok) = split_sums(xs);
     if ok {
-        return BlockScan { sum: join(sa, sb), first_bad: None, first_large: None };
+        return BlockScan {
+            sum: join(sa, sb),
+            first_bad: None,
+            first_large: None,
+        };
     }
     let mut sum = 0u128;
     let mut first_large = None;
@@ -323,10 +340,18 @@ fn scan_block(base: usize, xs: &[f64]) -> BlockScan {
         } else if x.is_finite() && x > 0.0 {
             first_large.get_or_insert(base + i);
         } else {
-            return BlockScan { sum, first_bad: Some(base + i), first_large };
+            return BlockScan {
+                sum,
+                first_bad: Some(base + i),
+                first_large,
+            };
         }
     }
-    BlockScan { sum, first_bad: None, first_large }
+    BlockScan {
+        sum,
+        first_bad: None,
+        first_large,
+    }
 }
 
 /// A validated probability vector with the exact prefix sums of its quantised entries at block
@@ -350,9 +375,16 @@ impl Quantized<'_> {
 pub fn prepare(p: &[f64], sum_tol: f64) -> DpResult<Quantized<'_>> {
     check_sum_tol(sum_tol)?;
     if p.is_empty() {
-        return Err(DpError::invalid("p", "must be a non-empty probability vector, got length 0"));
+        return Err(DpError::invalid(
+            "p",
+            "must be a non-empty probability vector, got length 0",
+        ));
     }
-    let scans: Vec<BlockScan> = p.par_chunks(BLOCK).enumerate().map(|(b, xs)| scan_block(b * BLOCK, xs)).collect();
+    let scans: Vec<BlockScan> = p
+        .par_chunks(BLOCK)
+        .enumerate()
+        .map(|(b, xs)| scan_block(b * BLOCK, xs))
+        .collect();
     if let Some(i) = scans.iter().find_map(|s| s.first_bad) {
         return Err(bad_entry(p, i));
     }
@@ -370,7 +402,10 @@ pub fn prepare(p: &[f64], sum_tol: f64) -> DpResult<Quantized<'_>> {
     block_starts.push(0);
     for s in &scans {
         acc = acc.checked_add(s.sum).ok_or_else(|| {
-            DpError::invalid("p", format!("must sum to 1 within sum_tol = {sum_tol:e}, got a sum above 2^27"))
+            DpError::invalid(
+                "p",
+                format!("must sum to 1 within sum_tol = {sum_tol:e}, got a sum above 2^27"),
+            )
         })?;
         block_starts.push(acc);
     }
@@ -469,12 +504,16 @@ fn sorted_uniforms(n: u128, m: usize, rng: &mut DpRng) -> Vec<u128> {
     let (g, n_chunks, kb) = gen_plan(m);
     let nb = 1usize << kb;
     let streams = derive_streams(rng, n_chunks);
-    let chunks: Vec<(Vec<u128>, Vec<usize>)> =
-        streams.into_par_iter().enumerate().map(|(c, mut s)| gen_chunk(&mut s, g.min(m - c * g), n, kb)).collect();
+    let chunks: Vec<(Vec<u128>, Vec<usize>)> = streams
+        .into_par_iter()
+        .enumerate()
+        .map(|(c, mut s)| gen_chunk(&mut s, g.min(m - c * g), n, kb))
+        .collect();
     let mut out = vec![0u128; m + 1];
     out[m] = u128::MAX;
     {
-        let mut pieces: Vec<Vec<&mut [u128]>> = (0..n_chunks).map(|_| Vec::with_capacity(nb)).collect();
+        let mut pieces: Vec<Vec<&mut [u128]>> =
+            (0..n_chunks).map(|_| Vec::with_capacity(nb)).collect();
         let mut rest = &mut out[..m];
         for k in 0..nb {
             for (c, (_, hist)) in chunks.iter().enumerate() {
@@ -483,19 +522,24 @@ fn sorted_uniforms(n: u128, m: usize, rng: &mut DpRng) -> Vec<u128> {
                 rest = tail;
             }
         }
-        pieces.into_par_iter().zip(&chunks).for_each(|(mut mine, (raw, _))| {
-            let mut fill = vec![0usize; nb];
-            for &x in raw {
-                let k = bucket_key(x, 0, kb);
-                mine[k][fill[k]] = x;
-                fill[k] += 1;
-            }
-        });
+        pieces
+            .into_par_iter()
+            .zip(&chunks)
+            .for_each(|(mut mine, (raw, _))| {
+                let mut fill = vec![0usize; nb];
+                for &x in raw {
+                    let k = bucket_key(x, 0, kb);
+                    mine[k][fill[k]] = x;
+                    fill[k] += 1;
+                }
+            });
     }
     let sizes = (0..nb).map(|k| chunks.iter().map(|(_, hist)| hist[k]).sum::<usize>());
     let buckets = split_lengths(&mut out[..m], sizes);
     drop(chunks);
-    buckets.into_par_iter().for_each_init(Vec::new, |scratch, v| sort_bucket(v, kb, n, scratch));
+    buckets
+        .into_par_iter()
+        .for_each_init(Vec::new, |scratch, v| sort_bucket(v, kb, n, scratch));
     out
 }
 
@@ -506,7 +550,13 @@ const MINI: usize = 256;
 /// `emit(index, count)` for every drawn index in ascending order. `us[..n]` (`n = us.len() - 1 ≥ 1`) are the block's uniforms, all in
 /// `[start, start + Σ_block q)`; `us[n]` is a sentinel `≥` the block's end. The block is quantised
 /// in mini-batches of [`MINI`] entries; a mini-batch without a uniform is skipped after its sum.
-fn merge_block(xs: &[f64], base: usize, start: u128, us: &[u128], mut emit: impl FnMut(i64, usize)) {
+fn merge_block(
+    xs: &[f64],
+    base: usize,
+    start: u128,
+    us: &[u128],
+    mut emit: impl FnMut(i64, usize),
+) {
     let n = us.len() - 1;
     let mut lo = [0u64; MINI];
     let mut hi = [0u64; MINI];
@@ -537,7 +587,10 @@ fn merge_block(xs: &[f64], base: usize, start: u128, us: &[u128], mut emit: impl
             break;
         }
     }
-    debug_assert_eq!(k, n, "every uniform of the block lies below the block's end");
+    debug_assert_eq!(
+        k, n,
+        "every uniform of the block lies below the block's end"
+    );
 }
 
 /// The blocks that received uniforms, as `(block, lo, hi)` with `us[lo..hi]` the block's uniforms
@@ -545,9 +598,15 @@ fn merge_block(xs: &[f64], base: usize, start: u128, us: &[u128], mut emit: impl
 fn block_ranges(q: &Quantized<'_>, us: &[u128]) -> Vec<(usize, usize, usize)> {
     let m = us.len() - 1;
     let starts = &q.block_starts;
-    let bounds: Vec<usize> = starts.iter().map(|&s| us[..m].partition_point(|&u| u < s)).collect();
+    let bounds: Vec<usize> = starts
+        .iter()
+        .map(|&s| us[..m].partition_point(|&u| u < s))
+        .collect();
     debug_assert_eq!(bounds[starts.len() - 1], m);
-    (0..starts.len() - 1).filter(|&b| bounds[b] < bounds[b + 1]).map(|b| (b, bounds[b], bounds[b + 1])).collect()
+    (0..starts.len() - 1)
+        .filter(|&b| bounds[b] < bounds[b + 1])
+        .map(|b| (b, bounds[b], bounds[b + 1]))
+        .collect()
 }
 
 /// Split `v` into consecutive pieces of the given lengths.
@@ -562,10 +621,21 @@ fn split_lengths<T>(mut v: &mut [T], lengths: impl Iterator<Item = usize>) -> Ve
 }
 
 /// Pass 2 for one block (`us[lo..=hi]` includes the next uniform or the sentinel).
-fn merge_range(q: &Quantized<'_>, us: &[u128], (b, lo, hi): (usize, usize, usize), emit: impl FnMut(i64, usize)) {
+fn merge_range(
+    q: &Quantized<'_>,
+    us: &[u128],
+    (b, lo, hi): (usize, usize, usize),
+    emit: impl FnMut(i64, usize),
+) {
     let first = b * BLOCK;
     let last = (first + BLOCK).min(q.p.len());
-    merge_block(&q.p[first..last], first, q.block_starts[b], &us[lo..=hi], emit);
+    merge_block(
+        &q.p[first..last],
+        first,
+        q.block_starts[b],
+        &us[lo..=hi],
+        emit,
+    );
 }
 
 /// Pass 2, counts: the distinct indices and counts of the sorted uniforms `us[..m]` (all `< T`),
@@ -611,15 +681,16 @@ fn merge_draws(q: &Quantized<'_>, us: &[u128]) -> Vec<i64> {
     let m = us.len() - 1;
     let ranges = block_ranges(q, us);
     let mut out = vec![0i64; m];
-    split_lengths(&mut out, ranges.iter().map(|&(_, lo, hi)| hi - lo)).into_par_iter().zip(&ranges).for_each(
-        |(piece, &r)| {
+    split_lengths(&mut out, ranges.iter().map(|&(_, lo, hi)| hi - lo))
+        .into_par_iter()
+        .zip(&ranges)
+        .for_each(|(piece, &r)| {
             let mut pos = 0;
             merge_range(q, us, r, |j, c| {
                 piece[pos..pos + c].fill(j);
                 pos += c;
             });
-        },
-    );
+        });
     out
 }
 
@@ -633,8 +704,16 @@ fn contiguous<'a>(p: &'a ArrayView1<'_, f64>) -> Cow<'a, [f64]> {
 /// Refuse an `m` whose working memory (`48·(m + 1)` bytes) the allocator cannot even reserve,
 /// instead of aborting the process later.
 fn check_memory(m: usize) -> DpResult<()> {
-    let too_large = || DpError::invalid("m", format!("too large: {m} draws need about 48·m bytes of memory"));
-    let bytes = m.checked_add(1).and_then(|v| v.checked_mul(48)).ok_or_else(too_large)?;
+    let too_large = || {
+        DpError::invalid(
+            "m",
+            format!("too large: {m} draws need about 48·m bytes of memory"),
+        )
+    };
+    let bytes = m
+        .checked_add(1)
+        .and_then(|v| v.checked_mul(48))
+        .ok_or_else(too_large)?;
     let mut probe: Vec<u8> = Vec::new();
     probe.try_reserve_exact(bytes).map_err(|_| too_large())
 }
@@ -701,7 +780,10 @@ pub fn multinomial_draws(
 pub fn probability_error_bound(p: ArrayView1<'_, f64>) -> DpResult<f64> {
     let p = contiguous(&p);
     if p.is_empty() {
-        return Err(DpError::invalid("p", "must be a non-empty probability vector, got length 0"));
+        return Err(DpError::invalid(
+            "p",
+            "must be a non-empty probability vector, got length 0",
+        ));
     }
     // (sum, min positive, first bad index) per block, reduced in block order.
     let parts: Vec<(f64, f64, Option<usize>)> = p
@@ -729,7 +811,10 @@ pub fn probability_error_bound(p: ArrayView1<'_, f64>) -> DpResult<f64> {
     let min_pos = parts.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
     // Entries are finite and >= 0: the sum is >= 0 (possibly +inf), never NaN.
     if sum == 0.0 {
-        return Err(DpError::invalid("p", "must have a positive entry (all entries are 0)"));
+        return Err(DpError::invalid(
+            "p",
+            "must have a positive entry (all entries are 0)",
+        ));
     }
     if min_pos < TWO_POW_M100 {
         return Ok(f64::INFINITY);
@@ -744,8 +829,8 @@ pub fn probability_error_bound(p: ArrayView1<'_, f64>) -> DpResult<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::uniform;
     use crate::mechanisms::noise::rng::rng_from_seed;
+    use crate::test_util::uniform;
     use ndarray::Array1;
     use num_bigint::BigUint;
 
@@ -788,11 +873,25 @@ mod tests {
     #[test]
     fn quantize_is_the_exact_floor() {
         let two100 = f64::from_bits((1023u64 + 100) << 52);
-        let mut xs =
-            vec![0.0, -0.0, 1.0, 0.5, 1.5, f64::from_bits(1), f64::MIN_POSITIVE, TWO_POW_M100, TWO_POW_M100 / 2.0];
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            1.0,
+            0.5,
+            1.5,
+            f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            TWO_POW_M100,
+            TWO_POW_M100 / 2.0,
+        ];
         xs.push(3.0 * TWO_POW_M100 * 0.999);
         xs.push(f64::from_bits(2.0f64.to_bits() - 1));
-        xs.extend(uniform(2000, 0.0, 1.0, 1).iter().enumerate().map(|(i, u)| u * 2f64.powi(-((i % 140) as i32))));
+        xs.extend(
+            uniform(2000, 0.0, 1.0, 1)
+                .iter()
+                .enumerate()
+                .map(|(i, u)| u * 2f64.powi(-((i % 140) as i32))),
+        );
         for &x in &xs {
             let q = quantize(x);
             let (a, b, ok) = split_quantize(x);
@@ -824,11 +923,22 @@ mod tests {
 
     #[test]
     fn split_form_flags_invalid_entries_and_block_sums_are_exact() {
-        for x in [f64::NAN, -1.0, -f64::MIN_POSITIVE, 2.0, 3.5, f64::INFINITY, f64::NEG_INFINITY] {
+        for x in [
+            f64::NAN,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            2.0,
+            3.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
             assert!(!split_quantize(x).2, "x = {x}");
         }
-        let xs: Vec<f64> =
-            uniform(BLOCK, 0.0, 1.0, 7).iter().enumerate().map(|(i, u)| u * 2f64.powi(-((i % 120) as i32))).collect();
+        let xs: Vec<f64> = uniform(BLOCK, 0.0, 1.0, 7)
+            .iter()
+            .enumerate()
+            .map(|(i, u)| u * 2f64.powi(-((i % 120) as i32)))
+            .collect();
         let (sa, sb, ok) = split_sums(&xs);
         assert!(ok);
         assert_eq!(join(sa, sb), xs.iter().map(|&x| quantize(x)).sum::<u128>());
@@ -840,7 +950,12 @@ mod tests {
 
     #[test]
     fn absurd_m_is_refused() {
-        let err = multinomial_counts(view(&[0.5, 0.5]), usize::MAX / 2, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(1)));
+        let err = multinomial_counts(
+            view(&[0.5, 0.5]),
+            usize::MAX / 2,
+            DEFAULT_SUM_TOL,
+            &mut rng_from_seed(Some(1)),
+        );
         assert!(err.unwrap_err().to_string().starts_with("m: too large"));
     }
 
@@ -850,7 +965,13 @@ mod tests {
         for w in v.chunks(4) {
             let a = ((w[0] * 2f64.powi(64)) as u128) << 64 | (w[1] * 2f64.powi(64)) as u128;
             let b = ((w[2] * 2f64.powi(40)) as u128) << 64 | (w[3] * 2f64.powi(64)) as u128;
-            for (a, b) in [(a, b), (u128::MAX, b), (a, u128::MAX), (u128::MAX, u128::MAX), (a, 1)] {
+            for (a, b) in [
+                (a, b),
+                (u128::MAX, b),
+                (a, u128::MAX),
+                (u128::MAX, u128::MAX),
+                (a, 1),
+            ] {
                 let (hi, lo) = mul_wide(a, b);
                 let full = BigUint::from(a) * BigUint::from(b);
                 assert_eq!((BigUint::from(hi) << 128usize) + BigUint::from(lo), full);
@@ -911,7 +1032,9 @@ mod tests {
 
     fn check_counts(p: &[f64], m: usize, seed: u64) {
         let (q, t) = quantized_weights(view(p), DEFAULT_SUM_TOL).unwrap();
-        let (idx, cnt) = multinomial_counts(view(p), m, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(seed))).unwrap();
+        let (idx, cnt) =
+            multinomial_counts(view(p), m, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(seed)))
+                .unwrap();
         assert_eq!(cnt.iter().sum::<i64>(), m as i64);
         assert!(idx.windows(2).all(|w| w[0] < w[1]));
         assert!(cnt.iter().all(|&c| c > 0));
@@ -938,10 +1061,26 @@ mod tests {
     fn thread_count_does_not_change_the_output() {
         let p = normalised(&uniform(5 * BLOCK + 3, 0.0, 1.0, 4));
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             pool.install(|| {
-                let c = multinomial_counts(view(&p), 300_000, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(9))).unwrap();
-                let d = multinomial_draws(view(&p), 1000, true, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(9))).unwrap();
+                let c = multinomial_counts(
+                    view(&p),
+                    300_000,
+                    DEFAULT_SUM_TOL,
+                    &mut rng_from_seed(Some(9)),
+                )
+                .unwrap();
+                let d = multinomial_draws(
+                    view(&p),
+                    1000,
+                    true,
+                    DEFAULT_SUM_TOL,
+                    &mut rng_from_seed(Some(9)),
+                )
+                .unwrap();
                 (c, d)
             })
         };
@@ -953,22 +1092,39 @@ mod tests {
     #[test]
     fn draws_agree_with_counts_and_shuffle_permutes() {
         let p = normalised(&[0.0, 1.0, 5.0, 0.0, 2.0]);
-        let (idx, cnt) = multinomial_counts(view(&p), 5000, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
-        let sorted = multinomial_draws(view(&p), 5000, false, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
+        let (idx, cnt) =
+            multinomial_counts(view(&p), 5000, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5)))
+                .unwrap();
+        let sorted = multinomial_draws(
+            view(&p),
+            5000,
+            false,
+            DEFAULT_SUM_TOL,
+            &mut rng_from_seed(Some(5)),
+        )
+        .unwrap();
         let mut expanded = Vec::new();
         for (&i, &c) in idx.iter().zip(&cnt) {
             expanded.extend(std::iter::repeat_n(i, c as usize));
         }
         assert_eq!(sorted, expanded);
-        let mut shuffled =
-            multinomial_draws(view(&p), 5000, true, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
+        let mut shuffled = multinomial_draws(
+            view(&p),
+            5000,
+            true,
+            DEFAULT_SUM_TOL,
+            &mut rng_from_seed(Some(5)),
+        )
+        .unwrap();
         assert_ne!(shuffled, sorted);
         shuffled.sort_unstable();
         assert_eq!(shuffled, sorted);
         // m = 0 and m = 1
-        let (i0, c0) = multinomial_counts(view(&p), 0, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
+        let (i0, c0) =
+            multinomial_counts(view(&p), 0, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
         assert!(i0.is_empty() && c0.is_empty());
-        let (i1, c1) = multinomial_counts(view(&p), 1, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
+        let (i1, c1) =
+            multinomial_counts(view(&p), 1, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(5))).unwrap();
         assert_eq!(c1, vec![1]);
         assert!([1, 2, 4].contains(&i1[0]));
     }
@@ -993,7 +1149,13 @@ mod tests {
         assert_eq!(q[1], 0);
         assert_eq!(q[2], 3);
         assert_eq!(t, q.iter().sum::<u128>());
-        let (idx, _) = multinomial_counts(view(&p), 100_000, DEFAULT_SUM_TOL, &mut rng_from_seed(Some(2))).unwrap();
+        let (idx, _) = multinomial_counts(
+            view(&p),
+            100_000,
+            DEFAULT_SUM_TOL,
+            &mut rng_from_seed(Some(2)),
+        )
+        .unwrap();
         assert!(!idx.contains(&1));
         assert_eq!(probability_error_bound(view(&p)).unwrap(), f64::INFINITY);
     }
@@ -1018,7 +1180,11 @@ mod tests {
     #[test]
     fn validation_names_the_parameter() {
         let mut r = rng_from_seed(Some(0));
-        let err = |p: &[f64], tol: f64, r: &mut DpRng| multinomial_counts(view(p), 3, tol, r).unwrap_err().to_string();
+        let err = |p: &[f64], tol: f64, r: &mut DpRng| {
+            multinomial_counts(view(p), 3, tol, r)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err(&[0.5, f64::NAN, 0.5], 1e-9, &mut r),
             "p: p[1] = nan: every probability must be finite and >= 0"

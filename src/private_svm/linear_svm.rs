@@ -63,13 +63,22 @@ pub fn linear_svm_dcd_cancellable(
 ) -> DpResult<(Array1<f64>, usize)> {
     let (n, dim) = f.dim();
     if y.len() != n {
-        return Err(DpError::invalid("y", format!("must have length {n}, got {}", y.len())));
+        return Err(DpError::invalid(
+            "y",
+            format!("must have length {n}, got {}", y.len()),
+        ));
     }
     if beta0.len() != n {
-        return Err(DpError::invalid("beta0", format!("must have length {n}, got {}", beta0.len())));
+        return Err(DpError::invalid(
+            "beta0",
+            format!("must have length {n}, got {}", beta0.len()),
+        ));
     }
     if !(upper.is_finite() && upper > 0.0) {
-        return Err(DpError::invalid("upper", format!("must be finite and > 0, got {upper:?}")));
+        return Err(DpError::invalid(
+            "upper",
+            format!("must be finite and > 0, got {upper:?}"),
+        ));
     }
     if !y.iter().all(|&v| v == 1.0 || v == -1.0) {
         return Err(DpError::invalid("y", "must contain only -1.0 and +1.0"));
@@ -96,7 +105,16 @@ pub fn linear_svm_dcd_cancellable(
         s
     };
     let qd: Vec<f64> = (0..n).map(|i| dot(row(i), row(i))).collect();
-    let mut beta: Vec<f64> = beta0.iter().map(|&b| if b.is_finite() { b.clamp(0.0, upper) } else { 0.0 }).collect();
+    let mut beta: Vec<f64> = beta0
+        .iter()
+        .map(|&b| {
+            if b.is_finite() {
+                b.clamp(0.0, upper)
+            } else {
+                0.0
+            }
+        })
+        .collect();
     let mut w = vec![0.0f64; dim];
     for i in 0..n {
         if beta[i] != 0.0 {
@@ -175,7 +193,11 @@ pub fn linear_svm_dcd_cancellable(
             continue;
         }
         pgmax_old = if pgmax <= 0.0 { f64::INFINITY } else { pgmax };
-        pgmin_old = if pgmin >= 0.0 { f64::NEG_INFINITY } else { pgmin };
+        pgmin_old = if pgmin >= 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            pgmin
+        };
     }
     Ok((Array1::from(beta), epoch))
 }
@@ -189,16 +211,45 @@ mod tests {
     #[test]
     fn a_set_cancel_flag_interrupts_the_solve() {
         let x = rng_points(5000, 3, 21);
-        let y: Array1<f64> = x.rows().into_iter().map(|r| if r[0] > 0.0 { 1.0 } else { -1.0 }).collect();
+        let y: Array1<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| if r[0] > 0.0 { 1.0 } else { -1.0 })
+            .collect();
         let stop = Cancel::new();
         stop.cancel();
-        let r = linear_svm_dcd_cancellable(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
-                                           &mut rng_from_seed(Some(0)), &stop);
+        let r = linear_svm_dcd_cancellable(
+            x.view(),
+            y.view(),
+            0.05,
+            Array1::zeros(5000).view(),
+            1e-12,
+            10,
+            &mut rng_from_seed(Some(0)),
+            &stop,
+        );
         assert_eq!(r, Err(DpError::Interrupted));
-        let a = linear_svm_dcd_cancellable(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
-                                           &mut rng_from_seed(Some(0)), &Cancel::new()).unwrap();
-        let b = linear_svm_dcd(x.view(), y.view(), 0.05, Array1::zeros(5000).view(), 1e-12, 10,
-                               &mut rng_from_seed(Some(0))).unwrap();
+        let a = linear_svm_dcd_cancellable(
+            x.view(),
+            y.view(),
+            0.05,
+            Array1::zeros(5000).view(),
+            1e-12,
+            10,
+            &mut rng_from_seed(Some(0)),
+            &Cancel::new(),
+        )
+        .unwrap();
+        let b = linear_svm_dcd(
+            x.view(),
+            y.view(),
+            0.05,
+            Array1::zeros(5000).view(),
+            1e-12,
+            10,
+            &mut rng_from_seed(Some(0)),
+        )
+        .unwrap();
         assert_eq!(a, b);
     }
 
@@ -207,15 +258,31 @@ mod tests {
         // Tiny 1-D problem with a known solution: points ±1 with labels ±1, w* = min(1, n·upper)…
         // use the KKT conditions instead: y_i w·f_i ≥ 1 − tol where β_i < upper, ≤ 1 + tol where β_i > 0.
         let x = rng_points(200, 3, 21);
-        let y: Array1<f64> = x.rows().into_iter().map(|r| if r[0] + 0.2 * r[1] > 0.0 { 1.0 } else { -1.0 }).collect();
+        let y: Array1<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| if r[0] + 0.2 * r[1] > 0.0 { 1.0 } else { -1.0 })
+            .collect();
         let upper = 0.05;
-        let (beta, _) = linear_svm_dcd(x.view(), y.view(), upper, Array1::zeros(200).view(), 1e-12, 100_000,
-                                       &mut rng_from_seed(Some(0))).unwrap();
+        let (beta, _) = linear_svm_dcd(
+            x.view(),
+            y.view(),
+            upper,
+            Array1::zeros(200).view(),
+            1e-12,
+            100_000,
+            &mut rng_from_seed(Some(0)),
+        )
+        .unwrap();
         let w = x.t().dot(&(&beta * &y));
         for i in 0..200 {
             let m = y[i] * x.row(i).dot(&w);
-            if beta[i] < upper - 1e-12 { assert!(m >= 1.0 - 1e-9, "{i}: {m}"); }
-            if beta[i] > 1e-12 { assert!(m <= 1.0 + 1e-9, "{i}: {m}"); }
+            if beta[i] < upper - 1e-12 {
+                assert!(m >= 1.0 - 1e-9, "{i}: {m}");
+            }
+            if beta[i] > 1e-12 {
+                assert!(m <= 1.0 + 1e-9, "{i}: {m}");
+            }
         }
     }
 }

@@ -111,7 +111,7 @@ def check_against_oracle(est, X, y, Phi, loss, lam):
 def test_linear_kernel_matches_liblinear(loss):
     X, y = make_data(300, 6, 0)
     lam = 0.01
-    est = ESTIMATORS[loss](lam=lam, kernel="linear", tol=1e-10).fit(X, y)
+    est = ESTIMATORS[loss](lam=lam, intercept_scaling=0.0, kernel="linear", tol=1e-10).fit(X, y)
     assert est.converged_ and est.duality_gap_ <= 1e-10 and est.n_iter_ > 0
     w, w_o = check_against_oracle(est, X, y, X, loss, lam)
     assert np.linalg.norm(w - w_o) <= 1e-5 * np.linalg.norm(w_o)
@@ -127,7 +127,7 @@ def test_linear_kernel_matches_liblinear(loss):
 def test_nonlinear_kernels_match_feature_map_oracle(loss, kp):
     X, y = make_data(200, 3, 1)
     lam = 0.005
-    est = ESTIMATORS[loss](lam=lam, tol=1e-9, **kp).fit(X, y)
+    est = ESTIMATORS[loss](lam=lam, intercept_scaling=0.0, tol=1e-9, **kp).fit(X, y)
     assert est.converged_ and est.duality_gap_ <= 1e-9
     Phi = feature_map(X, **kp)
     w, w_o = check_against_oracle(est, X, y, Phi, loss, lam)
@@ -139,7 +139,7 @@ def test_nonlinear_kernels_match_feature_map_oracle(loss, kp):
 def test_hinge_dual_structure():
     X, y = make_data(150, 2, 2)
     lam = 0.02
-    est = KernelSVM(lam=lam, kernel="rbf", gamma=1.5, tol=1e-9).fit(X, y)
+    est = KernelSVM(lam=lam, intercept_scaling=0.0, kernel="rbf", gamma=1.5, tol=1e-9).fit(X, y)
     n = len(y)
     a = est.box_duals_
     assert np.all((a >= 0) & (a <= 1))
@@ -151,7 +151,7 @@ def test_hinge_dual_structure():
     assert np.all(a[u > 1 + 1e-3] < 1e-3)
     assert est.n_samples_fit_ == n and est.X_fit_.shape == X.shape
     assert est.lipschitz_ == 1.0
-    assert est.kernel_params_ == {"kernel": "rbf", "gamma": 1.5, "degree": 3, "coef0": 1.0}
+    assert est.kernel_params_ == {"kernel": "rbf", "gamma": 1.5, "degree": 3, "coef0": 1.0, "intercept_scaling": 0.0}
     assert est.w_error_bound_ == pytest.approx(math.sqrt(2 * est.duality_gap_ / lam))
     assert est.w_norm_ == pytest.approx(math.sqrt(est.mu_ @ kernel_matrix(X, kernel="rbf", gamma=1.5) @ est.mu_))
 
@@ -193,7 +193,7 @@ def test_shrinking_and_small_cache_give_the_same_solution(loss):
 def test_max_iter_reports_the_honest_gap():
     X, y = make_data(300, 3, 5)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        est = KernelSVM(lam=1e-3, kernel="rbf", gamma=2.0, max_iter=20).fit(X, y)
+        est = KernelSVM(lam=1e-3, intercept_scaling=0.0, kernel="rbf", gamma=2.0, max_iter=20).fit(X, y)
     assert not est.converged_ and est.stop_reason_ == "max_iter" and est.n_iter_ == 20
     assert est.duality_gap_ > est.tol
     # the reported gap is the true gap of the returned point
@@ -241,7 +241,7 @@ def test_certificate_property(n, d, seed, lam_exp, loss, kern):
     assert est.duality_gap_ >= 0 and est.primal_objective_ - est.dual_objective_ <= est.duality_gap_ + 1e-12
     if est.converged_:
         assert est.duality_gap_ <= 1e-7
-    Phi = feature_map(X, **kp)
+    Phi = np.hstack([feature_map(X, **kp), np.full((n, 1), 0.5)])  # default intercept_scaling b = 0.5: phi' = (phi, b)
     check_against_oracle(est, X, y, Phi, loss, lam)
 
 
@@ -324,7 +324,7 @@ def test_get_set_params_and_clone():
     p = est.get_params()
     assert p["lam"] == 0.1 and p["degree"] == 2 and p["shrinking"] is True
     assert set(p) == {"lam", "kernel", "gamma", "degree", "coef0", "tol", "max_iter",
-                      "cache_size", "shrinking", "classes", "verbose"}
+                      "cache_size", "shrinking", "classes", "verbose", "intercept_scaling"}
     est.set_params(lam=0.5, gamma=2.0)
     assert est.lam == 0.5 and est.gamma == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):
@@ -369,8 +369,8 @@ def test_certificate_recomputed_independently():
     from dpcore import _core
 
     X, y = make_data(150, 3, 13)
-    lam, kp = 1e-2, ("rbf", 2.0, 3, 1.0)
-    est = KernelSVM(lam=lam, kernel="rbf", gamma=2.0, tol=1e-8).fit(X, y)
+    lam, kp = 1e-2, ("rbf", 2.0, 3, 1.0, 0.0)
+    est = KernelSVM(lam=lam, intercept_scaling=0.0, kernel="rbf", gamma=2.0, tol=1e-8).fit(X, y)
     c = _core.erm_certificate(X, y, est.box_duals_, "hinge", *kp, lam)
     assert c["gap"] == est.duality_gap_ and np.array_equal(c["mu"], est.mu_)
     # a worse feasible point gets a larger certified gap that still bounds its suboptimality
@@ -455,7 +455,7 @@ def test_progress_callback_exception_abandons_the_solve(loss):
         raise Stop
 
     with pytest.raises(Stop):
-        _core.erm_fit(X, y, loss, "rbf", 1.0, 3, 0.0, 1e-6, 1e-12, 10**9, 2**20, True, progress)
+        _core.erm_fit(X, y, loss, "rbf", 1.0, 3, 0.0, 0.0, 1e-6, 1e-12, 10**9, 2**20, True, progress)
     # deterministic: the first exact gap check at the latest calls the hook
     assert len(calls) == 1
     it, gap, exact, active = calls[0]
@@ -467,7 +467,7 @@ def test_progress_reports_exact_checks_and_result_is_unchanged(loss):
     from dpcore import _core
 
     X, y = make_data(300, 4, 15)
-    args = (X, y, loss, "rbf", 1.0, 3, 0.0, 1e-3, 1e-8, 10**7, 2**20, True)
+    args = (X, y, loss, "rbf", 1.0, 3, 0.0, 0.0, 1e-3, 1e-8, 10**7, 2**20, True)
     calls = []
     res = _core.erm_fit(*args, lambda *a: calls.append(a))
     ref = _core.erm_fit(*args)

@@ -323,17 +323,17 @@ def test_core_binding_validates_too():
 
     Z, X, mu = data(4, 6, 3)
     with pytest.raises(ValueError, match=r"^X\b"):
-        _core.kernel_predict(Z, np.ones((6, 2)), mu, "rbf", 1.0, 3, 1.0)
+        _core.kernel_predict(Z, np.ones((6, 2)), mu, "rbf", 1.0, 3, 1.0, 0.0)
     with pytest.raises(ValueError, match=r"^mu\b"):
-        _core.kernel_predict(Z, X, np.ones(5), "rbf", 1.0, 3, 1.0)
+        _core.kernel_predict(Z, X, np.ones(5), "rbf", 1.0, 3, 1.0, 0.0)
     with pytest.raises(ValueError, match=r"^Z\b"):
-        _core.kernel_predict(_nan_at(Z, (0, 0)), X, mu, "rbf", 1.0, 3, 1.0)
+        _core.kernel_predict(_nan_at(Z, (0, 0)), X, mu, "rbf", 1.0, 3, 1.0, 0.0)
     with pytest.raises(ValueError, match=r"^gamma\b"):
-        _core.kernel_matrix(Z, None, "rbf", -1.0, 3, 1.0)
+        _core.kernel_matrix(Z, None, "rbf", -1.0, 3, 1.0, 0.0)
     with pytest.raises(ValueError, match=r"^kernel\b"):
-        _core.kernel_matrix(Z, X, "cosine", 1.0, 3, 1.0)
-    np.testing.assert_array_equal(_core.kernel_diag(Z, "rbf", 0.5, 3, 1.0), np.ones(4))
-    np.testing.assert_allclose(_core.kernel_diag(Z, "linear", 1.0, 3, 1.0), (Z * Z).sum(1),
+        _core.kernel_matrix(Z, X, "cosine", 1.0, 3, 1.0, 0.0)
+    np.testing.assert_array_equal(_core.kernel_diag(Z, "rbf", 0.5, 3, 1.0, 0.0), np.ones(4))
+    np.testing.assert_allclose(_core.kernel_diag(Z, "linear", 1.0, 3, 1.0, 0.0), (Z * Z).sum(1),
                                rtol=1e-15)
 
 

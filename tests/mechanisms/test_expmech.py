@@ -147,7 +147,7 @@ def _many(kind, d, nu, sc, kappa, n, rng, skip=True):
     if kind == "linear":
         return _core.em_sample_many_linear(d, nu, 1.0, sc["u"], kappa, _bound(kind, sc, kappa), n, rng, _skip_trick=skip)
     return _core.em_sample_many_kernel(
-        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, kappa, _bound(kind, sc, kappa), n, rng,
+        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, 0.0, kappa, _bound(kind, sc, kappa), n, rng,
         _skip_trick=skip,
     )
 
@@ -156,7 +156,7 @@ def _one(kind, d, nu, sc, kappa, rng):
     if kind == "linear":
         return _core.em_sample_linear(d, nu, 1.0, sc["u"], kappa, _bound(kind, sc, kappa), rng)
     return _core.em_sample_kernel(
-        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, kappa, _bound(kind, sc, kappa), rng
+        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, 0.0, kappa, _bound(kind, sc, kappa), rng
     )
 
 
@@ -262,7 +262,7 @@ def _one_net(kind, sc, rng, skip):
     if kind == "linear":
         return _core.em_sample_linear(d, nu, 1.0, sc["u"], kappa, b, rng, _skip_trick=skip)
     return _core.em_sample_kernel(
-        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, kappa, b, rng, _skip_trick=skip
+        d, nu, 1.0, sc["points"], sc["coef"], "rbf", RBF_GAMMA, 3, 0.0, 0.0, kappa, b, rng, _skip_trick=skip
     )
 
 
@@ -312,7 +312,7 @@ def test_sample_validation_names_parameters():
     with pytest.raises(TypeError):
         _core.em_sample_linear(**{**ok, "rng": 3})
     pts, coef = np.zeros((3, 2)), np.ones(3)
-    kok = dict(d=2, nu=0.2, radius=1.0, points=pts, coef=coef, kernel="rbf", gamma=1.0, degree=3, coef0=0.0,
+    kok = dict(d=2, nu=0.2, radius=1.0, points=pts, coef=coef, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, intercept_scaling=0.0,
                kappa=1.0, exponent_bound=3.0, rng=rng)
     for over, name in [
         (dict(points=np.zeros((3, 3))), "points"),
@@ -349,8 +349,8 @@ def test_violated_exponent_bound_is_refused_not_clamped():
     assert kappa * abs(s) <= 10.0
     pts_k = np.array([[0.0, 0.0]])
     for fn in (
-        lambda b: _core.em_sample_kernel(2, 0.05, 1.0, pts_k, np.array([4.0]), "rbf", 1.0, 3, 0.0, 1.0, b, rng),
-        lambda b: _core.em_sample_many_kernel(2, 0.05, 1.0, pts_k, np.array([4.0]), "rbf", 1.0, 3, 0.0, 1.0, b, 5, rng),
+        lambda b: _core.em_sample_kernel(2, 0.05, 1.0, pts_k, np.array([4.0]), "rbf", 1.0, 3, 0.0, 0.0, 1.0, b, rng),
+        lambda b: _core.em_sample_many_kernel(2, 0.05, 1.0, pts_k, np.array([4.0]), "rbf", 1.0, 3, 0.0, 0.0, 1.0, b, 5, rng),
     ):
         with pytest.raises(ValueError, match="^exponent_bound"):
             fn(3.99)  # the net contains the origin, where the score is 4

@@ -25,7 +25,12 @@ NUMPY_EXP_ULPS     4             numpy/scipy ``exp``, ``log``, ``expit`` on floa
 KERNEL_EXP_ULPS    2             dpcore's Rust SIMD ``exp`` in kernel evaluation (tested ≤ 2 ulp
                                  against ``f64::exp`` in src/numerics.rs). Rust: EXP_FAST_ULPS
 KERNEL_SUM_REL_E.  1e-12         relative accuracy of a Rust kernel decision value vs Σ|K_ij||μ_j|
-                                 (KernelSVM's certified gap). Rust: KERNEL_SUM_REL_ERROR
+                                 (KernelSVM's certified gap). Rust: KERNEL_SUM_REL_ERROR. For a
+                                 shifted kernel K + s (intercept, s = b²) against Σ(|K_ij| + s)|μ_j|
+                                 (the engine adds s·Σμ_j, summed pairwise: γ_{log₂n+9}·sΣ|μ_j|)
+shifted_kernel_    e + u·(K+e+s)  one evaluation of the shifted kernel K + s: a base value within e of
+error(e, K, s)                   K(z, x), |K(z, x)| ≤ K, plus one rounding of the addition,
+                                 |fl(k + s) − (k + s)| ≤ u·(|k| + s). Rust: fp::shifted_kernel_error
 RADIUS_TOL         2⁻⁴⁰          a record may exceed its declared L2 bound by this relative amount
                                  (user-side normalisation rounds); every sensitivity bound is computed
                                  for the bound inflated by (1 + RADIUS_TOL), so nothing is lost
@@ -67,6 +72,7 @@ __all__ = [
     "EM_FP_REJECT_ERROR",
     "FP_ASSUMPTION",
     "round_up",
+    "shifted_kernel_error",
     "round_down",
     "PARAM_RANGE",
     "MAX_NOISE_SCALE",
@@ -125,6 +131,18 @@ def gamma_k(k: float) -> float:
     if not ku < 0.5:
         return math.inf
     return ku / (1.0 - ku)
+
+
+def shifted_kernel_error(base_error: float, k_abs_max: float, shift: float) -> float:
+    """Worst-case absolute error of one evaluation of the shifted kernel ``K + s`` (intercept, ``s = b² ≥ 0``).
+
+    The base value ``k̂`` is within ``base_error`` of ``K(z, x)`` and ``|K(z, x)| ≤ k_abs_max``; the addition is one
+    rounding, ``|fl(k̂ + s) − (k̂ + s)| ≤ u·(|k̂| + s)``, so the total is ``base_error + u·(k_abs_max + base_error +
+    s)`` — exactly ``base_error`` when ``s = 0`` (the engine skips the addition). Rust: ``fp::shifted_kernel_error``.
+    """
+    if shift == 0.0:
+        return float(base_error)
+    return float(base_error) + UNIT_ROUNDOFF * (float(k_abs_max) + float(base_error) + float(shift))
 
 
 def round_up(x: float, rel: float = SLACK) -> float:

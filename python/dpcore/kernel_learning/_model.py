@@ -28,11 +28,12 @@ import numbers
 
 import numpy as np
 
-from dpcore.kernels.evaluation import check_kernel_params
+from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.validation import check_array
 
 from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
+from dpcore._internal.fp import shifted_kernel_error
 from dpcore.kernel_learning.svm import KernelERM
 
 
@@ -66,11 +67,12 @@ def model_info(model, who: str = "PINP") -> dict:
     name, gamma, degree, coef0 = check_kernel_params(
         kp.get("kernel", "rbf"), kp.get("gamma"), kp.get("degree", 3), kp.get("coef0", 1.0), X.shape[1]
     )
+    b = check_intercept_scaling(kp.get("intercept_scaling", 0.0))  # regularised intercept: kernel K + b²
     w_norm = getattr(model, "w_norm_", None)
     return dict(
         X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(model.lam), L=float(model.lipschitz_),
         w_err=float(w_err), w_norm=None if w_norm is None else float(w_norm),
-        kernel=dict(kernel=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0)),
+        kernel=dict(kernel=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0), intercept_scaling=b),
     )
 
 
@@ -173,14 +175,18 @@ def kernel_eval_error(kernel: dict, radius: float, d: int) -> float:
     """
     u, r2 = UNIT_ROUNDOFF, radius * radius
     name, gamma, p, c = kernel["kernel"], kernel["gamma"], int(kernel["degree"]), kernel["coef0"]
+    shift = float(kernel.get("intercept_scaling", 0.0)) ** 2
     if name == "linear":
-        return 1.01 * (d + 2) * u * r2
-    if name == "rbf":
+        e, k_max = 1.01 * (d + 2) * u * r2, r2
+    elif name == "rbf":
         # ||z||² + ||x||² − 2<z,x> with absolute error ≤ (d+3)·u·4r²; exp within KERNEL_EXP_ULPS = 2 ulp (≤ 4u); K ≤ 1.
-        return 1.01 * ((d + 3) * 4.0 * gamma * r2 + 2.0 * KERNEL_EXP_ULPS) * u
-    # poly: base = γ<z,x> + c with |error| ≤ (d+2)·u·s, s = γr² + |c|; base^p by multiplication.
-    s = gamma * r2 + abs(c)
-    return 1.01 * u * s**p * (p * (d + 2) + p + 1)
+        e, k_max = 1.01 * ((d + 3) * 4.0 * gamma * r2 + 2.0 * KERNEL_EXP_ULPS) * u, 1.0
+    else:
+        # poly: base = γ<z,x> + c with |error| ≤ (d+2)·u·s, s = γr² + |c|; base^p by multiplication.
+        s = gamma * r2 + abs(c)
+        e, k_max = 1.01 * u * s**p * (p * (d + 2) + p + 1), s**p
+    # the intercept's shift K + b²: one more rounding, |fl(k + s) − (k + s)| ≤ u·(|k| + s) (fp.shifted_kernel_error)
+    return shifted_kernel_error(e, k_max, shift)
 
 
 def prediction_fp_bound(*, n: int, mu_l1_bound: float, r_phi_sq: float, kernel: dict, radius: float, d: int) -> float:

@@ -62,6 +62,7 @@ from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore._internal.fp import RADIUS_TOL, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
+from dpcore.kernels.evaluation import check_intercept_scaling
 
 __all__ = ["GPFactor", "auto_lam", "gp_factor", "gp_residual_bound", "gp_noise", "XI_GRID_EXPONENT", "XI_NORM_SLACK"]
 
@@ -152,7 +153,7 @@ def gp_noise(factor: GPFactor, sigma: float, rng, n_samples=None) -> np.ndarray:
 
 def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
              gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0, n_features: Optional[int] = None,
-             lipschitz: float = 1.0) -> float:
+             lipschitz: float = 1.0, intercept_scaling: float = 0.0) -> float:
     r"""A data-independent λ for a kernel model released with the GP mechanism at ``(ε, δ)``.
 
     Balances the GP noise against the regularisation: the per-answer noise of the release is
@@ -182,6 +183,8 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
         whose ``R_φ = 1`` does not depend on γ).
     lipschitz : float, default 1.0
         ``L`` of the loss (1 for the hinge and logistic losses).
+    intercept_scaling : float, default 0.0
+        ``b`` of the regularised intercept (kernel ``K + b²``): ``R_φ'² = R_φ² + b²`` replaces ``R_φ²`` above.
 
     Examples
     --------
@@ -197,7 +200,8 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     delta = check_delta(delta, allow_zero=False)
     radius = check_positive(data_norm, "data_norm")
     lipschitz = check_positive(lipschitz, "lipschitz")
-    r2 = feature_radius_sq(radius, kernel, gamma, degree, coef0, n_features=n_features)
+    r2 = feature_radius_sq(radius, kernel, gamma, degree, coef0, n_features=n_features,
+                           intercept_scaling=intercept_scaling)
     mu = 1.0 / gaussian_sigma_analytic(1.0, epsilon, delta)
     C = auto_C_for_mu(mu, r2, lipschitz)
     return 1.0 / (int(n_samples) * C)
@@ -209,8 +213,10 @@ def auto_C_for_mu(mu: float, r_phi_sq: float, lipschitz: float = 1.0) -> float:
 
 
 def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], degree: int, coef0: float, *,
-                      n_features: Optional[int] = None) -> float:
-    """Public bound on ``||φ(x)||² = k(x, x)`` over ``||x|| ≤ data_norm·(1 + RADIUS_TOL)``.
+                      n_features: Optional[int] = None, intercept_scaling: float = 0.0) -> float:
+    """Public bound on ``||φ'(x)||² = k(x, x) + b²`` over ``||x|| ≤ data_norm·(1 + RADIUS_TOL)``.
+
+    ``b`` is ``intercept_scaling`` (the regularised intercept's augmented map ``φ' = (φ, b)``; 0: none).
 
     ``gamma=None`` means ``1/n_features`` (as :class:`dpcore.KernelSVM`); it is not needed for the
     kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
@@ -227,6 +233,7 @@ def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], deg
             raise ValueError(f"gamma=None for kernel={kernel!r} means 1/n_features: give n_features or gamma")
     gamma = check_positive(gamma, "gamma")
     r = check_positive(data_norm, "data_norm") * (1.0 + RADIUS_TOL)
+    b = check_intercept_scaling(intercept_scaling)
     if kernel == "linear":
-        return r * r
-    return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0)))
+        return r * r if b == 0.0 else math.nextafter(r * r + b * b, math.inf)
+    return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0), b))

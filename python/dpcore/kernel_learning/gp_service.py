@@ -70,6 +70,7 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
+from dpcore.kernels.evaluation import kernel_args
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
 from dpcore.accounting.events import gdp_event
 from dpcore.kernel_learning._model import (
@@ -243,7 +244,7 @@ class GPService(DurableSession):
         check_count(T_max, "max_exact_queries", bytes_per_unit=8 * T_max)  # the factor: 8·T_max² bytes
         k = info["kernel"]
         r_eff = r * (1.0 + RADIUS_TOL)
-        r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
         X = check_in_domain(info["X"], r, "model.X_fit_", clip=False)
         n, lam, L = info["n"], info["lam"], info["L"]
         err = public_error_bound(model, lam, "GPService", r_phi_sq=r2, lipschitz=L)
@@ -299,8 +300,7 @@ class GPService(DurableSession):
 
     def _kern(self, A, B):
         k = self._kernel
-        return _core.kernel_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), k["kernel"], k["gamma"],
-                                   k["degree"], k["coef0"])
+        return _core.kernel_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), *kernel_args(k))
 
     def _extend_factor(self, P: np.ndarray) -> tuple:
         """``(L₂₁, L₂₂)`` of the block Cholesky step for new points ``P`` (public computation)."""
@@ -360,7 +360,7 @@ class GPService(DurableSession):
         if not float(xi_all @ xi_all) * (1.0 + gamma_k(xi_all.size + 1)) <= (math.sqrt(T_max) + XI_NORM_SLACK) ** 2:
             raise RuntimeError("GPService: ||xi|| exceeded its public bound (probability < 1e-300); nothing released")
         k = self._kernel
-        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, *kernel_args(k)) \
             if self._X_sv.shape[0] else np.zeros(m)
         noise = c.noise_scale * (L21 @ self._xi + L22 @ xi_new)
         y_new = np.asarray(_core.analytic_release(np.ascontiguousarray(v + noise), c.residual_sigma,
@@ -398,7 +398,7 @@ class GPService(DurableSession):
         if self._Q.shape[0] == 0:
             return np.zeros(P.shape[0])
         k = self._kernel
-        return _core.kernel_predict(P, self._Q, self._posterior, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        return _core.kernel_predict(P, self._Q, self._posterior, *kernel_args(k))
 
     def _sample_sessions(self, X, n_samples: int, random_state) -> np.ndarray:
         """``n_samples`` independent fresh sessions answering the query sequence ``X`` (for audits).
@@ -428,7 +428,7 @@ class GPService(DurableSession):
                       <= (math.sqrt(c.max_exact_queries) + XI_NORM_SLACK) ** 2):
             raise RuntimeError("GPService: ||xi|| exceeded its public bound (probability < 1e-300)")
         k = self._kernel
-        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+        v = _core.kernel_predict(P, self._X_sv, self._mu_sv, *kernel_args(k)) \
             if self._X_sv.shape[0] else np.zeros(m)
         y = v + c.noise_scale * (xi @ L.T)
         y = np.asarray(_core.analytic_release(np.ascontiguousarray(y).ravel(), c.residual_sigma,
@@ -674,7 +674,7 @@ class GPService(DurableSession):
                              "answers (different LAPACK/BLAS bits); refusing to continue the path")
         if t:  # every answer is the model's value plus σ·(L̂ξ) plus the stage-2 grid noise (sd σ₂, public bound)
             k = self._kernel
-            v = _core.kernel_predict(Q, self._X_sv, self._mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+            v = _core.kernel_predict(Q, self._X_sv, self._mu_sv, *kernel_args(k)) \
                 if self._X_sv.shape[0] else np.zeros(t)
             gap = np.abs(y - (v + c.noise_scale * (self._L @ xi)))
             bound = 2.0 * c.residual_bound + _ANSWER_CHECK_SDS * c.residual_sigma \

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from dpcore import _core
+from dpcore.kernels.evaluation import kernel_args
 from dpcore.kernels.evaluation import kernel_matrix, kernel_predict
 from dpcore.mechanisms.noise import laplace_plan
 from dpcore.accounting.events import epsilon_delta_event
@@ -382,7 +383,7 @@ class PINP(DurableSession):
         r = check_positive(params["data_norm"], "data_norm")
         k = info["kernel"]
         r_eff = r * (1.0 + _RADIUS_TOL)
-        r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
         info["w_err"] = public_error_bound(model, info["lam"], "PINP", r_phi_sq=r2, lipschitz=info["L"])
         norms = np.linalg.norm(info["X"], axis=1)
         bad = np.flatnonzero(norms > r_eff)
@@ -411,7 +412,7 @@ class PINP(DurableSession):
         self.privacy_ = cal
         self._seeded = seeded
         self._session = _core.PinpSession(
-            info["X"].shape[1], k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.grid_exponent,
+            info["X"].shape[1], *kernel_args(k), cal.grid_exponent,
             cal.scale_num, cal.scale_den, cal.sigma, cal.eta, cal.B, cal.n_queries, seed,
         )
 

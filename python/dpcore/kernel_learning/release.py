@@ -34,7 +34,8 @@ from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
                                          map_rows)
-from dpcore.kernels.evaluation import _check_representable, check_kernel_params, fused_predict
+from dpcore.kernels.evaluation import (_check_representable, check_intercept_scaling, check_kernel_params, fused_predict,
+                                       kernel_args)
 from dpcore.kernel_learning.svm import NotFittedError
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
@@ -148,13 +149,17 @@ class KernelRelease:
         if not isinstance(kernel, dict):
             raise TypeError(f"kernel must be a dict with kernel, gamma, degree and coef0, got {type(kernel).__name__}")
         missing = [k for k in ("kernel", "gamma", "degree", "coef0") if k not in kernel]
-        extra = sorted(set(kernel) - {"kernel", "gamma", "degree", "coef0"}, key=str)
+        extra = sorted(set(kernel) - {"kernel", "gamma", "degree", "coef0", "intercept_scaling"}, key=str)
         if missing or extra or kernel.get("gamma") is None:
-            raise ValueError(f"kernel must hold exactly kernel, gamma (resolved, not None), degree and coef0; got "
-                             f"{kernel!r}")
+            raise ValueError(f"kernel must hold exactly kernel, gamma (resolved, not None), degree, coef0 and "
+                             f"optionally intercept_scaling; got {kernel!r}")
         name, gamma, degree, coef0 = check_kernel_params(kernel["kernel"], kernel["gamma"], kernel["degree"],
                                                          kernel["coef0"], pts.shape[1])
+        # the regularised intercept (kernel K + b²); absent (a release from before issue 23) means b = 0
+        b = check_intercept_scaling(kernel.get("intercept_scaling", 0.0))
         kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
+        if b != 0.0:  # stored only when used: a b = 0 release (and its file) is exactly the pre-issue-23 one
+            kern["intercept_scaling"] = b
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
         radius = check_positive(data_norm, "data_norm")
@@ -318,7 +323,7 @@ class KernelRelease:
         if self.points.shape[0] == 0:
             return 0.0
         k = self.kernel
-        f = _core.kernel_predict(self.points, self.points, self.mu, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        f = _core.kernel_predict(self.points, self.points, self.mu, *kernel_args(k))
         return float(np.sqrt(max(0.0, float(self.mu @ f))))
 
     # ------------------------------------------------------------------ persistence

@@ -75,7 +75,7 @@ from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.labels import check_classes, encode_binary_labels
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale
 from dpcore.kernel_learning._model import check_in_domain
-from dpcore.kernels.evaluation import check_kernel_domain, check_kernel_params
+from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
@@ -435,7 +435,8 @@ class PrivateGridSearch(BaseEstimator):
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
-                                                        n_features=X.shape[1]))
+                                                        n_features=X.shape[1],
+                                                        intercept_scaling=probe.intercept_scaling))
             cands = [{"lam": 1.0 / (n * c0 * f)} for f in AUTO_GRID_FACTORS]
         # every candidate's solver tolerance must be certifiable for the declared domain (public
         # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
@@ -561,10 +562,12 @@ def _public_stand_in(params: dict, X: np.ndarray) -> KernelSVM:
     model = KernelSVM(**params)
     n, d = X.shape
     _, _, _, _, name, gamma, degree, coef0 = model._validate_params(d)
-    check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n)
+    b = check_intercept_scaling(model.intercept_scaling)
+    check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
     model.X_fit_, model.mu_, model.n_samples_fit_ = X, np.zeros(n), n
     model.lipschitz_, model.w_error_bound_ = 1.0, 0.0
-    model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0}
+    model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
+                            "intercept_scaling": b}
     return model
 
 
@@ -589,7 +592,8 @@ def _certifiable(params: dict, radius: float, n_features: int) -> dict:
         raise ValueError(f"gamma={gamma!r}: gamma·(2·data_norm)² overflows float64 (kernel values of the declared "
                          "domain cannot be computed); use a smaller gamma")
     try:
-        r2 = feature_radius_sq(radius, name, gamma, degree, coef0, n_features=n_features)
+        r2 = feature_radius_sq(radius, name, gamma, degree, coef0, n_features=n_features,
+                               intercept_scaling=check_intercept_scaling(probe.intercept_scaling))
     except ValueError as exc:
         raise ValueError(f"degree, gamma, coef0: {exc}") from None
     if not (math.isfinite(r2) and r2 > 0.0):

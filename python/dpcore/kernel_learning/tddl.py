@@ -19,6 +19,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from dpcore import _core
+from dpcore.kernels.evaluation import kernel_args
 from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, UNIT_ROUNDOFF, model_info, check_in_domain, check_mu_l1, kernel_eval_error,
     prediction_fp_bound, public_error_bound,
@@ -314,7 +315,7 @@ def _gram_and_eig(Z: np.ndarray, kernel: dict):
     if hit is not None:
         _EIG_CACHE.move_to_end(key)
         return hit
-    K = _core.kernel_matrix(Z, Z, kernel["kernel"], kernel["gamma"], kernel["degree"], kernel["coef0"])
+    K = _core.kernel_matrix(Z, Z, *kernel_args(kernel))
     K = 0.5 * (K + K.T)
     out = (K, linalg.eigh(K))
     _EIG_CACHE[key] = out
@@ -513,7 +514,7 @@ class TDDL(ReleasingEstimator):
         Z = check_in_domain(check_array(Z, "Z", n_features=d), r, "Z", clip=bool(self.clip))
         k = info["kernel"]
         r_eff = r * (1.0 + RADIUS_TOL)
-        r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
         X = check_in_domain(info["X"], r, "model.X_fit_", clip=False)
         n, lam, L = info["n"], info["lam"], info["L"]
         err = public_error_bound(self.model, lam, "TDDL", r_phi_sq=r2, lipschitz=L)
@@ -523,7 +524,7 @@ class TDDL(ReleasingEstimator):
         T = Z.shape[0]
         factor = None
         if self.noise == "gp":
-            K = _core.kernel_matrix(Z, Z, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+            K = _core.kernel_matrix(Z, Z, *kernel_args(k))
             eig, lam_up = None, math.nan
             factor = _gp_factor(K, r_phi_sq=r2, kernel_error=e_k)
         else:
@@ -555,8 +556,7 @@ class TDDL(ReleasingEstimator):
         cal, k = prep["cal"], prep["info"]["kernel"]
         # A model without support vectors (mu all zero: possible on private data) predicts 0 everywhere; the
         # kernel engine refuses an empty X, so that case is handled here — no data-dependent exception.
-        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], k["kernel"], k["gamma"], k["degree"],
-                                 k["coef0"]) if prep["X_sv"].shape[0] else np.zeros(prep["Z"].shape[0])
+        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], *kernel_args(k)) if prep["X_sv"].shape[0] else np.zeros(prep["Z"].shape[0])
         if cal.noise == "gp":
             # stage 1: v + σ L̂ ξ (exact ξ on a 2^-40 grid); stage 2: exact grid release covering the
             # float residual (dpcore.kernel_learning.gp). Each row of ``y`` is one release.
@@ -584,7 +584,7 @@ class TDDL(ReleasingEstimator):
             return prep["declared"]
         k = info["kernel"]
         Xs, mus = prep["X_sv"], prep["mu_sv"]
-        f = _core.kernel_predict(Xs, Xs, mus, k["kernel"], k["gamma"], k["degree"], k["coef0"]) \
+        f = _core.kernel_predict(Xs, Xs, mus, *kernel_args(k)) \
             if Xs.shape[0] else np.zeros(0)
         w_norm = math.sqrt(max(0.0, float(mus @ f)))
         plan = laplace_plan(cal.norm_sensitivity, cal.epsilon_norm, dim=1)

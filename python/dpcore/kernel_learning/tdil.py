@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from dpcore import _core
+from dpcore.kernels.evaluation import kernel_args
 from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, model_info, check_in_domain, check_mu_l1, feature_map_lipschitz,
     prediction_fp_bound, public_error_bound,
@@ -382,7 +383,7 @@ class TDIL(ReleasingEstimator):
         check_in_domain(X, r, "model.X_fit_", clip=False)
         k = info["kernel"]
         r_eff = r * (1.0 + RADIUS_TOL)
-        r2 = _core.feature_map_radius_sq(r_eff, k["kernel"], k["gamma"], k["degree"], k["coef0"])
+        r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
         lam, L = info["lam"], info["L"]
         if self.sampler == "continuous" and k["kernel"] != "linear":
             raise ValueError("sampler='continuous' (the log-concave mixture path) exists only for the linear kernel")
@@ -496,13 +497,13 @@ class TDIL(ReleasingEstimator):
                     coef = np.concatenate([-mu_sv, np.asarray(alphas, dtype=np.float64)])
                     coords, z, _, _ = _core.em_sample_kernel(
                         d, cal.net_radius, r, np.ascontiguousarray(pts), np.ascontiguousarray(coef),
-                        k["kernel"], k["gamma"], k["degree"], k["coef0"], cal.kappa, cal.exponent_bound, rng)
+                        *kernel_args(k), cal.kappa, cal.exponent_bound, rng)
                 z = np.asarray(z, dtype=np.float64)
                 zq = z[None, :]
-                f_star = float(_core.kernel_predict(zq, X_sv, mu_sv, k["kernel"], k["gamma"], k["degree"], k["coef0"])[0]) \
+                f_star = float(_core.kernel_predict(zq, X_sv, mu_sv, *kernel_args(k))[0]) \
                     if X_sv.shape[0] else 0.0
                 cur = float(_core.kernel_predict(zq, np.asarray(picks), np.asarray(alphas, dtype=np.float64),
-                                                 k["kernel"], k["gamma"], k["degree"], k["coef0"])[0]) if picks else 0.0
+                                                 *kernel_args(k))[0]) if picks else 0.0
                 d_hat = float(grid_release(np.array([f_star - cur]), lap, rng)[0])
                 update = abs(d_hat) > cal.sigma
                 if update:

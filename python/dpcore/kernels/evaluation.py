@@ -89,6 +89,34 @@ def check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int])
     return name, gamma, degree, coef0
 
 
+#: Largest accepted ``intercept_scaling`` b (so that the shift ``b**2`` is a finite float; Rust mirrors it).
+MAX_INTERCEPT_SCALING = 1e100
+
+
+def check_intercept_scaling(intercept_scaling) -> float:
+    """Validate a public ``intercept_scaling`` b: a real number with ``0 <= b <= 1e100``; return ``float(b)``.
+
+    The kernel then is ``K(x, x') + b**2`` (the augmented feature map ``(phi(x), b)``); ``b = 0`` is no intercept.
+    """
+    if isinstance(intercept_scaling, bool) or not isinstance(intercept_scaling, numbers.Real):
+        raise TypeError(f"intercept_scaling must be a real number, got {type(intercept_scaling).__name__}")
+    b = float(intercept_scaling)
+    if not (math.isfinite(b) and 0.0 <= b <= MAX_INTERCEPT_SCALING):
+        raise ValueError(f"intercept_scaling must be finite with 0 <= intercept_scaling <= "
+                         f"{MAX_INTERCEPT_SCALING:g}, got {intercept_scaling!r}")
+    return b
+
+
+def kernel_args(kernel: dict) -> tuple:
+    """``(kernel, gamma, degree, coef0, intercept_scaling)`` of a resolved kernel dict, as every ``_core`` kernel
+    function and class takes them (the one place that unpacks a kernel dict for the Rust core).
+
+    A dict without ``"intercept_scaling"`` (a model or file from before issue 23) means ``0.0``: no shift.
+    """
+    return (kernel["kernel"], kernel["gamma"], kernel["degree"], kernel["coef0"],
+            float(kernel.get("intercept_scaling", 0.0)))
+
+
 def _check_representable(values: np.ndarray, name: str, inputs: str) -> np.ndarray:
     """Refuse a kernel result that is not finite: never return ±inf/NaN silently.
 
@@ -109,7 +137,7 @@ def _check_representable(values: np.ndarray, name: str, inputs: str) -> np.ndarr
 
 
 def check_kernel_domain(A: np.ndarray, name: str, kernel: str, gamma: float, degree: int, coef0: float,
-                        *, B: np.ndarray = None, n_terms: int = 1) -> None:
+                        *, B: np.ndarray = None, n_terms: int = 1, intercept_scaling: float = 0.0) -> None:
     """Refuse inputs whose kernel values (or sums of ``n_terms`` of them) cannot be represented.
 
     A priori and from the inputs' largest row norms only (Cauchy–Schwarz: ``|<a, b>| ≤ ||a|| ||b||``):
@@ -127,6 +155,10 @@ def check_kernel_domain(A: np.ndarray, name: str, kernel: str, gamma: float, deg
     if not (math.isfinite(ra2) and math.isfinite(rb2)):
         raise ValueError(f"{name}: squared row norms overflow float64 (entries too large in magnitude); "
                          f"rescale {name}")
+    shift = float(intercept_scaling) ** 2
+    if shift > 0.0 and math.log(1.0 + shift) + math.log(max(n_terms, 1)) > 700.0:
+        raise ValueError(f"intercept_scaling: the kernel shift intercept_scaling**2 = {shift:.3g} summed over "
+                         f"{n_terms} terms can overflow float64; use a smaller intercept_scaling")
     if kernel == "rbf":
         return
     g, p, c = (1.0, 1, 0.0) if kernel == "linear" else (float(gamma), int(degree), float(coef0))
@@ -146,8 +178,8 @@ def as_f64(arr: np.ndarray) -> np.ndarray:
 
 
 def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rbf", gamma: float | None = None,
-                  degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64]:
-    """Kernel matrix ``K(A, B)`` between the rows of ``A`` and ``B``.
+                  degree: int = 3, coef0: float = 1.0, intercept_scaling: float = 0.0) -> NDArray[np.float64]:
+    """Kernel matrix ``K(A, B) + intercept_scaling**2`` between the rows of ``A`` and ``B``.
 
     Parameters
     ----------
@@ -164,6 +196,10 @@ def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rb
         Degree of ``"poly"`` (a positive integer).
     coef0 : float, default=1.0
         Constant term of ``"poly"``.
+    intercept_scaling : float, default=0.0
+        Public ``b >= 0`` of the regularised intercept: the kernel is shifted to ``K(x, v) + b**2``, the kernel of
+        the augmented feature map ``(phi(x), b)`` (what KernelSVM and KernelLogisticRegression evaluate with their
+        ``intercept_scaling``). ``0`` is the plain kernel (bit-for-bit).
 
     Returns
     -------
@@ -197,13 +233,17 @@ def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rb
     >>> np.round(kernel_matrix(X, kernel="rbf", gamma=1.0), 4)
     array([[1.    , 0.3679],
            [0.3679, 1.    ]])
+    >>> kernel_matrix(X, kernel="linear", intercept_scaling=0.5)
+    array([[0.25, 0.25],
+           [0.25, 1.25]])
     """
     A = check_array(A, "A")
     if B is not None:
         B = check_array(B, "B", n_features=A.shape[1])
     name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, A.shape[1])
+    b = check_intercept_scaling(intercept_scaling)
     K = _core.kernel_matrix(
-        as_f64(A), None if B is None else as_f64(B), name, gamma, degree, coef0
+        as_f64(A), None if B is None else as_f64(B), name, gamma, degree, coef0, b
     )
     return _check_representable(K, name, "A and B")
 
@@ -212,7 +252,7 @@ def fused_predict(Z: np.ndarray, X: np.ndarray, mu: np.ndarray, kernel: dict, *,
                   n_rows_total: Optional[int] = None) -> np.ndarray:
     """``K(Z, X) @ mu`` by the Rust engine on validated inputs, as rows of a call on ``n_rows_total`` query rows.
 
-    ``kernel`` holds the resolved ``kernel``, ``gamma``, ``degree``, ``coef0``. ``Z`` may be a block of
+    ``kernel`` holds the resolved ``kernel``, ``gamma``, ``degree``, ``coef0`` (and ``intercept_scaling``, default 0). ``Z`` may be a block of
     ``n_rows_total`` rows (default: ``Z`` is all of them): the engine takes its direct dot-product path for at most
     :data:`DIRECT_MAX_ROWS` rows and GEMM beyond, so a block that small of a larger call is padded (its last row
     repeated) to ``DIRECT_MAX_ROWS + 1`` rows, and every row gets exactly the bits the whole call gives it (each
@@ -222,8 +262,7 @@ def fused_predict(Z: np.ndarray, X: np.ndarray, mu: np.ndarray, kernel: dict, *,
     n_total = m if n_rows_total is None else int(n_rows_total)
     if m <= DIRECT_MAX_ROWS < n_total:
         Z = np.concatenate([Z, np.repeat(Z[-1:], DIRECT_MAX_ROWS + 1 - m, axis=0)])
-    f = _core.kernel_predict(as_f64(Z), as_f64(X), as_f64(mu), kernel["kernel"], kernel["gamma"], kernel["degree"],
-                             kernel["coef0"])
+    f = _core.kernel_predict(as_f64(Z), as_f64(X), as_f64(mu), *kernel_args(kernel))
     return f[:m] if f.shape[0] != m else f
 
 
@@ -235,13 +274,14 @@ def _predict_checked(Z: np.ndarray, X: np.ndarray, mu: np.ndarray, kernel: dict,
 
 @overload
 def kernel_predict(Z: DaskArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = ..., gamma: float | None = ...,
-                   degree: int = ..., coef0: float = ...) -> DaskArray: ...
+                   degree: int = ..., coef0: float = ..., intercept_scaling: float = ...) -> DaskArray: ...
 @overload
 def kernel_predict(Z: ArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = ..., gamma: float | None = ...,
-                   degree: int = ..., coef0: float = ...) -> NDArray[np.float64]: ...
+                   degree: int = ..., coef0: float = ..., intercept_scaling: float = ...) -> NDArray[np.float64]: ...
 def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *, kernel: str = "rbf",
-                   gamma: float | None = None, degree: int = 3, coef0: float = 1.0) -> NDArray[np.float64] | DaskArray:
-    """Kernel expansion ``f(Z) = K(Z, X) @ mu``, i.e. ``f(z) = sum_i mu_i K(z, x_i)``.
+                   gamma: float | None = None, degree: int = 3, coef0: float = 1.0,
+                   intercept_scaling: float = 0.0) -> NDArray[np.float64] | DaskArray:
+    """Kernel expansion ``f(Z) = K(Z, X) @ mu``, i.e. ``f(z) = sum_i mu_i K(z, x_i)`` (``+ b**2 sum_i mu_i``).
 
     The ``m x n`` kernel matrix is never materialised: the Rust core computes it block by block
     (one GEMM per 64 x 512 block, the kernel map and the product with ``mu`` fused while the block
@@ -266,6 +306,10 @@ def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *,
         Degree of ``"poly"`` (a positive integer).
     coef0 : float, default=1.0
         Constant term of ``"poly"``.
+    intercept_scaling : float, default=0.0
+        Public ``b >= 0`` of the regularised intercept: the kernel is shifted to ``K(x, v) + b**2``, the kernel of
+        the augmented feature map ``(phi(x), b)`` (what KernelSVM and KernelLogisticRegression evaluate with their
+        ``intercept_scaling``). ``0`` is the plain kernel (bit-for-bit).
 
     Returns
     -------
@@ -316,11 +360,13 @@ def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *,
     X = check_array(X, "X", n_features=Z.shape[1])
     mu = check_vector(mu, "mu", length=X.shape[0])
     name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, Z.shape[1])
-    params = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
+    b = check_intercept_scaling(intercept_scaling)
+    params = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0, intercept_scaling=b)
     return map_rows(_predict_checked, Z, as_f64(X), as_f64(mu), params, Z.shape[0], name="Z")
 
 
-def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None) -> float:
+def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None,
+                       intercept_scaling: float = 0.0) -> float:
     """Feature-map radius ``R_phi = max_{||z|| <= data_norm} ||phi(z)||`` of a kernel.
 
     ``R_phi**2 = max K(z, z)`` over the ball is ``data_norm**2`` (linear),
@@ -346,6 +392,9 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
         bound exists.
     n_features : int, optional
         Number of features, used to resolve ``gamma=None``.
+    intercept_scaling : float, default=0.0
+        Public ``b >= 0`` of the regularised intercept: the kernel ``K + b**2`` has ``R_phi'**2 = R_phi**2 + b**2``
+        (rounded up).
 
     Returns
     -------
@@ -362,6 +411,8 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
     >>> from dpcore import feature_map_radius
     >>> feature_map_radius(2.0, kernel="poly", gamma=0.5, degree=2, coef0=0.0)
     2.0
+    >>> round(feature_map_radius(1.0, kernel="rbf", intercept_scaling=1.0), 6)  # sqrt(1 + 1)
+    1.414214
     """
     data_norm = check_positive(data_norm, "data_norm")
     if n_features is not None:
@@ -369,4 +420,5 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
             raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
         n_features = int(n_features)
     name, gamma, degree, coef0 = check_kernel_params(kernel, gamma, degree, coef0, n_features)
-    return math.sqrt(_core.feature_map_radius_sq(data_norm, name, gamma, degree, coef0))
+    b = check_intercept_scaling(intercept_scaling)
+    return math.sqrt(_core.feature_map_radius_sq(data_norm, name, gamma, degree, coef0, b))

@@ -24,7 +24,7 @@ fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) 
 /// handlers (Ctrl-C raises `KeyboardInterrupt` promptly) and to call `progress(iter, gap, exact,
 /// active)` if given. An exception from either abandons the solve and is re-raised.
 #[pyfunction]
-#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, lam, tol, max_iter, cache_bytes, shrinking, progress=None))]
+#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, intercept_scaling, lam, tol, max_iter, cache_bytes, shrinking, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn erm_fit<'py>(
     py: Python<'py>,
@@ -35,6 +35,7 @@ fn erm_fit<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
     lam: f64,
     tol: f64,
     max_iter: u64,
@@ -42,7 +43,7 @@ fn erm_fit<'py>(
     shrinking: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let loss = Loss::from_name(loss)?;
     let opts = ErmOptions {
         lam,
@@ -71,7 +72,7 @@ fn erm_fit<'py>(
 
 /// Certificate of a dual point `a ∈ [0, 1]ⁿ` (independent recomputation).
 #[pyfunction]
-#[pyo3(signature = (x, y, a, loss, kernel, gamma, degree, coef0, lam))]
+#[pyo3(signature = (x, y, a, loss, kernel, gamma, degree, coef0, intercept_scaling, lam))]
 #[allow(clippy::too_many_arguments)]
 fn erm_certificate<'py>(
     py: Python<'py>,
@@ -83,13 +84,16 @@ fn erm_certificate<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
     lam: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let loss = Loss::from_name(loss)?;
     let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
     let work = (xv.nrows() as f64) * (xv.len() as f64);
-    let cert = run_cancellable(py, work, |c| erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c))?;
+    let cert = run_cancellable(py, work, |c| {
+        erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c)
+    })?;
     let d = PyDict::new(py);
     cert_into_dict(py, &d, cert)?;
     Ok(d)

@@ -16,7 +16,9 @@ fn gp_forward_substitution<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let (l, b) = (buffer.as_array(), rhs.as_array());
     let work = 0.5 * (t as f64) * (t as f64) * (b.ncols() as f64);
-    let x = run_cancellable(py, work, |c| gp::forward_substitution_cancellable(l, t, b, c))?;
+    let x = run_cancellable(py, work, |c| {
+        gp::forward_substitution_cancellable(l, t, b, c)
+    })?;
     Ok(x.into_pyarray(py))
 }
 

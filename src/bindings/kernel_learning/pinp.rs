@@ -17,6 +17,7 @@ fn make_config(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
     grid_exponent: i32,
     num: u128,
     den: u128,
@@ -26,7 +27,7 @@ fn make_config(
     max_queries: u64,
 ) -> PyResult<PinpConfig> {
     let cfg = PinpConfig {
-        kernel: kernel_arg(kernel, gamma, degree, coef0)?,
+        kernel: kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?,
         grid_exponent,
         noise: DiscreteNoise::Laplace { num, den },
         sigma,
@@ -61,7 +62,7 @@ impl PyPinpSession {
 #[pymethods]
 impl PyPinpSession {
     #[new]
-    #[pyo3(signature = (dim, kernel, gamma, degree, coef0, grid_exponent, num, den, sigma, eta, max_updates, max_queries, seed=None))]
+    #[pyo3(signature = (dim, kernel, gamma, degree, coef0, intercept_scaling, grid_exponent, num, den, sigma, eta, max_updates, max_queries, seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
@@ -69,6 +70,7 @@ impl PyPinpSession {
         gamma: f64,
         degree: i64,
         coef0: f64,
+        intercept_scaling: f64,
         grid_exponent: i32,
         num: u128,
         den: u128,
@@ -83,6 +85,7 @@ impl PyPinpSession {
             gamma,
             degree,
             coef0,
+            intercept_scaling,
             grid_exponent,
             num,
             den,
@@ -161,7 +164,9 @@ impl PyPinpSession {
         let (ev, gv) = (exact.as_array(), gram.as_array());
         let seeds = seeds.as_array().to_vec();
         let work = (seeds.len() as f64) * (gv.len() as f64);
-        let out = run_cancellable(py, work, |c| pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c))?;
+        let out = run_cancellable(py, work, |c| {
+            pinp::sample_sessions_cancellable(&self.cfg, ev, gv, &seeds, c)
+        })?;
         Ok(out.into_pyarray(py))
     }
 

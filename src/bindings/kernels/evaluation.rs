@@ -12,17 +12,29 @@ use pyo3::prelude::*;
 use crate::bindings::interrupt::run_cancellable;
 use crate::kernels::evaluation::{self, Kernel};
 
-/// The core kernel from the `(kernel, gamma, degree, coef0)` arguments of every `_core` function
+/// The core kernel from the `(kernel, gamma, degree, coef0, intercept_scaling)` arguments of every `_core` function
 /// and class that takes a kernel (scikit-learn's names, passed as separate arguments). The one
 /// conversion of the binding layer: validation and the `ValueError` messages (naming the
 /// argument) are [`Kernel::from_params`]'s.
-pub(crate) fn kernel_arg(kernel: &str, gamma: f64, degree: i64, coef0: f64) -> PyResult<Kernel> {
-    Ok(Kernel::from_params(kernel, gamma, degree, coef0)?)
+pub(crate) fn kernel_arg(
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+    intercept_scaling: f64,
+) -> PyResult<Kernel> {
+    Ok(Kernel::from_params(
+        kernel,
+        gamma,
+        degree,
+        coef0,
+        intercept_scaling,
+    )?)
 }
 
 /// `K(A, B)` (`b=None`: the Gram matrix `K(A, A)` with an exact RBF diagonal).
 #[pyfunction]
-#[pyo3(signature = (a, b, kernel, gamma, degree, coef0))]
+#[pyo3(signature = (a, b, kernel, gamma, degree, coef0, intercept_scaling))]
 fn kernel_matrix<'py>(
     py: Python<'py>,
     a: PyReadonlyArray2<'py, f64>,
@@ -31,8 +43,9 @@ fn kernel_matrix<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let av = a.as_array();
     let work = |bv: &numpy::ndarray::ArrayView2<'_, f64>| (av.len() as f64) * (bv.nrows() as f64);
     let out = match &b {
@@ -53,7 +66,7 @@ fn kernel_matrix<'py>(
 
 /// `K(Z, X) @ mu` without materialising `K(Z, X)`.
 #[pyfunction]
-#[pyo3(signature = (z, x, mu, kernel, gamma, degree, coef0))]
+#[pyo3(signature = (z, x, mu, kernel, gamma, degree, coef0, intercept_scaling))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_predict<'py>(
     py: Python<'py>,
@@ -64,8 +77,9 @@ fn kernel_predict<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let (zv, xv, muv) = (z.as_array(), x.as_array(), mu.as_array());
     let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
     let out = run_cancellable(py, work, |c| {
@@ -77,7 +91,7 @@ fn kernel_predict<'py>(
 
 /// `K(z_i, z_i)` for every row of `z`.
 #[pyfunction]
-#[pyo3(signature = (z, kernel, gamma, degree, coef0))]
+#[pyo3(signature = (z, kernel, gamma, degree, coef0, intercept_scaling))]
 fn kernel_diag<'py>(
     py: Python<'py>,
     z: PyReadonlyArray2<'py, f64>,
@@ -85,8 +99,9 @@ fn kernel_diag<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let zv = z.as_array();
     let out = py.detach(|| {
         evaluation::check_inputs(zv, zv, None)?;
@@ -97,15 +112,16 @@ fn kernel_diag<'py>(
 
 /// `R_φ²` for inputs in the ball of radius `radius`.
 #[pyfunction]
-#[pyo3(signature = (data_norm, kernel, gamma, degree, coef0))]
+#[pyo3(signature = (data_norm, kernel, gamma, degree, coef0, intercept_scaling))]
 fn feature_map_radius_sq(
     data_norm: f64,
     kernel: &str,
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
 ) -> PyResult<f64> {
-    let k = kernel_arg(kernel, gamma, degree, coef0)?;
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     Ok(evaluation::feature_map_radius_sq(&k, data_norm)?)
 }
 

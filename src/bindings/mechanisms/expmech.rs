@@ -104,7 +104,10 @@ fn net_snap<'py>(
     let net = BallNet::new(d, nu, radius)?;
     let z = z.as_array().to_vec();
     let (c, p) = net.snap(&z)?;
-    Ok((ndarray::Array1::from(c).into_pyarray(py), p.into_pyarray(py)))
+    Ok((
+        ndarray::Array1::from(c).into_pyarray(py),
+        p.into_pyarray(py),
+    ))
 }
 
 /// One exponential-mechanism sample with the linear score `<z, u>`.
@@ -139,7 +142,7 @@ fn em_sample_linear<'py>(
 
 /// One exponential-mechanism sample with the kernel-sum score `sum_j coef_j K(z, points_j)`.
 #[pyfunction]
-#[pyo3(signature = (d, nu, radius, points, coef, kernel, gamma, degree, coef0, kappa, exponent_bound, rng, progress=None, _skip_trick=true))]
+#[pyo3(signature = (d, nu, radius, points, coef, kernel, gamma, degree, coef0, intercept_scaling, kappa, exponent_bound, rng, progress=None, _skip_trick=true))]
 #[allow(clippy::too_many_arguments)]
 fn em_sample_kernel<'py>(
     py: Python<'py>,
@@ -152,6 +155,7 @@ fn em_sample_kernel<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
     kappa: f64,
     exponent_bound: f64,
     rng: &Bound<'py, PyChaChaRng>,
@@ -159,7 +163,7 @@ fn em_sample_kernel<'py>(
     _skip_trick: bool,
 ) -> PyResult<SampleTuple<'py>> {
     let net = BallNet::new(d, nu, radius)?;
-    let kernel = kernel_arg(kernel, gamma, degree, coef0)?;
+    let kernel = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let scorer = Scorer::KernelSum {
         kernel,
         points: points.as_array(),
@@ -236,7 +240,7 @@ fn em_sample_many_linear<'py>(
 
 /// `n_samples` independent samples (kernel-sum score) as canonical indices into `net_points`.
 #[pyfunction]
-#[pyo3(signature = (d, nu, radius, points, coef, kernel, gamma, degree, coef0, kappa, exponent_bound, n_samples, rng, _skip_trick=true))]
+#[pyo3(signature = (d, nu, radius, points, coef, kernel, gamma, degree, coef0, intercept_scaling, kappa, exponent_bound, n_samples, rng, _skip_trick=true))]
 #[allow(clippy::too_many_arguments)]
 fn em_sample_many_kernel<'py>(
     py: Python<'py>,
@@ -249,6 +253,7 @@ fn em_sample_many_kernel<'py>(
     gamma: f64,
     degree: i64,
     coef0: f64,
+    intercept_scaling: f64,
     kappa: f64,
     exponent_bound: f64,
     n_samples: usize,
@@ -256,7 +261,7 @@ fn em_sample_many_kernel<'py>(
     _skip_trick: bool,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let net = BallNet::new(d, nu, radius)?;
-    let kernel = kernel_arg(kernel, gamma, degree, coef0)?;
+    let kernel = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let scorer = Scorer::KernelSum {
         kernel,
         points: points.as_array(),

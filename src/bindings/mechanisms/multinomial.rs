@@ -15,7 +15,8 @@ use crate::mechanisms::multinomial::{self, DEFAULT_SUM_TOL};
 type CountsPair<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);
 
 fn draws_count(m: i64) -> Result<usize, DpError> {
-    usize::try_from(m).map_err(|_| DpError::invalid("m", format!("must be an integer >= 0, got {m}")))
+    usize::try_from(m)
+        .map_err(|_| DpError::invalid("m", format!("must be an integer >= 0, got {m}")))
 }
 
 /// `m` i.i.d. draws from `p` as `(distinct indices ascending, counts)`.
@@ -49,7 +50,8 @@ fn multinomial_draws<'py>(
     let m = draws_count(m)?;
     let mut local = child_rng(rng)?;
     let view = p.as_array();
-    let out = py.detach(|| multinomial::multinomial_draws(view, m, shuffle, sum_tol, &mut local))?;
+    let out =
+        py.detach(|| multinomial::multinomial_draws(view, m, shuffle, sum_tol, &mut local))?;
     Ok(out.into_pyarray(py))
 }
 
@@ -63,7 +65,11 @@ fn multinomial_error_bound(py: Python<'_>, p: PyReadonlyArray1<'_, f64>) -> PyRe
 /// The exact quantised weights `(q, T)` as Python ints (for tests and audits; small `p`).
 #[pyfunction]
 #[pyo3(signature = (p, sum_tol=DEFAULT_SUM_TOL))]
-fn multinomial_quantized(py: Python<'_>, p: PyReadonlyArray1<'_, f64>, sum_tol: f64) -> PyResult<(Vec<u128>, u128)> {
+fn multinomial_quantized(
+    py: Python<'_>,
+    p: PyReadonlyArray1<'_, f64>,
+    sum_tol: f64,
+) -> PyResult<(Vec<u128>, u128)> {
     let view = p.as_array();
     Ok(py.detach(|| multinomial::quantized_weights(view, sum_tol))?)
 }

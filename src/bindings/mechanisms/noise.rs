@@ -21,7 +21,10 @@ pub struct PyChaChaRng {
 
 impl PyChaChaRng {
     fn with<T>(&self, f: impl FnOnce(&mut DpRng) -> T) -> T {
-        let mut guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard)
     }
 }
@@ -31,7 +34,10 @@ impl PyChaChaRng {
     #[new]
     #[pyo3(signature = (seed=None))]
     fn new(seed: Option<u64>) -> Self {
-        PyChaChaRng { inner: Mutex::new(rng_from_seed(seed)), seeded: seed.is_some() }
+        PyChaChaRng {
+            inner: Mutex::new(rng_from_seed(seed)),
+            seeded: seed.is_some(),
+        }
     }
 
     /// True when the generator was created from an explicit seed (not secure).
@@ -73,7 +79,10 @@ fn parse_noise(noise: &str, num: u128, den: u128) -> Result<grid::DiscreteNoise,
     match noise {
         "laplace" => Ok(grid::DiscreteNoise::Laplace { num, den }),
         "gaussian" => Ok(grid::DiscreteNoise::Gaussian { num, den }),
-        other => Err(DpError::invalid("noise", format!("must be 'laplace' or 'gaussian', got {other:?}"))),
+        other => Err(DpError::invalid(
+            "noise",
+            format!("must be 'laplace' or 'gaussian', got {other:?}"),
+        )),
     }
 }
 
@@ -97,8 +106,11 @@ fn grid_release<'py>(
     let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
     let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
-            None => grid::release_cancellable(view, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
-            Some(n) => grid::release_repeated_cancellable(view, n, grid_exponent, &noise, r, c).map(|a| a.into_dyn()),
+            None => {
+                grid::release_cancellable(view, grid_exponent, &noise, r, c).map(|a| a.into_dyn())
+            }
+            Some(n) => grid::release_repeated_cancellable(view, n, grid_exponent, &noise, r, c)
+                .map(|a| a.into_dyn()),
         })
     })?;
     Ok(out.into_pyarray(py))
@@ -121,9 +133,11 @@ fn analytic_release<'py>(
     let work = NOISE_DRAW_WORK * (view.len() as f64) * (n_samples.unwrap_or(1) as f64);
     let out = run_cancellable(py, work, |c| {
         rng.with(|r| match n_samples {
-            None => karney::release_analytic_cancellable(view, sigma, grid_exponent, r, c).map(|a| a.into_dyn()),
+            None => karney::release_analytic_cancellable(view, sigma, grid_exponent, r, c)
+                .map(|a| a.into_dyn()),
             Some(n) => {
-                karney::release_analytic_repeated_cancellable(view, n, sigma, grid_exponent, r, c).map(|a| a.into_dyn())
+                karney::release_analytic_repeated_cancellable(view, n, sigma, grid_exponent, r, c)
+                    .map(|a| a.into_dyn())
             }
         })
     })?;
@@ -142,7 +156,9 @@ fn discrete_samples<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let noise = parse_noise(noise, num, den)?;
     let work = NOISE_DRAW_WORK * n as f64;
-    let out = run_cancellable(py, work, |c| rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c)))?;
+    let out = run_cancellable(py, work, |c| {
+        rng.with(|r| grid::sample_integers_cancellable(n, &noise, r, c))
+    })?;
     Ok(out.into_pyarray(py))
 }
 
@@ -185,13 +201,15 @@ fn normal_vector_coupled<'py>(
 /// `n` standard Gumbel variates.
 #[pyfunction]
 fn gumbel<'py>(py: Python<'py>, n: usize, rng: &PyChaChaRng) -> Bound<'py, PyArray1<f64>> {
-    py.detach(|| rng.with(|r| continuous::gumbel(n, r))).into_pyarray(py)
+    py.detach(|| rng.with(|r| continuous::gumbel(n, r)))
+        .into_pyarray(py)
 }
 
 /// `n` standard exponential variates.
 #[pyfunction]
 fn exponential<'py>(py: Python<'py>, n: usize, rng: &PyChaChaRng) -> Bound<'py, PyArray1<f64>> {
-    py.detach(|| rng.with(|r| continuous::exponential(n, r))).into_pyarray(py)
+    py.detach(|| rng.with(|r| continuous::exponential(n, r)))
+        .into_pyarray(py)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -23,7 +23,10 @@ const K_CAP: u64 = 16384;
 /// `e^{±2η}` of the exact exponential mechanism's and it is `(ε_em + 4η)`-DP when the exact
 /// mechanism is `ε_em`-DP.
 pub fn key_error_bound(exponent_bound: f64) -> f64 {
-    const _: () = assert!(LIBM_LN_ULPS <= 2.0, "key_error_bound's ln coefficient assumes LIBM_LN_ULPS <= 2");
+    const _: () = assert!(
+        LIBM_LN_ULPS <= 2.0,
+        "key_error_bound's ln coefficient assumes LIBM_LN_ULPS <= 2"
+    );
     (2f64).powi(-48) + (2f64).powi(-51) * exponent_bound + (2f64).powi(-50) * 746.0
 }
 

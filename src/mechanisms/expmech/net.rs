@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use super::{CHUNK_TARGET, WAVE_CHUNKS};
 use crate::error::{DpError, DpResult};
 use crate::fp::{
-    BALL_PROJ_SHRINK as PROJ_SHRINK, NET_INNER_SLACK as T_IN_SLACK,
-    NET_SPACING_SHRINK as H_SHRINK, NET_THRESHOLD_SLACK as T_SLACK,
+    BALL_PROJ_SHRINK as PROJ_SHRINK, NET_INNER_SLACK as T_IN_SLACK, NET_SPACING_SHRINK as H_SHRINK,
+    NET_THRESHOLD_SLACK as T_SLACK,
 };
 
 /// `((r+ν)/h)²` above this is refused before any integer conversion.
@@ -321,13 +321,19 @@ impl BallNet {
     /// does not fit in `i64` (all named `z`).
     pub fn snap(&self, z: &[f64]) -> DpResult<(Vec<i64>, Array1<f64>)> {
         if z.len() != self.d {
-            return Err(DpError::invalid("z", format!("must have length d = {}, got {}", self.d, z.len())));
+            return Err(DpError::invalid(
+                "z",
+                format!("must have length d = {}, got {}", self.d, z.len()),
+            ));
         }
         let mut coords = Vec::with_capacity(self.d);
         for &v in z {
             let c = (v / self.h).round();
             if !(c.is_finite() && c.abs() < 2f64.powi(62)) {
-                return Err(DpError::invalid("z", format!("coordinate {v:e} is not a finite point of the ball")));
+                return Err(DpError::invalid(
+                    "z",
+                    format!("coordinate {v:e} is not a finite point of the ball"),
+                ));
             }
             coords.push(c as i64);
         }

@@ -109,7 +109,6 @@ pub(super) fn map_wave<T: Send>(
     }
 }
 
-
 /// Best candidate of a chunk.
 pub(super) struct ChunkBest {
     pub(super) key: f64,

@@ -1,12 +1,14 @@
 //! Unit tests of the exponential mechanism: net enumeration and covering, chunks, the Gumbel keys
 //! and skip table, agreement with the exact mechanism, determinism, bounds and the hook.
 
-use super::gumbel::{gumbel_eval, gumbel_from_parts, skip_index, skip_table, Streams, K_DIRECT_MAX};
+use super::gumbel::{
+    gumbel_eval, gumbel_from_parts, skip_index, skip_table, Streams, K_DIRECT_MAX,
+};
 use super::net::isqrt;
 use super::*;
-use crate::test_util::uniform;
 use crate::kernels::evaluation::Kernel;
 use crate::mechanisms::noise::rng_from_seed;
+use crate::test_util::uniform;
 use ndarray::{array, Array2};
 
 fn never_stop() -> impl FnMut(&Progress) -> bool {
@@ -122,7 +124,7 @@ fn validation_names_parameters() {
     assert!(e(1.0, 1.0, &ks, &mut rng).starts_with("coef"));
     let c3 = Array1::<f64>::zeros(3);
     let ks = Scorer::KernelSum {
-        kernel: Kernel::Rbf { gamma: -1.0 },
+        kernel: Kernel::from(crate::kernels::evaluation::KernelKind::Rbf { gamma: -1.0 }),
         points: p.view(),
         coef: c3.view(),
     };
@@ -416,8 +418,8 @@ fn samples_follow_the_exact_mechanism() {
             let bound = 100.0;
             for (skip, n_samples) in [(true, 60_000), (false, 15_000)] {
                 let mut rng = rng_from_seed(Some(42));
-                let idx = sample_many_opts(&net, sc, kappa, bound, n_samples, &mut rng, skip)
-                    .unwrap();
+                let idx =
+                    sample_many_opts(&net, sc, kappa, bound, n_samples, &mut rng, skip).unwrap();
                 let mut counts = vec![0u64; n_pts];
                 for i in idx {
                     counts[i as usize] += 1;

@@ -31,9 +31,13 @@ pub fn gamma_norm_vector(d: usize, scale: f64, rng: &mut DpRng) -> DpResult<Arra
         return Err(DpError::invalid("dim", "must be positive"));
     }
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(DpError::invalid("scale", format!("must be finite and > 0, got {scale:?}")));
+        return Err(DpError::invalid(
+            "scale",
+            format!("must be finite and > 0, got {scale:?}"),
+        ));
     }
-    let gamma = Gamma::new(d as f64, scale).map_err(|e| DpError::invalid("scale", e.to_string()))?;
+    let gamma =
+        Gamma::new(d as f64, scale).map_err(|e| DpError::invalid("scale", e.to_string()))?;
     let radius: f64 = gamma.sample(rng);
     loop {
         let dir: Array1<f64> = Array1::from_shape_fn(d, |_| StandardNormal.sample(rng));

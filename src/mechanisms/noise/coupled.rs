@@ -51,14 +51,20 @@ pub const MAX_DIM: usize = 1 << 40;
 
 fn check_dim(d: usize) -> DpResult<()> {
     if d == 0 || d > MAX_DIM {
-        return Err(DpError::invalid("dim", format!("must be in [1, 2^40], got {d}")));
+        return Err(DpError::invalid(
+            "dim",
+            format!("must be in [1, 2^40], got {d}"),
+        ));
     }
     Ok(())
 }
 
 fn check_scale(scale: f64, name: &'static str) -> DpResult<()> {
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(DpError::invalid(name, format!("must be finite and > 0, got {scale:?}")));
+        return Err(DpError::invalid(
+            name,
+            format!("must be finite and > 0, got {scale:?}"),
+        ));
     }
     Ok(())
 }
@@ -96,7 +102,7 @@ fn coupled_uniform<R: Rng + ?Sized>(src: &mut BitSource<'_, R>) -> f64 {
             continue; // probability 2^-1022, data-independent
         }
         let f = src.bits(52) as f64 * (1.0 / 4_503_599_627_370_496.0); // 2^-52
-        // 2^-(k+1) (1 + f): exact in binary64 (52-bit mantissa, normal exponent).
+                                                                       // 2^-(k+1) (1 + f): exact in binary64 (52-bit mantissa, normal exponent).
         return (1.0 + f) * 2f64.powi(-(k + 1));
     }
 }
@@ -108,14 +114,20 @@ fn normals(d: usize, rng: &mut DpRng) -> (Array1<f64>, f64) {
     let g: Array1<f64> = Array1::from_shape_fn(d, |_| coupled_normal(&mut normal, &mut src));
     // Σ (2^-64 + 2.01u|ĝ_i|)² ≤ (√d·2^-64 + 2.01u||ĝ||)² by Minkowski.
     let norm_hat = g.dot(&g).sqrt();
-    let err = inflate((d as f64).sqrt() * 2f64.powi(-64) + 2.01 * U * norm_hat * (1.0 + gamma_k(d as f64 + 2.0)));
+    let err = inflate(
+        (d as f64).sqrt() * 2f64.powi(-64) + 2.01 * U * norm_hat * (1.0 + gamma_k(d as f64 + 2.0)),
+    );
     (g, err)
 }
 
 /// A vector `b` with `||b − b_exact||₂ ≤ err`, where `b_exact ~ N(0, σ² I_d)` exactly.
 ///
 /// `b = fl(σ ĝ)` coordinate-wise: `||b − σ g|| ≤ u σ ||ĝ|| + σ ||ĝ − g||`.
-pub fn normal_vector_coupled(d: usize, sigma: f64, rng: &mut DpRng) -> DpResult<(Array1<f64>, f64)> {
+pub fn normal_vector_coupled(
+    d: usize,
+    sigma: f64,
+    rng: &mut DpRng,
+) -> DpResult<(Array1<f64>, f64)> {
     check_dim(d)?;
     check_scale(sigma, "sigma")?;
     let (g, g_err) = normals(d, rng);
@@ -138,7 +150,11 @@ pub fn normal_vector_coupled(d: usize, sigma: f64, rng: &mut DpRng) -> DpResult<
 /// * `b = fl(f̂ ĝ)`: `||b − f g|| ≤ u f̂ ||ĝ|| + |f̂ − f|·||ĝ|| + f_hi ||ĝ − g||`.
 ///
 /// If `n̂ ≤ n_err` (impossible unless the draw of `ĝ` is pathologically tiny) the bound is `+∞`.
-pub fn gamma_norm_vector_coupled(d: usize, scale: f64, rng: &mut DpRng) -> DpResult<(Array1<f64>, f64)> {
+pub fn gamma_norm_vector_coupled(
+    d: usize,
+    scale: f64,
+    rng: &mut DpRng,
+) -> DpResult<(Array1<f64>, f64)> {
     check_dim(d)?;
     check_scale(scale, "scale")?;
     let df = d as f64;
@@ -151,7 +167,10 @@ pub fn gamma_norm_vector_coupled(d: usize, scale: f64, rng: &mut DpRng) -> DpRes
         }
     }
     let sum_e = r_hat * (1.0 + gamma_k(df));
-    let r_err = inflate(df * 2f64.powi(-52) + (2.0 * LIBM_LN_ULPS * U * (1.0 + 2f64.powi(-50)) + gamma_k(df)) * sum_e);
+    let r_err = inflate(
+        df * 2f64.powi(-52)
+            + (2.0 * LIBM_LN_ULPS * U * (1.0 + 2f64.powi(-50)) + gamma_k(df)) * sum_e,
+    );
     // Direction.
     let (g, g_err) = normals(d, rng);
     let n_hat = g.dot(&g).sqrt();
@@ -183,7 +202,10 @@ mod tests {
             let (b, err) = gamma_norm_vector_coupled(d, 2.0, &mut rng).unwrap();
             let nb = b.dot(&b).sqrt();
             mean_norm += nb;
-            assert!(err.is_finite() && err < 1e-12 * (1.0 + nb), "err {err} for norm {nb}");
+            assert!(
+                err.is_finite() && err < 1e-12 * (1.0 + nb),
+                "err {err} for norm {nb}"
+            );
         }
         assert!((mean_norm / reps as f64 - 14.0).abs() < 0.3); // E||b|| = d·scale
         let mut s2 = 0.0;

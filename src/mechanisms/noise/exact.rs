@@ -25,7 +25,11 @@ pub fn uniform_below<R: Rng + ?Sized>(rng: &mut R, n: u128) -> u128 {
         return next_u128(rng) & (n - 1);
     }
     let bits = 128 - (n - 1).leading_zeros();
-    let mask = if bits >= 128 { u128::MAX } else { (1u128 << bits) - 1 };
+    let mask = if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    };
     loop {
         let x = next_u128(rng) & mask;
         if x < n {
@@ -202,10 +206,15 @@ mod tests {
         let mut rng = rng_from_seed(Some(11));
         for &(num, den) in &[(1u128, 3u128), (1, 1), (5, 2), (0, 1), (7, 10)] {
             let n = 200_000u64;
-            let hits = (0..n).filter(|_| bernoulli_exp_neg(&mut rng, num, den)).count() as f64;
+            let hits = (0..n)
+                .filter(|_| bernoulli_exp_neg(&mut rng, num, den))
+                .count() as f64;
             let p = (-(num as f64) / den as f64).exp();
             let sd = (p * (1.0 - p) / n as f64).sqrt();
-            assert!((hits / n as f64 - p).abs() <= 5.5 * sd + 1e-12, "γ={num}/{den}");
+            assert!(
+                (hits / n as f64 - p).abs() <= 5.5 * sd + 1e-12,
+                "γ={num}/{den}"
+            );
         }
     }
 
@@ -223,7 +232,9 @@ mod tests {
                 let y = discrete_laplace(&mut rng, num, den).clamp(-half, half);
                 counts[(y + half) as usize] += 1;
             }
-            let probs: Vec<f64> = (-half..=half).map(|y| r.powi(y.unsigned_abs() as i32) / z).collect();
+            let probs: Vec<f64> = (-half..=half)
+                .map(|y| r.powi(y.unsigned_abs() as i32) / z)
+                .collect();
             let (stat, dof) = chi_square(&counts, &probs, n);
             assert!(stat < chi2_crit(dof.max(1)), "τ={tau}: χ²={stat} dof={dof}");
         }
@@ -235,7 +246,9 @@ mod tests {
         for &(num, den) in &[(4u128, 1u128), (9, 4), (50, 1)] {
             let s2 = num as f64 / den as f64;
             let half = 60i128;
-            let w: Vec<f64> = (-half..=half).map(|y| (-(y * y) as f64 / (2.0 * s2)).exp()).collect();
+            let w: Vec<f64> = (-half..=half)
+                .map(|y| (-(y * y) as f64 / (2.0 * s2)).exp())
+                .collect();
             let z: f64 = w.iter().sum();
             let probs: Vec<f64> = w.iter().map(|v| v / z).collect();
             let n = 300_000u64;
@@ -278,7 +291,20 @@ mod tests {
 
     #[test]
     fn isqrt_is_exact() {
-        for n in [0u128, 1, 2, 3, 4, 15, 16, 17, 1 << 54, (1 << 54) + 1, u64::MAX as u128, u128::MAX] {
+        for n in [
+            0u128,
+            1,
+            2,
+            3,
+            4,
+            15,
+            16,
+            17,
+            1 << 54,
+            (1 << 54) + 1,
+            u64::MAX as u128,
+            u128::MAX,
+        ] {
             let r = isqrt(n);
             assert!(r.checked_mul(r).unwrap() <= n);
             assert!((r + 1).checked_mul(r + 1).is_none_or(|v| v > n));

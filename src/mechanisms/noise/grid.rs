@@ -53,10 +53,16 @@ impl DiscreteNoise {
             DiscreteNoise::Gaussian { num, den } => (num, den, "sigma2"),
         };
         if num == 0 || den == 0 {
-            return Err(DpError::invalid(name, "numerator and denominator must be positive"));
+            return Err(DpError::invalid(
+                name,
+                "numerator and denominator must be positive",
+            ));
         }
         if num > MAX_PARAM || den > MAX_PARAM {
-            return Err(DpError::invalid(name, "numerator and denominator must be at most 2^120"));
+            return Err(DpError::invalid(
+                name,
+                "numerator and denominator must be at most 2^120",
+            ));
         }
         if let DiscreteNoise::Gaussian { num, den } = *self {
             // 2·num·den·t² must fit in u128 (t ≈ √(num/den)): require num²·den ≤ 2^124 roughly.
@@ -68,7 +74,10 @@ impl DiscreteNoise {
                 .and_then(|v| v.checked_mul(t))
                 .is_some();
             if !fits {
-                return Err(DpError::invalid(name, "variance too large for exact sampling (2·num·den·t² ≥ 2^128)"));
+                return Err(DpError::invalid(
+                    name,
+                    "variance too large for exact sampling (2·num·den·t² ≥ 2^128)",
+                ));
             }
         }
         Ok(())
@@ -105,7 +114,10 @@ pub(crate) fn check_exponent(exponent: i32) -> DpResult<()> {
 /// binary floating point, so this is the exact nearest grid index.
 pub fn snap(x: f64, exponent: i32) -> DpResult<i128> {
     if !x.is_finite() {
-        return Err(DpError::invalid("value", format!("must be finite, got {x:?}")));
+        return Err(DpError::invalid(
+            "value",
+            format!("must be finite, got {x:?}"),
+        ));
     }
     let scaled = (x * pow2(-exponent)).round();
     if scaled.abs().partial_cmp(&2f64.powi(120)) != Some(std::cmp::Ordering::Less) {
@@ -164,7 +176,12 @@ fn snap_all(values: ArrayView1<f64>, exponent: i32) -> DpResult<Vec<i128>> {
 }
 
 /// One release of `values` (see module docs).
-pub fn release(values: ArrayView1<f64>, exponent: i32, noise: &DiscreteNoise, rng: &mut DpRng) -> DpResult<Array1<f64>> {
+pub fn release(
+    values: ArrayView1<f64>,
+    exponent: i32,
+    noise: &DiscreteNoise,
+    rng: &mut DpRng,
+) -> DpResult<Array1<f64>> {
     release_cancellable(values, exponent, noise, rng, Cancel::never())
 }
 
@@ -182,7 +199,9 @@ pub fn release_cancellable(
     check_exponent(exponent)?;
     noise.validate()?;
     let base = snap_all(values, exponent)?;
-    Ok(Array1::from(noisy_flat(&base, 1, exponent, noise, rng, cancel)?))
+    Ok(Array1::from(noisy_flat(
+        &base, 1, exponent, noise, rng, cancel,
+    )?))
 }
 
 /// `n_samples` independent releases of the same `values` (row `i` is release `i`). Used to audit a
@@ -239,15 +258,17 @@ pub fn sample_integers_cancellable(
     let n_chunks = n.div_ceil(CHUNK);
     let streams = derive_streams(rng, n_chunks);
     let mut out = vec![0i64; n];
-    out.par_chunks_mut(CHUNK).zip(streams.into_par_iter()).for_each(|(chunk, mut stream)| {
-        if cancel.is_cancelled() {
-            return;
-        }
-        for slot in chunk.iter_mut() {
-            let y = noise.sample(&mut stream);
-            *slot = y.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .zip(streams.into_par_iter())
+        .for_each(|(chunk, mut stream)| {
+            if cancel.is_cancelled() {
+                return;
+            }
+            for slot in chunk.iter_mut() {
+                let y = noise.sample(&mut stream);
+                *slot = y.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            }
+        });
     cancel.check()?;
     Ok(out)
 }
@@ -265,11 +286,30 @@ mod tests {
         let stop = Cancel::new();
         stop.cancel();
         let mut rng = rng_from_seed(Some(4));
-        assert_eq!(release_cancellable(v.view(), -4, &noise, &mut rng, &stop), Err(DpError::Interrupted));
-        assert_eq!(release_repeated_cancellable(v.view(), 2, -4, &noise, &mut rng, &stop), Err(DpError::Interrupted));
-        assert_eq!(sample_integers_cancellable(10, &noise, &mut rng, &stop), Err(DpError::Interrupted));
-        let a = release_cancellable(v.view(), -4, &noise, &mut rng_from_seed(Some(5)), &Cancel::new()).unwrap();
-        assert_eq!(a, release(v.view(), -4, &noise, &mut rng_from_seed(Some(5))).unwrap());
+        assert_eq!(
+            release_cancellable(v.view(), -4, &noise, &mut rng, &stop),
+            Err(DpError::Interrupted)
+        );
+        assert_eq!(
+            release_repeated_cancellable(v.view(), 2, -4, &noise, &mut rng, &stop),
+            Err(DpError::Interrupted)
+        );
+        assert_eq!(
+            sample_integers_cancellable(10, &noise, &mut rng, &stop),
+            Err(DpError::Interrupted)
+        );
+        let a = release_cancellable(
+            v.view(),
+            -4,
+            &noise,
+            &mut rng_from_seed(Some(5)),
+            &Cancel::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            release(v.view(), -4, &noise, &mut rng_from_seed(Some(5))).unwrap()
+        );
     }
 
     #[test]
@@ -284,7 +324,10 @@ mod tests {
 
     #[test]
     fn releases_lie_on_the_grid_and_are_reproducible() {
-        let noise = DiscreteNoise::Laplace { num: 1 << 20, den: 1 };
+        let noise = DiscreteNoise::Laplace {
+            num: 1 << 20,
+            den: 1,
+        };
         let v = array![0.1, -3.7, 1e6];
         let a = release(v.view(), -20, &noise, &mut rng_from_seed(Some(5))).unwrap();
         let b = release(v.view(), -20, &noise, &mut rng_from_seed(Some(5))).unwrap();
@@ -297,11 +340,19 @@ mod tests {
 
     #[test]
     fn repeated_releases_are_independent_of_thread_count() {
-        let noise = DiscreteNoise::Gaussian { num: 1 << 40, den: 1 };
+        let noise = DiscreteNoise::Gaussian {
+            num: 1 << 40,
+            den: 1,
+        };
         let v = array![0.0, 1.0];
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| release_repeated(v.view(), 5000, -20, &noise, &mut rng_from_seed(Some(9))).unwrap())
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                release_repeated(v.view(), 5000, -20, &noise, &mut rng_from_seed(Some(9))).unwrap()
+            })
         };
         assert_eq!(run(1), run(2));
     }
@@ -310,9 +361,37 @@ mod tests {
     fn rejects_bad_parameters() {
         let v = array![1.0];
         let mut rng = rng_from_seed(Some(1));
-        assert!(release(v.view(), 0, &DiscreteNoise::Laplace { num: 0, den: 1 }, &mut rng).is_err());
-        assert!(release(v.view(), 2000, &DiscreteNoise::Laplace { num: 1, den: 1 }, &mut rng).is_err());
-        assert!(release(v.view(), 0, &DiscreteNoise::Gaussian { num: u128::MAX >> 4, den: 1 }, &mut rng).is_err());
-        assert!(release_repeated(v.view(), 0, 0, &DiscreteNoise::Laplace { num: 1, den: 1 }, &mut rng).is_err());
+        assert!(release(
+            v.view(),
+            0,
+            &DiscreteNoise::Laplace { num: 0, den: 1 },
+            &mut rng
+        )
+        .is_err());
+        assert!(release(
+            v.view(),
+            2000,
+            &DiscreteNoise::Laplace { num: 1, den: 1 },
+            &mut rng
+        )
+        .is_err());
+        assert!(release(
+            v.view(),
+            0,
+            &DiscreteNoise::Gaussian {
+                num: u128::MAX >> 4,
+                den: 1
+            },
+            &mut rng
+        )
+        .is_err());
+        assert!(release_repeated(
+            v.view(),
+            0,
+            0,
+            &DiscreteNoise::Laplace { num: 1, den: 1 },
+            &mut rng
+        )
+        .is_err());
     }
 }

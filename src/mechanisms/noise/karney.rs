@@ -101,7 +101,11 @@ pub struct BitSource<'a, R: Rng + ?Sized> {
 impl<'a, R: Rng + ?Sized> BitSource<'a, R> {
     /// A bit source drawing from `rng` (unused buffered bits are simply dropped when it goes).
     pub fn new(rng: &'a mut R) -> Self {
-        BitSource { rng, buf: 0, left: 0 }
+        BitSource {
+            rng,
+            buf: 0,
+            left: 0,
+        }
     }
 
     /// One fair bit.
@@ -128,7 +132,11 @@ impl<'a, R: Rng + ?Sized> BitSource<'a, R> {
             v
         } else {
             let have = self.left;
-            let hi = if have == 0 { 0 } else { self.buf >> (64 - have) };
+            let hi = if have == 0 {
+                0
+            } else {
+                self.buf >> (64 - have)
+            };
             self.buf = self.rng.next_u64();
             self.left = 64;
             let rest = n - have;
@@ -272,7 +280,11 @@ impl LazyUniform {
 /// `a < b` for two lazy uniforms, drawing digits of both until they differ (terminates with
 /// probability one; `a = b` has probability zero).
 #[inline]
-fn less<R: Rng + ?Sized>(a: &mut LazyUniform, b: &mut LazyUniform, src: &mut BitSource<'_, R>) -> bool {
+fn less<R: Rng + ?Sized>(
+    a: &mut LazyUniform,
+    b: &mut LazyUniform,
+    src: &mut BitSource<'_, R>,
+) -> bool {
     let mut i = 0u64;
     loop {
         let da = a.digit(i, src);
@@ -354,7 +366,11 @@ impl ExactNormal {
         let mut n = 0u64;
         loop {
             z.reset();
-            let below = if n == 0 { less(z, x, src) } else { less(z, y, src) };
+            let below = if n == 0 {
+                less(z, x, src)
+            } else {
+                less(z, y, src)
+            };
             if !below {
                 break;
             }
@@ -402,7 +418,10 @@ impl ExactNormal {
             }
             // N5: the sign.
             let negative = src.bit();
-            return NormalDraw { negative, int_part: k };
+            return NormalDraw {
+                negative,
+                int_part: k,
+            };
         }
     }
 }
@@ -416,7 +435,11 @@ fn decompose(v: f64) -> (i64, i64) {
     let bits = v.to_bits();
     let exp = ((bits >> 52) & 0x7ff) as i64;
     let frac = (bits & ((1u64 << 52) - 1)) as i64;
-    let (m, e) = if exp == 0 { (frac, -1074) } else { (frac | (1i64 << 52), exp - 1075) };
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1i64 << 52), exp - 1075)
+    };
     (if bits >> 63 == 1 { -m } else { m }, e)
 }
 
@@ -440,7 +463,10 @@ enum Frac {
 impl Offset {
     fn new(x: f64, exponent: i32) -> DpResult<Offset> {
         if !x.is_finite() {
-            return Err(DpError::invalid("value", format!("must be finite, got {x:?}")));
+            return Err(DpError::invalid(
+                "value",
+                format!("must be finite, got {x:?}"),
+            ));
         }
         // Scaling by a power of two is exact unless it overflows (→ inf, rejected) or underflows
         // (→ tiny, accepted), so this comparison is exact.
@@ -455,7 +481,11 @@ impl Offset {
         if m == 0 || t >= 0 {
             // x/g is an integer (|x/g| ≤ 2^100, so t ≤ 100 when m ≠ 0): x/g + ½ = x/g + 1/2^1.
             let int_part = if m == 0 { 0 } else { (m as i128) << t };
-            return Ok(Offset { int_part, frac: Frac::Small(1), frac_bits: 1 });
+            return Ok(Offset {
+                int_part,
+                frac: Frac::Small(1),
+                frac_bits: 1,
+            });
         }
         // x/g + ½ = (2m + 2^sh) / 2^(sh+1) with sh = −t ≥ 1.
         let sh = (-t) as u64;
@@ -465,10 +495,18 @@ impl Offset {
             let int_part = num >> bits; // floor
             let frac = (num - (int_part << bits)) as u128;
             return Ok(match frac {
-                0 => Offset { int_part, frac: Frac::Small(0), frac_bits: 0 },
+                0 => Offset {
+                    int_part,
+                    frac: Frac::Small(0),
+                    frac_bits: 0,
+                },
                 f => {
                     let tz = f.trailing_zeros() as u64;
-                    Offset { int_part, frac: Frac::Small(f >> tz), frac_bits: bits - tz }
+                    Offset {
+                        int_part,
+                        frac: Frac::Small(f >> tz),
+                        frac_bits: bits - tz,
+                    }
                 }
             });
         }
@@ -480,7 +518,11 @@ impl Offset {
             Ok(f) if frac_bits <= 120 => Frac::Small(f),
             _ => Frac::Big(num),
         };
-        Ok(Offset { int_part: 0, frac, frac_bits })
+        Ok(Offset {
+            int_part: 0,
+            frac,
+            frac_bits,
+        })
     }
 
     fn frac_big(&self) -> BigInt {
@@ -502,7 +544,10 @@ impl GridScale {
     fn new(sigma: f64, exponent: i32) -> DpResult<GridScale> {
         check_exponent(exponent)?;
         if !(sigma.is_finite() && sigma > 0.0) {
-            return Err(DpError::invalid("sigma", format!("must be finite and > 0, got {sigma:?}")));
+            return Err(DpError::invalid(
+                "sigma",
+                format!("must be finite and > 0, got {sigma:?}"),
+            ));
         }
         let units = sigma * pow2(-exponent); // exact unless it over/underflows (then rejected)
         if !(units <= 2f64.powi(MAX_SIGMA_UNITS_LOG2) && units >= 2f64.powi(MIN_SIGMA_UNITS_LOG2)) {
@@ -515,7 +560,10 @@ impl GridScale {
         }
         let (m, e) = decompose(sigma);
         let tz = m.trailing_zeros() as i64;
-        Ok(GridScale { mant: (m >> tz) as u64, shift: exponent as i64 - (e + tz) })
+        Ok(GridScale {
+            mant: (m >> tz) as u64,
+            shift: exponent as i64 - (e + tz),
+        })
     }
 
     /// An integer `≥ log₂(σ/g)`.
@@ -543,7 +591,12 @@ fn shl_fit(v: u128, s: i64) -> Option<i128> {
 ///
 /// With `d` digits `P` of `U`, `D(u) = f + s·(σ/g)(K + u)` for `u ∈ (P/2^d, (P+1)/2^d)` lies in
 /// the open interval `(lo, hi)` (in units of `2^-L`); `⌊D⌋` is decided iff `hi ≤ (⌊lo⌋ + 1)`.
-fn decide_fast(off: &Offset, sc: &GridScale, draw: NormalDraw, frac: &LazyUniform) -> Option<Decision> {
+fn decide_fast(
+    off: &Offset,
+    sc: &GridScale,
+    draw: NormalDraw,
+    frac: &LazyUniform,
+) -> Option<Decision> {
     let fnum = match off.frac {
         Frac::Small(f) => f,
         Frac::Big(_) => return None,
@@ -569,7 +622,11 @@ fn decide_fast(off: &Offset, sc: &GridScale, draw: NormalDraw, frac: &LazyUnifor
     let nf = shl_fit(fnum, l - fb)?;
     let na_lo = shl_fit(a_lo, l - ea)?;
     let na_hi = shl_fit(a_hi, l - ea)?;
-    let (lo, hi) = if draw.negative { (nf - na_hi, nf - na_lo) } else { (nf + na_lo, nf + na_hi) };
+    let (lo, hi) = if draw.negative {
+        (nf - na_hi, nf - na_lo)
+    } else {
+        (nf + na_lo, nf + na_hi)
+    };
     let unit = 1i128 << l;
     let floor_lo = lo & !(unit - 1);
     if hi - floor_lo <= unit {
@@ -592,11 +649,19 @@ fn decide_big(off: &Offset, sc: &GridScale, draw: NormalDraw, frac: &LazyUniform
     let nf = off.frac_big() << (l - fb) as u64;
     let na_lo = a_lo << (l - ea) as u64;
     let na_hi = a_hi << (l - ea) as u64;
-    let (lo, hi) = if draw.negative { (&nf - na_hi, nf - na_lo) } else { (&nf + na_lo, nf + na_hi) };
+    let (lo, hi) = if draw.negative {
+        (&nf - na_hi, nf - na_lo)
+    } else {
+        (&nf + na_lo, nf + na_hi)
+    };
     let jd = &lo >> l as u64; // floor
     let floor_lo = &jd << l as u64;
     if hi - floor_lo <= BigInt::from(1u8) << l as u64 {
-        let jd = i128::try_from(&jd).unwrap_or(if lo.sign() == num_bigint::Sign::Minus { i128::MIN } else { i128::MAX });
+        let jd = i128::try_from(&jd).unwrap_or(if lo.sign() == num_bigint::Sign::Minus {
+            i128::MIN
+        } else {
+            i128::MAX
+        });
         Decision::Done(off.int_part.saturating_add(jd))
     } else {
         Decision::NeedDigit
@@ -604,7 +669,12 @@ fn decide_big(off: &Offset, sc: &GridScale, draw: NormalDraw, frac: &LazyUniform
 }
 
 /// One exact `j` for a prepared value (see module docs).
-fn sample_index<R: Rng + ?Sized>(off: &Offset, sc: &GridScale, normal: &mut ExactNormal, src: &mut BitSource<'_, R>) -> i128 {
+fn sample_index<R: Rng + ?Sized>(
+    off: &Offset,
+    sc: &GridScale,
+    normal: &mut ExactNormal,
+    src: &mut BitSource<'_, R>,
+) -> i128 {
     let draw = normal.sample(src);
     let frac = normal.fraction();
     // Interval width (σ/g)·2^-d ≤ ¼ before the first test.
@@ -629,7 +699,12 @@ fn sample_index<R: Rng + ?Sized>(off: &Offset, sc: &GridScale, normal: &mut Exac
 // ------------------------------------------------------------------------------------------------
 
 /// One exact `j = ⌊(x + σZ)/2^exponent + ½⌋`, `Z ~ N(0, 1)` (see module docs).
-pub fn sample_rounded_gaussian(x: f64, sigma: f64, exponent: i32, rng: &mut DpRng) -> DpResult<i128> {
+pub fn sample_rounded_gaussian(
+    x: f64,
+    sigma: f64,
+    exponent: i32,
+    rng: &mut DpRng,
+) -> DpResult<i128> {
     let sc = GridScale::new(sigma, exponent)?;
     let off = Offset::new(x, exponent)?;
     let mut src = BitSource::new(rng);
@@ -651,13 +726,18 @@ pub fn standard_normal_f64(rng: &mut DpRng) -> f64 {
     }
 }
 
-fn prepare(values: ArrayView1<f64>, sigma: f64, exponent: i32) -> DpResult<(Vec<Offset>, GridScale)> {
+fn prepare(
+    values: ArrayView1<f64>,
+    sigma: f64,
+    exponent: i32,
+) -> DpResult<(Vec<Offset>, GridScale)> {
     let sc = GridScale::new(sigma, exponent)?;
     if values.is_empty() {
         return Err(DpError::invalid("value", "must not be empty"));
     }
     let xs = values.to_vec();
-    let prepared: Vec<DpResult<Offset>> = xs.par_iter().map(|&x| Offset::new(x, exponent)).collect();
+    let prepared: Vec<DpResult<Offset>> =
+        xs.par_iter().map(|&x| Offset::new(x, exponent)).collect();
     // Sequential collection reports the first invalid coordinate, whatever the thread count.
     let offsets = prepared.into_iter().collect::<DpResult<Vec<_>>>()?;
     Ok((offsets, sc))
@@ -677,25 +757,33 @@ fn par_indices<T: Send + Default + Clone>(
     let total = d * reps;
     let mut out = vec![T::default(); total];
     let streams = derive_streams(rng, total.div_ceil(CHUNK));
-    out.par_chunks_mut(CHUNK).zip(streams.into_par_iter()).enumerate().for_each(|(c, (chunk, mut stream))| {
-        if cancel.is_cancelled() {
-            return;
-        }
-        let mut src = BitSource::new(&mut stream);
-        let mut normal = ExactNormal::new();
-        let start = c * CHUNK;
-        for (i, slot) in chunk.iter_mut().enumerate() {
-            let off = &offsets[(start + i) % d];
-            *slot = f(sample_index(off, sc, &mut normal, &mut src));
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .zip(streams.into_par_iter())
+        .enumerate()
+        .for_each(|(c, (chunk, mut stream))| {
+            if cancel.is_cancelled() {
+                return;
+            }
+            let mut src = BitSource::new(&mut stream);
+            let mut normal = ExactNormal::new();
+            let start = c * CHUNK;
+            for (i, slot) in chunk.iter_mut().enumerate() {
+                let off = &offsets[(start + i) % d];
+                *slot = f(sample_index(off, sc, &mut normal, &mut src));
+            }
+        });
     cancel.check()?;
     Ok(out)
 }
 
 /// One release of `values`: coordinate `i` is `j_i · 2^exponent` with `j_i` exactly
 /// `round((values[i] + σ Z_i) / 2^exponent)` (see module docs).
-pub fn release_analytic(values: ArrayView1<f64>, sigma: f64, exponent: i32, rng: &mut DpRng) -> DpResult<Array1<f64>> {
+pub fn release_analytic(
+    values: ArrayView1<f64>,
+    sigma: f64,
+    exponent: i32,
+    rng: &mut DpRng,
+) -> DpResult<Array1<f64>> {
     release_analytic_cancellable(values, sigma, exponent, rng, Cancel::never())
 }
 
@@ -711,7 +799,14 @@ pub fn release_analytic_cancellable(
     cancel: &Cancel,
 ) -> DpResult<Array1<f64>> {
     let (offsets, sc) = prepare(values, sigma, exponent)?;
-    Ok(Array1::from(par_indices(&offsets, 1, &sc, rng, |j| unsnap(j, exponent), cancel)?))
+    Ok(Array1::from(par_indices(
+        &offsets,
+        1,
+        &sc,
+        rng,
+        |j| unsnap(j, exponent),
+        cancel,
+    )?))
 }
 
 /// `n_samples` independent releases of the same `values` (row `i` is release `i`), for empirical
@@ -743,15 +838,35 @@ pub fn release_analytic_repeated_cancellable(
     }
     let (offsets, sc) = prepare(values, sigma, exponent)?;
     let d = offsets.len();
-    let flat = par_indices(&offsets, n_samples, &sc, rng, |j| unsnap(j, exponent), cancel)?;
+    let flat = par_indices(
+        &offsets,
+        n_samples,
+        &sc,
+        rng,
+        |j| unsnap(j, exponent),
+        cancel,
+    )?;
     Ok(Array2::from_shape_vec((n_samples, d), flat).expect("shape matches length"))
 }
 
 /// `n` exact grid indices `j` for one value (distribution tests).
-pub fn sample_indices(x: f64, sigma: f64, exponent: i32, n: usize, rng: &mut DpRng) -> DpResult<Vec<i128>> {
+pub fn sample_indices(
+    x: f64,
+    sigma: f64,
+    exponent: i32,
+    n: usize,
+    rng: &mut DpRng,
+) -> DpResult<Vec<i128>> {
     let sc = GridScale::new(sigma, exponent)?;
     let off = Offset::new(x, exponent)?;
-    par_indices(std::slice::from_ref(&off), n, &sc, rng, |j| j, Cancel::never())
+    par_indices(
+        std::slice::from_ref(&off),
+        n,
+        &sc,
+        rng,
+        |j| j,
+        Cancel::never(),
+    )
 }
 
 #[cfg(test)]
@@ -912,14 +1027,19 @@ mod tests {
         let mut dn = 0f64;
         for (i, &v) in z.iter().enumerate() {
             let f = phi(v);
-            dn = dn.max((f - i as f64 / n as f64).abs()).max(((i + 1) as f64 / n as f64 - f).abs());
+            dn = dn
+                .max((f - i as f64 / n as f64).abs())
+                .max(((i + 1) as f64 / n as f64 - f).abs());
         }
         // Dvoretzky–Kiefer–Wolfowitz (Massart): P[D_n > t] ≤ 2 exp(−2 n t²).
         let crit = ((2.0 / ALPHA).ln() / (2.0 * n as f64)).sqrt();
         assert!(dn < crit, "KS D = {dn}, critical {crit}");
         // Moments as a second, cheap check.
         let m2 = z.iter().map(|v| v * v).sum::<f64>() / n as f64;
-        assert!((m2 - 1.0).abs() < 6.0 * (2.0 / n as f64).sqrt(), "E Z² = {m2}");
+        assert!(
+            (m2 - 1.0).abs() < 6.0 * (2.0 / n as f64).sqrt(),
+            "E Z² = {m2}"
+        );
     }
 
     #[test]
@@ -939,8 +1059,14 @@ mod tests {
             let mut rng = rng_from_seed(Some(100 + case as u64));
             let js = sample_indices(x, sigma, k, 400_000, &mut rng).unwrap();
             let (stat, dof) = chi_square_rounded(&js, xu, su);
-            eprintln!("case {case}: χ² = {stat:.1}, dof = {dof}, critical {:.1}", chi2_crit(dof.max(1)));
-            assert!(stat < chi2_crit(dof.max(1)), "case {case}: χ² = {stat}, dof = {dof}");
+            eprintln!(
+                "case {case}: χ² = {stat:.1}, dof = {dof}, critical {:.1}",
+                chi2_crit(dof.max(1))
+            );
+            assert!(
+                stat < chi2_crit(dof.max(1)),
+                "case {case}: χ² = {stat}, dof = {dof}"
+            );
         }
     }
 
@@ -949,14 +1075,18 @@ mod tests {
         // σ/g = 2^40·1.37: the release is N(x, σ²) up to a 2^-40σ grid.
         let (x, sigma, k) = (-3.25, 1.37, -40);
         let v = array![x];
-        let out = release_analytic_repeated(v.view(), 200_000, sigma, k, &mut rng_from_seed(Some(5))).unwrap();
+        let out =
+            release_analytic_repeated(v.view(), 200_000, sigma, k, &mut rng_from_seed(Some(5)))
+                .unwrap();
         let mut z: Vec<f64> = out.iter().map(|y| (y - x) / sigma).collect();
         z.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let n = z.len() as f64;
         let mut dn = 0f64;
         for (i, &v) in z.iter().enumerate() {
             let f = phi(v);
-            dn = dn.max((f - i as f64 / n).abs()).max(((i + 1) as f64 / n - f).abs());
+            dn = dn
+                .max((f - i as f64 / n).abs())
+                .max(((i + 1) as f64 / n - f).abs());
         }
         let crit = ((2.0 / ALPHA).ln() / (2.0 * n)).sqrt();
         assert!(dn < crit, "KS D = {dn}, critical {crit}");
@@ -989,7 +1119,9 @@ mod tests {
                             match (fast, big) {
                                 (Decision::Done(a), Decision::Done(b)) => assert_eq!(a, b),
                                 (Decision::NeedDigit, Decision::NeedDigit) => {}
-                                _ => panic!("fast and big decisions differ (x={x}, σ={sigma}, k={k})"),
+                                _ => panic!(
+                                    "fast and big decisions differ (x={x}, σ={sigma}, k={k})"
+                                ),
                             }
                             checked += 1;
                         }
@@ -1007,11 +1139,17 @@ mod tests {
         let o = Offset::new(0.37 * 8.0, 3).unwrap(); // x/g = 0.37 (as a double) → I = 0
         assert_eq!(o.int_part, 0);
         let o = Offset::new(-2.75, 0).unwrap(); // −2.75 + ½ = −2.25 = −3 + 3/4
-        assert_eq!((o.int_part, o.frac_big(), o.frac_bits), (-3, BigInt::from(3), 2));
+        assert_eq!(
+            (o.int_part, o.frac_big(), o.frac_bits),
+            (-3, BigInt::from(3), 2)
+        );
         let o = Offset::new(6.0, 1).unwrap(); // 3 + ½
         assert_eq!((o.int_part, o.frac_bits), (3, 1));
         let o = Offset::new(1.5, 0).unwrap(); // 2 + 0
-        assert_eq!((o.int_part, o.frac_big(), o.frac_bits), (2, BigInt::from(0), 0));
+        assert_eq!(
+            (o.int_part, o.frac_big(), o.frac_bits),
+            (2, BigInt::from(0), 0)
+        );
         let o = Offset::new(-1e-300, 0).unwrap(); // ½ − tiny = 0 + (2^sh − m)/2^(sh+1)
         assert_eq!(o.int_part, 0);
         assert!(o.frac_bits > 1000 && matches!(o.frac, Frac::Big(_)));
@@ -1032,8 +1170,14 @@ mod tests {
     fn releases_are_reproducible_and_thread_count_independent() {
         let v = array![0.0, 1.0, -2.5, 1e-12];
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            pool.install(|| release_analytic_repeated(v.view(), 3000, 0.9, -30, &mut rng_from_seed(Some(9))).unwrap())
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                release_analytic_repeated(v.view(), 3000, 0.9, -30, &mut rng_from_seed(Some(9)))
+                    .unwrap()
+            })
         };
         let one = run(1);
         assert_eq!(one, run(2));
@@ -1055,13 +1199,26 @@ mod tests {
         let stop = Cancel::new();
         stop.cancel();
         let mut rng = rng_from_seed(Some(4));
-        assert_eq!(release_analytic_cancellable(v.view(), 1.0, -8, &mut rng, &stop), Err(DpError::Interrupted));
+        assert_eq!(
+            release_analytic_cancellable(v.view(), 1.0, -8, &mut rng, &stop),
+            Err(DpError::Interrupted)
+        );
         assert_eq!(
             release_analytic_repeated_cancellable(v.view(), 2, 1.0, -8, &mut rng, &stop),
             Err(DpError::Interrupted)
         );
-        let a = release_analytic_cancellable(v.view(), 1.0, -8, &mut rng_from_seed(Some(5)), &Cancel::new()).unwrap();
-        assert_eq!(a, release_analytic(v.view(), 1.0, -8, &mut rng_from_seed(Some(5))).unwrap());
+        let a = release_analytic_cancellable(
+            v.view(),
+            1.0,
+            -8,
+            &mut rng_from_seed(Some(5)),
+            &Cancel::new(),
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            release_analytic(v.view(), 1.0, -8, &mut rng_from_seed(Some(5))).unwrap()
+        );
     }
 
     #[test]
@@ -1074,16 +1231,42 @@ mod tests {
             Err(DpError::Interrupted) => "interrupted",
             Ok(_) => "ok",
         };
-        assert_eq!(name(release_analytic(v.view(), f64::NAN, 0, &mut rng)), "sigma");
+        assert_eq!(
+            name(release_analytic(v.view(), f64::NAN, 0, &mut rng)),
+            "sigma"
+        );
         assert_eq!(name(release_analytic(v.view(), 0.0, 0, &mut rng)), "sigma");
         assert_eq!(name(release_analytic(v.view(), -1.0, 0, &mut rng)), "sigma");
-        assert_eq!(name(release_analytic(v.view(), f64::INFINITY, 0, &mut rng)), "sigma");
-        assert_eq!(name(release_analytic(v.view(), 1.0, -70, &mut rng)), "sigma"); // σ/g = 2^70
+        assert_eq!(
+            name(release_analytic(v.view(), f64::INFINITY, 0, &mut rng)),
+            "sigma"
+        );
+        assert_eq!(
+            name(release_analytic(v.view(), 1.0, -70, &mut rng)),
+            "sigma"
+        ); // σ/g = 2^70
         assert_eq!(name(release_analytic(v.view(), 1.0, 40, &mut rng)), "sigma"); // σ/g = 2^-40
-        assert_eq!(name(release_analytic(v.view(), 1.0, 2000, &mut rng)), "grid_exponent");
-        assert_eq!(name(release_analytic(array![f64::NAN].view(), 1.0, 0, &mut rng)), "value");
-        assert_eq!(name(release_analytic(array![1e40].view(), 1.0, 0, &mut rng)), "value");
-        assert_eq!(name(release_analytic(Array1::<f64>::zeros(0).view(), 1.0, 0, &mut rng)), "value");
+        assert_eq!(
+            name(release_analytic(v.view(), 1.0, 2000, &mut rng)),
+            "grid_exponent"
+        );
+        assert_eq!(
+            name(release_analytic(array![f64::NAN].view(), 1.0, 0, &mut rng)),
+            "value"
+        );
+        assert_eq!(
+            name(release_analytic(array![1e40].view(), 1.0, 0, &mut rng)),
+            "value"
+        );
+        assert_eq!(
+            name(release_analytic(
+                Array1::<f64>::zeros(0).view(),
+                1.0,
+                0,
+                &mut rng
+            )),
+            "value"
+        );
         assert!(release_analytic_repeated(v.view(), 0, 1.0, 0, &mut rng).is_err());
         assert!(sample_rounded_gaussian(f64::INFINITY, 1.0, 0, &mut rng).is_err());
     }

@@ -1,0 +1,156 @@
+"""Issue 23, item 1: the regularised intercept of every kernel learner (kernel K + b², public b).
+
+(a) for the linear kernel, the augmented model equals the bias-free model on x ↦ (x, b);
+(b) on an imbalanced task the bias-free model predicts one class, the biased one does not;
+(c) every private path calibrates with R_φ'² = R_φ² + b²;
+plus validation, the public kernel functions and old release kernels (no intercept_scaling: b = 0).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import dpcore
+from dpcore import GPService, KernelLogisticRegression, KernelSVM, PINP, TDDL, kernel_matrix, kernel_predict
+from dpcore.kernel_learning.gp import auto_lam
+
+ESTIMATORS = {"hinge": KernelSVM, "logistic": KernelLogisticRegression}
+
+
+def _ball(n, d, seed, r=0.7):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-r / math.sqrt(d), r / math.sqrt(d), size=(n, d))
+
+
+def balanced_accuracy(y, p):
+    return 0.5 * (np.mean(p[y == 1] == 1) + np.mean(p[y == -1] == -1))
+
+
+# -- (a) exact feature augmentation ------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+@pytest.mark.parametrize("b", [0.25, 1.0, 3.0])
+def test_linear_kernel_with_intercept_is_the_augmented_linear_model(loss, b):
+    X = _ball(300, 3, 1)
+    y = np.where(X @ np.array([1.0, -2.0, 0.5]) + 0.1 > 0, 1, -1)
+    lam, tol = 1e-2, 1e-10
+    aug = ESTIMATORS[loss](lam=lam, kernel="linear", tol=tol, intercept_scaling=b).fit(X, y)
+    Xb = np.hstack([X, np.full((300, 1), b)])
+    ref = ESTIMATORS[loss](lam=lam, kernel="linear", tol=tol, intercept_scaling=0.0).fit(Xb, y)
+    Z = _ball(50, 3, 2)
+    # both solve the same strongly convex problem: ||w - w'|| <= err_a + err_b and |f - f'| <= ||w - w'|| ||x'||
+    bound = (aug.w_error_bound_ + ref.w_error_bound_) * math.sqrt(1.0 + b * b) + 1e-12
+    f_aug = aug.decision_function(Z)
+    f_ref = ref.decision_function(np.hstack([Z, np.full((50, 1), b)]))
+    assert np.max(np.abs(f_aug - f_ref)) <= bound
+    assert aug.primal_objective_ == pytest.approx(ref.primal_objective_, abs=2 * tol)
+    # the bias the model carries: intercept_ = b² Σ μ_i = b·w_b of the augmented weight vector
+    w_ref = Xb.T @ ref.mu_
+    assert aug.intercept_ == pytest.approx(b * w_ref[-1], abs=bound)
+    assert aug.kernel_params_["intercept_scaling"] == b
+
+
+def test_intercept_scaling_zero_is_the_old_model_bit_for_bit():
+    X = _ball(200, 2, 3)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    a = KernelSVM(lam=1e-2, kernel="rbf", gamma=2.0, intercept_scaling=0.0).fit(X, y)
+    assert a.intercept_ == 0.0
+    Z = _ball(20, 2, 4)
+    f = a.decision_function(Z)
+    g = kernel_predict(Z, a.support_vectors_, a.mu_[a.support_], kernel="rbf", gamma=2.0)
+    assert np.array_equal(f, g)
+
+
+# -- (b) imbalanced data ------------------------------------------------------------------------
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_imbalanced_task_needs_the_bias(loss):
+    # one feature in [0, 0.9]; positives (10 %) are the points above 0.6: no line through the origin separates them
+    rng = np.random.default_rng(5)
+    n = 1000
+    t = np.where(rng.random(n) < 0.1, rng.uniform(0.6, 0.9, n), rng.uniform(0.0, 0.45, n))
+    X = t[:, None]
+    y = np.where(t > 0.5, 1, -1)
+    kw = dict(lam=1e-4, kernel="linear", tol=1e-8)
+    p0 = ESTIMATORS[loss](intercept_scaling=0.0, **kw).fit(X, y).predict(X)
+    p1 = ESTIMATORS[loss](intercept_scaling=1.0, **kw).fit(X, y).predict(X)
+    assert len(np.unique(p0)) == 1 and balanced_accuracy(y, p0) == 0.5
+    assert balanced_accuracy(y, p1) >= 0.9
+
+
+# -- (c) every private path calibrates with R_φ'² = R_φ² + b² ------------------------------------
+@pytest.fixture(scope="module")
+def models():
+    X = _ball(400, 2, 8)
+    y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0.1, 1, -1)
+    out = {}
+    for b in (0.0, 0.5, 1.0):
+        out[b] = KernelSVM(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8, intercept_scaling=b).fit(X, y)
+    return out
+
+
+@pytest.mark.parametrize("b", [0.5, 1.0])
+def test_private_paths_use_the_augmented_radius(models, b):
+    m0, mb = models[0.0], models[b]
+    Z = _ball(30, 2, 9)
+    r2 = 1.0 + b * b  # rbf: R_φ² = 1
+    # TDDL (gp and gaussian): R_φ' enters the recorded calibration
+    for noise in ("gp", "gaussian"):
+        c0 = TDDL(m0, 1.0, 1e-6, data_norm=1.0, noise=noise, random_state=0).fit(Z).privacy_
+        cb = TDDL(mb, 1.0, 1e-6, data_norm=1.0, noise=noise, random_state=0).fit(Z).privacy_
+        assert c0.r_phi == pytest.approx(1.0, rel=1e-9)
+        assert cb.r_phi == pytest.approx(math.sqrt(r2), rel=1e-9) and cb.r_phi >= math.sqrt(r2)
+    # GPService
+    s0 = GPService(m0, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
+    sb = GPService(mb, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
+    assert s0.r_phi == pytest.approx(1.0, rel=1e-9)
+    assert sb.r_phi == pytest.approx(math.sqrt(r2), rel=1e-9)
+    # PINP
+    p0 = PINP(m0, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0).privacy_
+    pb = PINP(mb, 1.0, 1e-6, data_norm=1.0, n_queries=10, norm_bound=100.0, random_state=0).privacy_
+    assert p0.r_phi_sq == pytest.approx(1.0, rel=1e-9)
+    assert pb.r_phi_sq == pytest.approx(r2, rel=1e-9) and pb.r_phi_sq >= r2
+    # C = auto: C ∝ 1/R_φ'²
+    l0 = auto_lam(400, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
+    lb = auto_lam(400, 1.0, 1e-6, data_norm=1.0, kernel="rbf", intercept_scaling=b)
+    assert lb / l0 == pytest.approx(r2, rel=1e-9)
+
+
+def test_release_carries_the_shift_and_old_kernels_load_with_b_zero(models, tmp_path):
+    mb = models[1.0]
+    Z = _ball(30, 2, 10)
+    rel = TDDL(mb, 1.0, 1e-6, data_norm=1.0, noise="gp", random_state=0).fit(Z).release_
+    assert rel.kernel["intercept_scaling"] == 1.0
+    Q = _ball(7, 2, 11)
+    want = kernel_predict(Q, rel.points, rel.mu, kernel="rbf", gamma=1.0, intercept_scaling=1.0)
+    np.testing.assert_allclose(rel.decision_function(Q) - rel.intercept, want, rtol=0, atol=1e-12)
+    path = tmp_path / "r.json"
+    rel.save(path)
+    back = dpcore.KernelRelease.load(path)
+    assert back.kernel == rel.kernel
+    np.testing.assert_array_equal(back.decision_function(Q), rel.decision_function(Q))
+
+
+# -- the public kernel functions -----------------------------------------------------------------
+def test_public_kernel_functions_take_intercept_scaling():
+    A, B = _ball(5, 3, 12), _ball(4, 3, 13)
+    mu = np.arange(4.0) - 1.5
+    for kw in (dict(kernel="rbf", gamma=0.7), dict(kernel="poly", gamma=0.5, degree=2), dict(kernel="linear")):
+        K = kernel_matrix(A, B, **kw)
+        assert np.array_equal(kernel_matrix(A, B, intercept_scaling=0.0, **kw), K)
+        np.testing.assert_array_equal(kernel_matrix(A, B, intercept_scaling=0.5, **kw), K + 0.25)
+        f = kernel_predict(A, B, mu, intercept_scaling=0.5, **kw)
+        np.testing.assert_allclose(f, (K + 0.25) @ mu, rtol=0, atol=1e-13)
+    assert dpcore.feature_map_radius(1.0, kernel="rbf", intercept_scaling=2.0) == pytest.approx(math.sqrt(5.0))
+
+
+@pytest.mark.parametrize("bad, exc", [(-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
+                                      (1e101, ValueError), ("1", TypeError), (True, TypeError)])
+def test_intercept_scaling_is_validated_by_name(bad, exc):
+    X = _ball(20, 2, 14)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(exc, match="intercept_scaling"):
+        KernelSVM(intercept_scaling=bad).fit(X, y)
+    with pytest.raises(exc, match="intercept_scaling"):
+        kernel_matrix(X, intercept_scaling=bad)
+    with pytest.raises(exc, match="intercept_scaling"):
+        kernel_predict(X, X, np.ones(20), intercept_scaling=bad)
