@@ -157,7 +157,7 @@ def test_default_grid_is_data_independent_around_auto():
     Z = _easy(200, 8)[0]
     base = {"kernel": "rbf", "gamma": 5.0, "tol": 1e-6}
     g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=0).fit(X, y)
-    c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0)
+    c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0 + 0.5 ** 2)  # R_φ'² = R_φ² + b² (default intercept_scaling 0.5)
     Cs = [1.0 / (1500 * c["lam"]) for c in g.candidates_]
     assert Cs == pytest.approx([c0 / 3, c0, 3 * c0], rel=1e-12)
     assert g.best_params_ in g.candidates_ and g.score(*_easy(1000, 9)) > 0.8
