@@ -237,3 +237,16 @@ def test_tdil_continuous_sampler_refuses_a_bias_before_any_charge(linear_models)
              accountant=acc).fit()
     assert acc.spent == (0.0, 0.0)
     TDIL(linear_models[0.0], 50.0, 1e-6, data_norm=1.0, sampler="continuous", net_radius=0.05, random_state=0).fit()
+
+
+def test_kernel_svm_docstring_example_shows_the_intercept():
+    """The KernelSVM Examples (run as doctests by tests/test_docstring_examples.py) show ``intercept_scaling``
+    and ``intercept_``."""
+    import doctest
+
+    examples = KernelSVM.__doc__.split("Examples\n    --------", 1)[1]
+    assert "intercept_scaling=" in examples and "clf.intercept_" in examples
+    test = doctest.DocTestParser().get_doctest(KernelSVM.__doc__, {}, "KernelSVM", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0

@@ -423,6 +423,24 @@ class KernelSVM(KernelERM):
     ['a', 'a', 'b', 'b']
     >>> bool(clf.duality_gap_ <= 1e-6)
     True
+
+    The regularised intercept: on imbalanced data no function through the origin separates the classes; with
+    ``intercept_scaling`` (``b``, kernel ``K + b**2``) the model learns the offset ``intercept_ = b**2 sum_i mu_i``,
+    part of every decision value:
+
+    >>> X = np.linspace(0.0, 0.9, 10)[:, None]
+    >>> y = np.where(X[:, 0] > 0.75, 1, -1)                  # 2 positives out of 10, all at the right end
+    >>> no_bias = KernelSVM(lam=1e-3, kernel="linear", intercept_scaling=0.0).fit(X, y)
+    >>> no_bias.predict(X).tolist(), no_bias.intercept_ == 0.0
+    ([-1, -1, -1, -1, -1, -1, -1, -1, -1, -1], True)
+    >>> clf = KernelSVM(lam=1e-3, kernel="linear", intercept_scaling=1.0).fit(X, y)
+    >>> clf.predict(X).tolist()
+    [-1, -1, -1, -1, -1, -1, -1, -1, 1, 1]
+    >>> round(clf.intercept_, 1), clf.kernel_params_["intercept_scaling"]
+    (-5.1, 1.0)
+    >>> w = X.T @ clf.mu_                                     # linear kernel: f(x) = <w, x> + intercept_
+    >>> bool(np.allclose(clf.decision_function(X), X @ w + clf.intercept_))
+    True
     """
 
     _loss = "hinge"
