@@ -250,3 +250,39 @@ def test_kernel_svm_docstring_example_shows_the_intercept():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_tol_below_the_certificate_float_floor_is_explained_with_the_bias():
+    """Issue 23 item 4: ``KernelSVM(kernel="linear", lam=0.01, tol=1e-10)`` stops with ``"precision"`` at ``b = 1``.
+
+    Not ill-conditioning: the dual is solved (``primal − dual`` at rounding level, fewer updates than at ``b = 0``);
+    the certified gap is the certificate's float slack alone,
+    ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|μ_j|`` with ``K'_ii = K_ii + b²``, which grows with
+    ``R_φ'² = R_φ² + b²`` (6.5e-11 at b = 0, 8.2e-11 at 0.5, 1.3e-10 at 1 here). The warning says so and names
+    the tolerance that certifies; the public floor the private mechanisms enforce, ``KERNEL_SUM_REL_ERROR·R_φ'²/λ``,
+    bounds the slack.
+    """
+    from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+    from dpcore.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    score = X[:, 0] - 0.7 * X[:, 1] ** 2 + 0.4 * rng.normal(size=300)
+    y = np.where(score > np.median(score), 1, -1)
+    lam, b = 0.01, 1.0
+    with pytest.warns(ConvergenceWarning, match=r"intercept_scaling") as rec:
+        est = KernelSVM(lam=lam, kernel="linear", tol=1e-10, intercept_scaling=b).fit(X, y)
+    assert est.stop_reason_ == "precision" and not est.converged_
+    assert abs(est.primal_objective_ - est.dual_objective_) <= 1e-15  # the optimum is reached
+    sd = np.sqrt(np.sum(X * X, axis=1) + b * b)
+    slack = KERNEL_SUM_REL_ERROR * sd.mean() * np.sum(sd * np.abs(est.mu_)) \
+        + 1e-15 * (1.0 + abs(est.primal_objective_) + abs(est.dual_objective_))
+    assert est.duality_gap_ == pytest.approx(slack, rel=1e-6)
+    assert slack <= 1.01 * KERNEL_SUM_REL_ERROR * (1.0 + b * b) / lam  # the public floor (R_φ'² = 1 + b², Σ|μ| ≤ 1/λ)
+    msg = str(rec[0].message)
+    assert "the problem is solved" in msg and f"{slack - 1e-15 * (1.0 + abs(est.primal_objective_) + abs(est.dual_objective_)):.3e}" in msg
+    suggested = float(msg.split("tol >= ")[1].split()[0].rstrip(".;,"))
+    assert slack < suggested <= 2.0 * KERNEL_SUM_REL_ERROR * (1.0 + b * b) / lam
+    ok = KernelSVM(lam=lam, kernel="linear", tol=suggested, intercept_scaling=b).fit(X, y)
+    assert ok.converged_ and ok.duality_gap_ <= suggested
