@@ -117,7 +117,8 @@ def _pinp(X, y, seed):
 
 
 def _tdil(X, y, seed):
-    model = KernelSVM(lam=0.01, kernel="linear", tol=1e-9).fit(X, y)
+    # the continuous sampler needs a model without intercept (its score has no intercept coordinate)
+    model = KernelSVM(lam=0.01, kernel="linear", tol=1e-9, intercept_scaling=0.0).fit(X, y)
     rel = dpcore.TDIL(model, 50.0, 1e-6, data_norm=R, calibration="tight", sampler="continuous",
                       net_radius=0.02, random_state=seed).fit()
     return rel.decision_function(Z_PUBLIC[:, :2])

@@ -16,13 +16,15 @@ import numpy as np
 
 
 class StandInModel:
-    """Exact hinge-loss kernel SVM when λ > max K(x, x) (all margins < 1): μ = y / (λ n).
+    """Exact hinge-loss kernel SVM when λ > max K'(x, x) (all margins < 1): μ = y / (λ n).
 
-    With every margin y_i f(x_i) < 1 the hinge is differentiable at the optimum and stationarity
-    gives w* = Σ y_i φ(x_i) / (λ n) exactly, so the duality gap is 0 (a certified exact solution).
+    ``K' = K + b²`` with ``b = intercept_scaling`` (the regularised intercept, feature map ``(φ(x), b)``;
+    0: none). With every margin y_i f(x_i) < 1 under K' the hinge is differentiable at the optimum and
+    stationarity gives w* = Σ y_i φ'(x_i) / (λ n) exactly, so the duality gap is 0 (a certified exact
+    solution); the assertion below checks the margins (λ must exceed K'(x, x), e.g. λ > 1 + b² for rbf).
     """
 
-    def __init__(self, X, y, lam, gamma):
+    def __init__(self, X, y, lam, gamma, *, kernel="rbf", intercept_scaling=0.0):
         import dpcore
 
         X = np.asarray(X, dtype=np.float64)
@@ -30,8 +32,10 @@ class StandInModel:
         n = X.shape[0]
         self.X_fit_, self.n_samples_fit_, self.lam, self.lipschitz_ = X, n, float(lam), 1.0
         self.mu_ = y / (lam * n)
-        self.kernel_params_ = dict(kernel="rbf", gamma=float(gamma), degree=3, coef0=1.0)
-        f = dpcore.kernel_predict(X, X, self.mu_, kernel="rbf", gamma=gamma)
+        self.kernel_params_ = dict(kernel=kernel, gamma=float(gamma), degree=3, coef0=1.0)
+        if intercept_scaling:
+            self.kernel_params_["intercept_scaling"] = float(intercept_scaling)
+        f = dpcore.kernel_predict(X, X, self.mu_, **self.kernel_params_)
         assert np.all(y * f < 1.0), "closed form is not the optimum (a margin is >= 1)"
         self.duality_gap_ = 0.0
         self.w_error_bound_ = 0.0
@@ -52,14 +56,18 @@ class ExactModel(StandInModel):
     classes_ = np.array([-1.0, 1.0])
 
 
-def worst_pair(n=40, lam=2.0, z=0.5):
+def worst_pair(n=40, lam=2.0, z=0.5, *, kernel="rbf", intercept_scaling=0.0):
     """Neighbouring training sets that differ in the label of one point (all points equal to ``z``):
-    every release's mean moves by exactly its sensitivity on public points equal to ``z``."""
+    every release's mean moves by exactly its sensitivity on public points equal to ``z``.
+
+    With ``intercept_scaling = b`` the models use ``K' = K + b²``: ``w_A − w_B = 2 φ'(z)/(λ n)`` has norm
+    ``2 R_φ'/(λ n)`` (the sensitivity) whenever ``K(z, z) = R_φ²`` (rbf: always; linear: ``|z|`` = data_norm)."""
     X = np.full((n, 1), z)
     y = np.ones(n)
     y2 = y.copy()
     y2[-1] = -1.0
-    return ExactModel(X, y, lam, 1.0), ExactModel(X, y2, lam, 1.0)
+    kw = dict(kernel=kernel, intercept_scaling=intercept_scaling)
+    return ExactModel(X, y, lam, 1.0, **kw), ExactModel(X, y2, lam, 1.0, **kw)
 
 
 def unit_ball(rng, m, d):

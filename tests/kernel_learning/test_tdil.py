@@ -184,7 +184,11 @@ def test_fit_release_reproducible_and_persisted(svm2d, tmp_path):
     assert r.mechanism == "TDIL" and r.calibration["net_size"] == a.net_size_
     Q = ball(np.random.default_rng(1), 100, 2)
     np.testing.assert_array_equal(r.decision_function(Q), a.decision_function(Q))
-    c = TDIL(svm2d, 50.0, 1e-6, calibration="tight", sampler="continuous", net_radius=0.02, random_state=4).fit()
+    # the continuous sampler needs a model without intercept (its score |<z, u>| has no intercept coordinate)
+    X0 = svm2d.X_fit_
+    svm0 = dpcore.KernelSVM(lam=0.01, kernel="linear", tol=1e-9, intercept_scaling=0.0).fit(
+        X0, np.where(X0[:, 0] + 0.5 * X0[:, 1] > 0.1, 1.0, -1.0))
+    c = TDIL(svm0, 50.0, 1e-6, calibration="tight", sampler="continuous", net_radius=0.02, random_state=4).fit()
     assert c.privacy_.delta_fp == pytest.approx(1e-7) and c.privacy_.epsilon_spent <= 50.0
     assert c.delta_fp_used_ <= c.privacy_.delta_fp and c.stop_reason_ == "completed"
 

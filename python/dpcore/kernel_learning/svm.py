@@ -57,6 +57,7 @@ from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.dask import compute_all
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
 from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
@@ -226,7 +227,14 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                 fix = "Increase max_iter."
             else:
                 why = "floating-point precision limit reached"
-                fix = "tol is below what can be certified in float64 for this problem; increase tol."
+                slack = self._certificate_slack(X, name, gamma, degree, coef0, b)
+                pd = self.primal_objective_ - self.dual_objective_
+                solved = "the problem is solved, " if pd <= slack else ""
+                fix = (f"tol is below what can be certified in float64 for this problem: {solved}primal - dual = "
+                       f"{pd:.1e}, and the certificate adds a float slack of {slack:.3e} "
+                       f"(KERNEL_SUM_REL_ERROR * mean_i sqrt(K'_ii) * sum_j sqrt(K'_jj)|mu_j| with "
+                       f"K' = K + intercept_scaling**2 = K + {b * b:g}: it grows with the intercept); "
+                       f"use tol >= {2.0 * self.duality_gap_:.3g}.")
             warnings.warn(
                 f"{type(self).__name__}: {why} with certified duality gap "
                 f"{self.duality_gap_:.3e} > tol={tol:.3e}; w_error_bound_="
@@ -236,6 +244,12 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             )
         record_feature_names(self, X_in)
         return self
+
+    def _certificate_slack(self, X, name, gamma, degree, coef0, b) -> float:
+        """The kernel-sum part of the float slack the Rust certificate adds to the gap (``src/kernel_learning/erm.rs``,
+        ``fp_slack``): ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|μ_j|`` with ``K' = K + b²``."""
+        sd = np.sqrt(np.abs(np.asarray(_core.kernel_diag(X, name, gamma, degree, coef0, b))))
+        return float(KERNEL_SUM_REL_ERROR * sd.mean() * np.sum(sd * np.abs(self.mu_)))
 
     _FITTED = (
         "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
@@ -332,7 +346,13 @@ class KernelSVM(KernelERM):
     coef0 : float, default=1.0
         Constant of ``"poly"``.
     tol : float, default=1e-6
-        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective.
+        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. The certificate carries a
+        float slack ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|mu_j| <= 1e-12·R_phi'**2/lam``
+        (``K' = K + intercept_scaling**2``): a ``tol`` below it stops with ``stop_reason_ = "precision"`` and a
+        :class:`ConvergenceWarning` naming the ``tol`` that certifies, even when the problem is solved. It grows
+        with the intercept: ``KernelSVM(kernel="linear", lam=0.01, tol=1e-10)`` on unit-ball data certifies at
+        ``b = 0`` or ``0.5`` (slack 6.5e-11 / 8.2e-11) but not at ``b = 1`` (1.3e-10). The private releases refuse
+        a ``tol`` below twice the public floor ``1e-12·R_phi'**2·L/lam`` before anything is charged.
     max_iter : int, optional
         Maximum number of coordinate updates; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule).
     cache_size : float, default=200
@@ -422,6 +442,24 @@ class KernelSVM(KernelERM):
     >>> clf.predict(X).tolist()
     ['a', 'a', 'b', 'b']
     >>> bool(clf.duality_gap_ <= 1e-6)
+    True
+
+    The regularised intercept: on imbalanced data no function through the origin separates the classes; with
+    ``intercept_scaling`` (``b``, kernel ``K + b**2``) the model learns the offset ``intercept_ = b**2 sum_i mu_i``,
+    part of every decision value:
+
+    >>> X = np.linspace(0.0, 0.9, 10)[:, None]
+    >>> y = np.where(X[:, 0] > 0.75, 1, -1)                  # 2 positives out of 10, all at the right end
+    >>> no_bias = KernelSVM(lam=1e-3, kernel="linear", intercept_scaling=0.0).fit(X, y)
+    >>> no_bias.predict(X).tolist(), no_bias.intercept_ == 0.0
+    ([-1, -1, -1, -1, -1, -1, -1, -1, -1, -1], True)
+    >>> clf = KernelSVM(lam=1e-3, kernel="linear", intercept_scaling=1.0).fit(X, y)
+    >>> clf.predict(X).tolist()
+    [-1, -1, -1, -1, -1, -1, -1, -1, 1, 1]
+    >>> round(clf.intercept_, 1), clf.kernel_params_["intercept_scaling"]
+    (-5.1, 1.0)
+    >>> w = X.T @ clf.mu_                                     # linear kernel: f(x) = <w, x> + intercept_
+    >>> bool(np.allclose(clf.decision_function(X), X @ w + clf.intercept_))
     True
     """
 

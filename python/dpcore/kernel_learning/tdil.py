@@ -289,7 +289,11 @@ class TDIL(ReleasingEstimator):
         kernel, proven float bound). ``"continuous"`` (linear kernel only): the exponential
         mechanism over the continuous ball as a mixture of two log-concave densities
         (:mod:`dpcore.mechanisms.exponential`), O(d) per round, snapped to the same net; its float slack
-        ``δ_fp`` per round (a *stated assumption*, see that module) is charged to δ.
+        ``δ_fp`` per round (a *stated assumption*, see that module) is charged to δ. It needs a model without
+        intercept (``intercept_scaling = 0``): with the augmented kernel ``K + b²`` the score gains the term
+        ``b²(Σα − Σμ)`` and the density is no longer symmetric (refused in :meth:`plan`, before any charge).
+        The net sampler scores the augmented feature map exactly for every kernel (for the linear kernel
+        as the two-term kernel sum ``K'(z, u) + (c − 1) K'(z, 0) = <z, u> + b² c``, ``c = Σα − Σμ``).
     net_radius : float, optional
         ν; default the paper's ``d R_φ/(ε0 n L_φ)``.
     norm_bound : float, optional
@@ -387,6 +391,14 @@ class TDIL(ReleasingEstimator):
         lam, L = info["lam"], info["L"]
         if self.sampler == "continuous" and k["kernel"] != "linear":
             raise ValueError("sampler='continuous' (the log-concave mixture path) exists only for the linear kernel")
+        if self.sampler == "continuous" and k["intercept_scaling"] != 0.0:
+            # its density exp(κ|<z, u>|) is symmetric about the origin; the augmented score
+            # <z, u> + b²(Σα − Σμ) is not, and the exact sampler for it is not implemented
+            raise ValueError(
+                f"sampler='continuous' needs a model without intercept (intercept_scaling = 0, got "
+                f"{k['intercept_scaling']:g}): its score |<z, u>| has no intercept coordinate; use sampler='net' "
+                "(the default, exact for the augmented kernel) or refit with intercept_scaling=0"
+            )
         err = public_error_bound(self.model, lam, "TDIL", r_phi_sq=r2, lipschitz=L)
         check_mu_l1(info["mu"], L / lam, "TDIL")
         fp = prediction_fp_bound(n=n_pts + d, mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
@@ -471,6 +483,10 @@ class TDIL(ReleasingEstimator):
         lap = laplace_plan(cal.sensitivity * self._sensitivity_factor, cal.epsilon_laplace, dim=1)
         X_sv, mu_sv = plan["X_sv"], plan["mu_sv"]
         w_lin = (mu_sv @ X_sv) if plan["linear"] else None  # w* as a d-vector for the linear kernel
+        # the regularised intercept (kernel K + b²): φ'(z) = (z, b), so <φ'(z), w_t − w*> = <z, u> + b²·c with
+        # c = Σα − Σμ; the net sampler then scores the 2-term kernel sum 1·K'(z, u) + (c − 1)·K'(z, 0)
+        b2 = k["intercept_scaling"] ** 2
+        mu_sum = float(np.sum(mu_sv)) if plan["linear"] and b2 > 0.0 else 0.0
         picks, alphas, trace = [], [], []
         fp_used, stop = 0.0, "completed"
         bar = progress_bar(self.verbose, total=cal.B, desc="TDIL rounds", unit="round")
@@ -489,6 +505,11 @@ class TDIL(ReleasingEstimator):
                     fp_used += d_t
                     z_cont = linear_em.LinearBallEM(rng).sample(u, cal.kappa, r)
                     coords, z = linear_em.snap_to_net(z_cont, cal.net_radius, r)
+                elif plan["linear"] and b2 > 0.0:
+                    c = (float(np.sum(alphas)) if alphas else 0.0) - mu_sum
+                    coords, z, _, _ = _core.em_sample_kernel(
+                        d, cal.net_radius, r, np.ascontiguousarray(np.vstack([u, np.zeros(d)])),
+                        np.array([1.0, c - 1.0]), *kernel_args(k), cal.kappa, cal.exponent_bound, rng)
                 elif plan["linear"]:
                     coords, z, _, _ = _core.em_sample_linear(
                         d, cal.net_radius, r, np.ascontiguousarray(u), cal.kappa, cal.exponent_bound, rng)
