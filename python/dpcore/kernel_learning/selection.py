@@ -560,8 +560,9 @@ class PrivateGridSearch(BaseEstimator):
             score_sigma=score_sigma, mean_runs=int(mean_runs), epsilon_accounted=eps_acc, n_candidates=m,
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps,
             class_weight_epsilon=cw_eps)
-        self.class_weight_ = dict(release.class_weight_) if hasattr(release, "class_weight_") else {
-            c: 1.0 for c in classes_.tolist()}
+        best = cands[best_i]  # its class weights: public (declared, or released privately above)
+        self.class_weight_ = resolve_class_weight(best.get("class_weight"), classes_, None, max_class_weight=best.get(
+            "max_class_weight", DEFAULT_MAX_CLASS_WEIGHT))[0]
         return self
 
     def _check_fitted(self) -> None:
