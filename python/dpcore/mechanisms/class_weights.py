@@ -136,7 +136,7 @@ def private_class_weights(y, classes, epsilon: float, *, max_class_weight: float
     >>> acc = dpcore.BudgetAccountant(epsilon=1.0)
     >>> w = dpcore.private_class_weights(y, (-1, 1), 0.5, accountant=acc, random_state=0)
     >>> round(w[1], 1), round(w[-1], 2), acc.remaining()[0]
-    (5.0, 0.56, 0.5)
+    (5.1, 0.56, 0.5)
     """
     epsilon = check_epsilon(epsilon)
     M = check_max_class_weight(max_class_weight)
