@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight
+from dpcore._internal.types import ArrayLike, NDArray
 from dpcore._internal.validation import check_epsilon
 from dpcore.accounting.events import EpsilonDeltaDpEvent
 from dpcore.mechanisms.noise import (
@@ -40,7 +41,7 @@ from dpcore.mechanisms.noise import (
 __all__ = ["PublicClassWeights", "private_class_weights", "class_count_noise_scale", "balanced_from_counts"]
 
 
-class PublicClassWeights(dict):
+class PublicClassWeights(Dict[Any, float]):
     """A ``{class: weight}`` dict released by :func:`private_class_weights` (public: pass it as ``class_weight``).
 
     Besides the dict entries it carries the public record of its release: ``dp_event_`` (the event charged),
@@ -80,7 +81,7 @@ def class_count_noise_scale(epsilon: float) -> Fraction:
     return t
 
 
-def balanced_from_counts(counts: Sequence[float], n: int, max_class_weight: float) -> list:
+def balanced_from_counts(counts: Sequence[float], n: int, max_class_weight: float) -> List[float]:
     """``clip(n / (K max(c_k, 1)), 1/M, M)`` for each (noisy) count (post-processing).
 
     Examples
@@ -94,8 +95,9 @@ def balanced_from_counts(counts: Sequence[float], n: int, max_class_weight: floa
     return [min(M, max(1.0 / M, n / (K * max(float(c), 1.0)))) for c in counts]
 
 
-def private_class_weights(y, classes, epsilon: float, *, max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
-                          accountant=None, random_state: RandomState = None) -> PublicClassWeights:
+def private_class_weights(y: ArrayLike, classes: Union[Sequence[Any], NDArray[Any]], epsilon: float, *,
+                          max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, accountant: Any = None,
+                          random_state: RandomState = None) -> PublicClassWeights:
     """ε-DP balanced class weights ``n / (K ñ_k)``, clipped to ``[1/M, M]``, as a public dict.
 
     See :mod:`dpcore.mechanisms.class_weights` for the mechanism and its proof (class counts + exact
