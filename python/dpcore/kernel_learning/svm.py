@@ -162,7 +162,10 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         ValueError
             NaN/inf or empty ``X``, wrong shapes, a label of ``y`` outside ``classes``, ``lam``,
             ``tol`` or ``cache_size`` not finite and positive, invalid ``max_iter`` or kernel
-            parameters. The message names the parameter.
+            parameters, a ``class_weight`` key outside ``classes`` or a weight not finite, ``<= 0`` or
+            above ``max_class_weight``. The message names the parameter.
+        TypeError
+            ``class_weight`` neither ``None``, ``"balanced"`` nor a dict, or a non-numeric weight.
         """
         X_in = X
         X = check_array(X, "X")
