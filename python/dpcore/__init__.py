@@ -41,7 +41,7 @@ from dpcore.exceptions import (
     StateRollbackError,
 )
 from dpcore import mechanisms, accounting, audit, kernels
-from dpcore.mechanisms import check_random_state, gaussian_mechanism, laplace_mechanism
+from dpcore.mechanisms import check_random_state, gaussian_mechanism, laplace_mechanism, private_class_weights
 from dpcore.accounting import BudgetAccountant
 from dpcore.kernels import RandomFourierFeatures, feature_map_radius, kernel_matrix, kernel_predict
 from dpcore import kernel_learning, glm, private_svm, ldp, datasets
@@ -65,7 +65,7 @@ __all__ = [
     "exceptions",
     # functions
     "kernel_matrix", "kernel_predict", "feature_map_radius", "laplace_mechanism", "gaussian_mechanism",
-    "check_random_state",
+    "check_random_state", "private_class_weights",
     # estimators, services, releases
     "BudgetAccountant", "KernelSVM", "KernelLogisticRegression", "PINP", "TDDL", "TDIL", "KernelRelease",
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",

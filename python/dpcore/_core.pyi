@@ -206,11 +206,13 @@ def erm_fit(
     cache_bytes: int,
     shrinking: bool,
     progress: Optional[Callable[[int, float, bool, int], object]] = None,
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
 ) -> dict:
-    """Fit without the GIL; about every 0.1 s and at every exact gap check, pending signal
+    """Fit ``(1/n) sum_i s_i loss_i + lam/2 ||w||^2`` (``s = sample_weight``, finite > 0, ones by
+    default, bit-for-bit the unweighted fit) without the GIL; about every 0.1 s and at every exact gap check, pending signal
     handlers run (Ctrl-C raises ``KeyboardInterrupt``) and ``progress(iter, gap, exact, active)``
     is called; an exception from either abandons the solve and is re-raised. Returns ``{"a", "mu", "decision", "primal", "dual", "gap", "w_norm", "n_iter",
-    "converged", "stop_reason", "history", "full_gram"}`` (``a = alpha / C in [0, 1]``,
+    "converged", "stop_reason", "history", "full_gram"}`` (``a = alpha / C in [0, s]``,
     ``mu = y * C * a``, ``gap`` certified from ``a`` alone)."""
 
 def erm_certificate(
@@ -224,8 +226,9 @@ def erm_certificate(
     coef0: float,
     intercept_scaling: float,
     lam: float,
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
 ) -> dict:
-    """Certificate of the dual point ``a in [0, 1]^n``: ``{"mu", "decision", "primal", "dual",
+    """Certificate of the dual point ``a in [0, s]`` (``s = sample_weight``, ones by default): ``{"mu", "decision", "primal", "dual",
     "gap", "w_norm"}``."""
 
 # ---- end erm ----

@@ -42,6 +42,28 @@
 //! floating-point error bound `1e-12 · max_i K(x_i, x_i) · ‖μ‖₁` (each `u_i` is accurate to ~1e-13
 //! relative to `Σ_j |K_ij| |μ_j|`, and the gap is 1/n-Lipschitz in each `u_i`).
 //!
+//! # Weights (class weights)
+//!
+//! [`fit_weighted_with_hook`] solves `P_s(w) = (1/n) Σ_i s_i ℓ(y_i <w, φ(x_i)>) + (λ/2)‖w‖²` with
+//! per-sample weights `s_i > 0` (class weights: `s_i = w_{y_i}`). The conjugate of `s ℓ` is the
+//! conjugate of `ℓ` scaled onto `[0, s]`, so the dual box becomes `a_i ∈ [0, s_i]` (`α_i ∈ [0, C
+//! s_i]`, `|μ_i| ≤ s_i C`) and, with `ρ_i = a_i / s_i`,
+//!
+//! ```text
+//! hinge:     D(a) = (1/n) Σ a_i − (λ/2) ‖w(a)‖²
+//!            gap  = (1/n) Σ [ a_i (u_i − 1)₊ + (s_i − a_i) (1 − u_i)₊ ]
+//! logistic:  D(a) = −(λ/2) ‖w(a)‖² − (1/n) Σ s_i [ρ_i log ρ_i + (1 − ρ_i) log(1 − ρ_i)]
+//!            gap  = (1/n) Σ s_i [ ρ_i u_i + log(1 + e^{−u_i}) + ρ_i log ρ_i + (1 − ρ_i) log(1 − ρ_i) ]
+//! ```
+//!
+//! (each term is again a non-negative Fenchel–Young gap; weak duality and λ-strong convexity
+//! are unchanged, so `‖w − w*‖ ≤ sqrt(2 gap/λ)` holds as before). The hinge solver clips each
+//! coordinate to its own box; the logistic solver works in `ρ_i` with the sub-problem constant
+//! `C Q_ii s_i`. The gap is `(s_i/n)`-Lipschitz in `u_i`, so the float slack weighs `sqrt(K_ii)`
+//! by `s_i`. With `s = 1` every operation multiplies by `1.0` and the result is bit-for-bit the
+//! unweighted one. The weighted loss is `(max_i s_i) L`-Lipschitz: a mechanism's sensitivity uses
+//! that constant (a public bound on the weights), see `docs/privacy.md`.
+//!
 //! # Solvers
 //!
 //! * **Hinge**: greedy dual block-coordinate descent on `min ½ αᵀQα − Σ α, 0 ≤ α ≤ C` (no
@@ -292,13 +314,35 @@ pub fn certify_cancellable(
     lam: f64,
     cancel: &Cancel,
 ) -> DpResult<Certificate> {
+    certify_weighted_cancellable(x, y, None, a, b, kernel, loss, lam, cancel)
+}
+
+/// [`certify_cancellable`] for the weighted problem `(1/n) Σ s_i ℓ(u_i) + (λ/2)‖w‖²` (see
+/// "Weights" in the module docs): `a ∈ [0, s]`, `b = s − a` (`None` computes it); `s = None` is
+/// the unweighted problem (`s = 1`, bit-for-bit).
+///
+/// # Errors
+/// As [`certify_cancellable`]; `s` of the wrong length or not finite and `> 0`; `a ∉ [0, s]`.
+#[allow(clippy::too_many_arguments)]
+pub fn certify_weighted_cancellable(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    cancel: &Cancel,
+) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
     let n = x.nrows();
-    if a.len() != n || !a.iter().all(|&v| (0.0..=1.0).contains(&v)) {
+    let s = weights_or_ones(s, n)?;
+    if a.len() != n || !a.iter().zip(&s).all(|(&v, &si)| (0.0..=si).contains(&v)) {
         return Err(DpError::invalid(
             "a",
-            format!("must have length {n} with entries in [0, 1]"),
+            format!("must have length {n} with entries in [0, s_i] (s = 1 unweighted)"),
         ));
     }
     let c = 1.0 / (lam * n as f64);
@@ -318,23 +362,25 @@ pub fn certify_cancellable(
     let mut dual_sum = 0.0;
     for i in 0..n {
         let u = y[i] * decision[i];
-        let ai = a[i];
+        let (ai, si) = (a[i], s[i]);
         let bi = match b {
             Some(b) => b[i],
-            None => 1.0 - ai,
+            None => si - ai,
         };
         match loss {
             Loss::Hinge => {
-                loss_sum += (1.0 - u).max(0.0);
+                loss_sum += si * (1.0 - u).max(0.0);
                 dual_sum += ai;
                 gap_sum += ai * (u - 1.0).max(0.0) + bi * (1.0 - u).max(0.0);
             }
             Loss::Logistic => {
+                // s · [ρ u + softplus(−u) + ρ log ρ + (1 − ρ) log(1 − ρ)], ρ = a/s
+                let (ri, qi) = (ai / si, bi / si);
                 let sp = softplus(-u);
-                let ent = xlogx(ai) + xlogx(bi);
-                loss_sum += sp;
-                dual_sum -= ent;
-                gap_sum += (ai * u + sp + ent).max(0.0);
+                let ent = xlogx(ri) + xlogx(qi);
+                loss_sum += si * sp;
+                dual_sum -= si * ent;
+                gap_sum += si * (ri * u + sp + ent).max(0.0);
             }
         }
     }
@@ -344,7 +390,7 @@ pub fn certify_cancellable(
         .iter()
         .map(|v| v.abs().sqrt())
         .collect();
-    let slack = fp_slack(&sqrt_diag, mu.iter().map(|v| v.abs()))
+    let slack = fp_slack(&sqrt_diag, &s, mu.iter().map(|v| v.abs()))
         + 1e-15 * (1.0 + primal.abs() + dual.abs());
     let gap = (inv_n * gap_sum).max(primal - dual).max(0.0) + slack;
     Ok(Certificate {
@@ -360,15 +406,31 @@ pub fn certify_cancellable(
 /// Relative accuracy assumed for the recomputed decision values (named in [`crate::fp`]).
 use crate::fp::KERNEL_SUM_REL_ERROR as FP_REL;
 
-/// Floating-point slack added to the certified gap: the gap is `(1/n)`-Lipschitz in each `u_i`
-/// (its derivative is `(a_i − ℓ'-term)/n` with both in `[0, 1]`) and `Σ_j |K_ij| |μ_j| ≤
-/// sqrt(K_ii) Σ_j sqrt(K_jj) |μ_j|` (Cauchy–Schwarz in feature space), so the computed gap is off
-/// by at most `FP_REL · mean_i sqrt(K_ii) · Σ_j sqrt(K_jj) |μ_j|`.
-fn fp_slack(sqrt_diag: &[f64], abs_mu: impl Iterator<Item = f64>) -> f64 {
+/// Floating-point slack added to the certified gap: the gap is `(s_i/n)`-Lipschitz in each `u_i`
+/// (its derivative is `(a_i − s_i ℓ'-term)/n` with both in `[0, s_i]`; `s = 1` unweighted) and
+/// `Σ_j |K_ij| |μ_j| ≤ sqrt(K_ii) Σ_j sqrt(K_jj) |μ_j|` (Cauchy–Schwarz in feature space), so the
+/// computed gap is off by at most `FP_REL · mean_i s_i sqrt(K_ii) · Σ_j sqrt(K_jj) |μ_j|`.
+fn fp_slack(sqrt_diag: &[f64], s: &[f64], abs_mu: impl Iterator<Item = f64>) -> f64 {
     let n = sqrt_diag.len().max(1) as f64;
     let s1: f64 = sqrt_diag.iter().zip(abs_mu).map(|(d, m)| d * m).sum();
-    let mean: f64 = sqrt_diag.iter().sum::<f64>() / n;
+    let mean: f64 = sqrt_diag.iter().zip(s).map(|(d, w)| w * d).sum::<f64>() / n;
     FP_REL * mean * s1
+}
+
+/// The per-sample weights `s` (validated: length `n`, finite, `> 0`), or `n` ones.
+fn weights_or_ones(s: Option<ArrayView1<'_, f64>>, n: usize) -> DpResult<Vec<f64>> {
+    match s {
+        None => Ok(vec![1.0; n]),
+        Some(s) => {
+            if s.len() != n || !s.iter().all(|&v| v.is_finite() && v > 0.0) {
+                return Err(DpError::invalid(
+                    "sample_weight",
+                    format!("must have length {n} (the number of rows of X) with finite entries > 0"),
+                ));
+            }
+            Ok(s.to_vec())
+        }
+    }
 }
 
 /// Why the solver stopped.
@@ -496,9 +558,28 @@ pub fn fit_with_hook(
     opts: &ErmOptions,
     hook: &mut dyn FnMut(&Progress) -> bool,
 ) -> DpResult<Option<ErmSolution>> {
+    fit_weighted_with_hook(x, y, None, kernel, loss, opts, hook)
+}
+
+/// [`fit_with_hook`] for the weighted problem `(1/n) Σ s_i ℓ(y_i f(x_i)) + (λ/2)‖w‖²` (per-sample
+/// weights `s_i > 0`, e.g. class weights `s_i = w_{y_i}`; "Weights" in the module docs). The dual
+/// box becomes `a_i ∈ [0, s_i]`; `s = None` is the unweighted problem, bit-for-bit.
+///
+/// # Errors
+/// As [`fit_with_hook`], and `s` of the wrong length or with an entry not finite and `> 0`.
+pub fn fit_weighted_with_hook(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    opts: &ErmOptions,
+    hook: &mut dyn FnMut(&Progress) -> bool,
+) -> DpResult<Option<ErmSolution>> {
     check_problem(&x, &y, opts.lam)?;
     check_options(opts)?;
     kernel.validate()?;
+    let sw = weights_or_ones(s, x.nrows())?;
     let xs = x.as_standard_layout();
     let xv = xs.view();
     let yv: Vec<f64> = y.to_vec();
@@ -509,21 +590,24 @@ pub fn fit_with_hook(
     let diag = evaluation::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
     let (a, b, n_iter, history) = match loss {
-        Loss::Hinge => solve_hinge(&yv, &diag, &mut rows, opts, &mut ticker),
-        Loss::Logistic => solve_logistic(&yv, &diag, &mut rows, opts, &mut ticker),
+        Loss::Hinge => solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker),
+        Loss::Logistic => solve_logistic(&yv, &sw, &diag, &mut rows, opts, &mut ticker),
     };
     drop(rows);
     if ticker.stopped {
         return Ok(None);
     }
-    let cert = certify(
+    let sv = ndarray::ArrayView1::from(&sw[..]);
+    let cert = certify_weighted_cancellable(
         xv,
         y,
+        Some(sv),
         a.view(),
         b.as_ref().map(|b| b.view()),
         kernel,
         loss,
         opts.lam,
+        Cancel::never(),
     )?;
     let mut history = history;
     history.push((n_iter, cert.gap));
@@ -546,13 +630,13 @@ pub fn fit_with_hook(
     }))
 }
 
-/// Exact gap `(1/n) Σ [a (u−1)₊ + (1−a)(1−u)₊]` from `q = Qα` (`u = q`).
-fn hinge_gap(alpha: &[f64], q: &[f64], c: f64) -> f64 {
+/// Exact gap `(1/n) Σ [a (u−1)₊ + (s−a)(1−u)₊]` from `q = Qα` (`u = q`; weights `s`).
+fn hinge_gap(alpha: &[f64], q: &[f64], c: f64, sw: &[f64]) -> f64 {
     let n = q.len();
     let mut s = 0.0;
     for i in 0..n {
         let a = alpha[i] / c;
-        s += a * (q[i] - 1.0).max(0.0) + (1.0 - a) * (1.0 - q[i]).max(0.0);
+        s += a * (q[i] - 1.0).max(0.0) + (sw[i] - a) * (1.0 - q[i]).max(0.0);
     }
     s / n as f64
 }
@@ -596,7 +680,7 @@ fn gain(a: f64, q: f64, d: f64, inv: f64, c: f64) -> f64 {
 fn update_pass<T: RowElem>(
     row: &[T],
     coef: f64,
-    c: f64,
+    ua: &[f64],
     qa: &mut [f64],
     aa: &[f64],
     ya: &[f64],
@@ -610,12 +694,13 @@ fn update_pass<T: RowElem>(
                   ya: &[f64],
                   da: &[f64],
                   ia: &[f64],
-                  act: &[usize]| {
+                  act: &[usize],
+                  ua: &[f64]| {
         let (mut b, mut bg) = (usize::MAX, 0.0);
         for r in 0..qa.len() {
             let qj = qa[r] + coef * ya[r] * row[act[r]].to_f64();
             qa[r] = qj;
-            let gn = gain(aa[r], qj, da[r], ia[r], c);
+            let gn = gain(aa[r], qj, da[r], ia[r], ua[r]);
             if gn > bg {
                 bg = gn;
                 b = r0 + r;
@@ -630,9 +715,10 @@ fn update_pass<T: RowElem>(
             .zip(da.par_chunks(PAR_CHUNK))
             .zip(ia.par_chunks(PAR_CHUNK))
             .zip(active.par_chunks(PAR_CHUNK))
+            .zip(ua.par_chunks(PAR_CHUNK))
             .enumerate()
-            .map(|(k, (((((q, a), yy), d), inv), act))| {
-                update(k * PAR_CHUNK, q, a, yy, d, inv, act)
+            .map(|(k, ((((((q, a), yy), d), inv), act), u))| {
+                update(k * PAR_CHUNK, q, a, yy, d, inv, act, u)
             })
             .reduce(
                 || (usize::MAX, 0.0),
@@ -645,7 +731,7 @@ fn update_pass<T: RowElem>(
                 },
             )
     } else {
-        update(0, qa, aa, ya, da, ia, active)
+        update(0, qa, aa, ya, da, ia, active, ua)
     }
 }
 
@@ -665,14 +751,24 @@ fn clip_step(g: f64, d: f64, lo: f64, hi: f64) -> f64 {
 }
 
 /// Exact minimiser of the two-variable box QP `min gi s + gj t + ½ (a s² + 2 b s t + d t²)`
-/// over `a_i + s ∈ [0, c]`, `a_j + t ∈ [0, c]` (`[[a, b], [b, d]]` positive semi-definite): the
+/// over `a_i + s ∈ [0, c_i]`, `a_j + t ∈ [0, c_j]` (`[[a, b], [b, d]]` positive semi-definite): the
 /// unconstrained Newton point when it is feasible, otherwise the best point of the four edges
 /// (each a clipped one-dimensional problem); the two single-coordinate steps are candidates too,
 /// so the decrease is never below that of the exact step on `i` alone. Returns the new values
-/// `(a_i', a_j')`, snapped exactly onto the bounds `0` / `c` when the step reaches them.
+/// `(a_i', a_j')`, snapped exactly onto the bounds `0` / `c_i`, `c_j` when the step reaches them.
 #[allow(clippy::too_many_arguments)]
-fn pair_step(ai: f64, aj: f64, gi: f64, gj: f64, a: f64, b: f64, d: f64, c: f64) -> (f64, f64) {
-    let (li, ui, lj, uj) = (-ai, c - ai, -aj, c - aj);
+fn pair_step(
+    ai: f64,
+    aj: f64,
+    gi: f64,
+    gj: f64,
+    a: f64,
+    b: f64,
+    d: f64,
+    ci: f64,
+    cj: f64,
+) -> (f64, f64) {
+    let (li, ui, lj, uj) = (-ai, ci - ai, -aj, cj - aj);
     let dec = |s: f64, t: f64| -(gi * s + gj * t + 0.5 * (a * s * s + 2.0 * b * s * t + d * t * t));
     let mut cands: [(f64, f64); 7] = [(0.0, 0.0); 7];
     cands[0] = (clip_step(gi, a, li, ui), 0.0);
@@ -698,7 +794,7 @@ fn pair_step(ai: f64, aj: f64, gi: f64, gj: f64, a: f64, b: f64, d: f64, c: f64)
             (bs, bt, bd) = (s, t, v);
         }
     }
-    let snap = |a0: f64, st: f64, lo: f64, hi: f64| {
+    let snap = |a0: f64, st: f64, lo: f64, hi: f64, c: f64| {
         if st <= lo {
             0.0
         } else if st >= hi {
@@ -707,7 +803,7 @@ fn pair_step(ai: f64, aj: f64, gi: f64, gj: f64, a: f64, b: f64, d: f64, c: f64)
             (a0 + st).max(0.0).min(c)
         }
     };
-    (snap(ai, bs, li, ui), snap(aj, bt, lj, uj))
+    (snap(ai, bs, li, ui, ci), snap(aj, bt, lj, uj, cj))
 }
 
 /// Partner selection for a two-coordinate step with the selected coordinate at position `p`
@@ -726,7 +822,7 @@ fn partner_pass<T: RowElem>(
     gi: f64,
     qii: f64,
     yi: f64,
-    c: f64,
+    ua: &[f64],
     qa: &[f64],
     aa: &[f64],
     ya: &[f64],
@@ -735,13 +831,19 @@ fn partner_pass<T: RowElem>(
 ) -> (usize, f64) {
     let ratio = gi / qii;
     let inv_qii = 1.0 / qii;
-    let sel = |r0: usize, qa: &[f64], aa: &[f64], ya: &[f64], da: &[f64], act: &[usize]| {
+    let sel = |r0: usize,
+               qa: &[f64],
+               aa: &[f64],
+               ya: &[f64],
+               da: &[f64],
+               act: &[usize],
+               ua: &[f64]| {
         let (mut best, mut bg) = (usize::MAX, 0.0);
         for r in 0..qa.len() {
             let b = yi * ya[r] * row_i[act[r]].to_f64();
             let g = (qa[r] - 1.0) - b * ratio;
             let curv = (da[r] - b * b * inv_qii).max(1e-12 * da[r]);
-            let gn = gain(aa[r], g + 1.0, curv, 1.0 / curv, c);
+            let gn = gain(aa[r], g + 1.0, curv, 1.0 / curv, ua[r]);
             if gn > bg && r0 + r != p {
                 bg = gn;
                 best = r0 + r;
@@ -755,8 +857,9 @@ fn partner_pass<T: RowElem>(
             .zip(ya.par_chunks(PAR_CHUNK))
             .zip(da.par_chunks(PAR_CHUNK))
             .zip(active.par_chunks(PAR_CHUNK))
+            .zip(ua.par_chunks(PAR_CHUNK))
             .enumerate()
-            .map(|(k, ((((q, a), yy), d), act))| sel(k * PAR_CHUNK, q, a, yy, d, act))
+            .map(|(k, (((((q, a), yy), d), act), u))| sel(k * PAR_CHUNK, q, a, yy, d, act, u))
             .reduce(
                 || (usize::MAX, 0.0),
                 |x, y| {
@@ -768,7 +871,7 @@ fn partner_pass<T: RowElem>(
                 },
             )
     } else {
-        sel(0, qa, aa, ya, da, active)
+        sel(0, qa, aa, ya, da, active, ua)
     }
 }
 
@@ -780,7 +883,7 @@ fn update_pass2<T: RowElem, U: RowElem>(
     coef1: f64,
     row2: &[U],
     coef2: f64,
-    c: f64,
+    ua: &[f64],
     qa: &mut [f64],
     aa: &[f64],
     ya: &[f64],
@@ -794,13 +897,14 @@ fn update_pass2<T: RowElem, U: RowElem>(
                   ya: &[f64],
                   da: &[f64],
                   ia: &[f64],
-                  act: &[usize]| {
+                  act: &[usize],
+                  ua: &[f64]| {
         let (mut b, mut bg) = (usize::MAX, 0.0);
         for r in 0..qa.len() {
             let j = act[r];
             let qj = qa[r] + ya[r] * (coef1 * row1[j].to_f64() + coef2 * row2[j].to_f64());
             qa[r] = qj;
-            let gn = gain(aa[r], qj, da[r], ia[r], c);
+            let gn = gain(aa[r], qj, da[r], ia[r], ua[r]);
             if gn > bg {
                 bg = gn;
                 b = r0 + r;
@@ -815,9 +919,10 @@ fn update_pass2<T: RowElem, U: RowElem>(
             .zip(da.par_chunks(PAR_CHUNK))
             .zip(ia.par_chunks(PAR_CHUNK))
             .zip(active.par_chunks(PAR_CHUNK))
+            .zip(ua.par_chunks(PAR_CHUNK))
             .enumerate()
-            .map(|(k, (((((q, a), yy), d), inv), act))| {
-                update(k * PAR_CHUNK, q, a, yy, d, inv, act)
+            .map(|(k, ((((((q, a), yy), d), inv), act), u))| {
+                update(k * PAR_CHUNK, q, a, yy, d, inv, act, u)
             })
             .reduce(
                 || (usize::MAX, 0.0),
@@ -830,7 +935,7 @@ fn update_pass2<T: RowElem, U: RowElem>(
                 },
             )
     } else {
-        update(0, qa, aa, ya, da, ia, active)
+        update(0, qa, aa, ya, da, ia, active, ua)
     }
 }
 
@@ -838,6 +943,7 @@ type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
 
 fn solve_hinge(
     y: &[f64],
+    sw: &[f64],
     diag: &[f64],
     rows: &mut RowCache<'_>,
     opts: &ErmOptions,
@@ -846,13 +952,16 @@ fn solve_hinge(
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
     let inv_n = 1.0 / n as f64;
+    // the box of α_i is [0, C s_i] (s_i = 1 unweighted: exactly C)
+    let ub: Vec<f64> = sw.iter().map(|&w| c * w).collect();
     let mut alpha = vec![0.0f64; n];
     let mut q = vec![0.0f64; n]; // Q α (exact after every full check)
     let mut history = Vec::new();
     let mut iter: u64 = 0;
     let mut theta = 0.5; // inner target: active part of the gap ≤ theta · tol
     let sqrt_diag: Vec<f64> = diag.iter().map(|v| v.abs().sqrt()).collect();
-    let target = |alpha: &[f64]| stop_target(opts.tol, fp_slack(&sqrt_diag, alpha.iter().copied()));
+    let target =
+        |alpha: &[f64]| stop_target(opts.tol, fp_slack(&sqrt_diag, sw, alpha.iter().copied()));
 
     // The active set is kept compacted: position p holds variable active[p], with contiguous
     // copies of its α, q, y, Q_ii and 1/Q_ii, so the O(|active|) pass of every step streams
@@ -866,12 +975,13 @@ fn solve_hinge(
         .iter()
         .map(|&d| if d > 0.0 { 1.0 / d } else { f64::INFINITY })
         .collect();
+    let mut ua: Vec<f64> = ub.clone();
 
     // (best position, best gain, Σ gap terms, max |projected gradient|) over the active set
-    let scan = |aa: &[f64], qa: &[f64], da: &[f64], ia: &[f64]| -> (usize, f64, f64, f64) {
+    let scan = |aa: &[f64], qa: &[f64], da: &[f64], ia: &[f64], ua: &[f64]| -> (usize, f64, f64, f64) {
         let (mut best, mut bg, mut terms, mut mpg) = (usize::MAX, 0.0, 0.0, 0.0f64);
         for p in 0..aa.len() {
-            let (a, g) = (aa[p], qa[p] - 1.0);
+            let (a, g, c) = (aa[p], qa[p] - 1.0, ua[p]);
             let gn = gain(a, qa[p], da[p], ia[p], c);
             if gn > bg {
                 bg = gn;
@@ -891,7 +1001,7 @@ fn solve_hinge(
     };
     let check_every = 1000usize;
     let mut narrow_fails = 0u32;
-    let (mut best, mut best_gain, mut term_sum, mut max_pg) = scan(&aa, &qa, &da, &ia);
+    let (mut best, mut best_gain, mut term_sum, mut max_pg) = scan(&aa, &qa, &da, &ia, &ua);
     let mut since_scan = 0usize;
     loop {
         let active_gap = term_sum / c * inv_n;
@@ -902,7 +1012,7 @@ fn solve_hinge(
                 alpha[j] = aa[p];
             }
             q = rows.exact_q(y, &alpha);
-            let gap = hinge_gap(&alpha, &q, c);
+            let gap = hinge_gap(&alpha, &q, c, sw);
             history.push((iter, gap));
             let go_on = ticker.fire(Progress {
                 iter,
@@ -937,7 +1047,8 @@ fn solve_hinge(
                 .iter()
                 .map(|&d| if d > 0.0 { 1.0 / d } else { f64::INFINITY })
                 .collect();
-            (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia);
+            ua.clone_from(&ub);
+            (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia, &ua);
             since_scan = 0;
             if best == usize::MAX || best_gain <= 0.0 {
                 // nothing can move with the exact gradient: rounding floor, report honestly
@@ -962,10 +1073,10 @@ fn solve_hinge(
         let partner = if PAIR_STEPS && iter + 2 <= opts.max_iter && da[p] > 0.0 {
             let (pj, _) = match rows.row(i) {
                 RowRef::F32(row) => {
-                    partner_pass(row, p, g, da[p], ya[p], c, &qa, &aa, &ya, &da, &active)
+                    partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
                 RowRef::F64(row) => {
-                    partner_pass(row, p, g, da[p], ya[p], c, &qa, &aa, &ya, &da, &active)
+                    partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
             };
             (pj != usize::MAX).then_some(pj)
@@ -982,7 +1093,17 @@ fn solve_hinge(
                     RowRef::F32(row) => row[j] as f64,
                     RowRef::F64(row) => row[j],
                 };
-            let (ni, nj) = pair_step(aa[p], aa[pj], g, qa[pj] - 1.0, da[p], qij, da[pj], c);
+            let (ni, nj) = pair_step(
+                aa[p],
+                aa[pj],
+                g,
+                qa[pj] - 1.0,
+                da[p],
+                qij,
+                da[pj],
+                ua[p],
+                ua[pj],
+            );
             if nj != aa[pj] {
                 let (c1, c2) = ((ni - aa[p]) * y[i], (nj - aa[pj]) * y[j]);
                 aa[p] = ni;
@@ -991,36 +1112,40 @@ fn solve_hinge(
                 let (q, a) = (&mut qa, &aa);
                 (best, best_gain) = match (ri, rj) {
                     (RowRef::F32(r1), RowRef::F32(r2)) => {
-                        update_pass2(r1, c1, r2, c2, c, q, a, &ya, &da, &ia, &active)
+                        update_pass2(r1, c1, r2, c2, &ua, q, a, &ya, &da, &ia, &active)
                     }
                     (RowRef::F32(r1), RowRef::F64(r2)) => {
-                        update_pass2(r1, c1, r2, c2, c, q, a, &ya, &da, &ia, &active)
+                        update_pass2(r1, c1, r2, c2, &ua, q, a, &ya, &da, &ia, &active)
                     }
                     (RowRef::F64(r1), RowRef::F32(r2)) => {
-                        update_pass2(r1, c1, r2, c2, c, q, a, &ya, &da, &ia, &active)
+                        update_pass2(r1, c1, r2, c2, &ua, q, a, &ya, &da, &ia, &active)
                     }
                     (RowRef::F64(r1), RowRef::F64(r2)) => {
-                        update_pass2(r1, c1, r2, c2, c, q, a, &ya, &da, &ia, &active)
+                        update_pass2(r1, c1, r2, c2, &ua, q, a, &ya, &da, &ia, &active)
                     }
                 };
                 stepped = true;
             }
         }
         if !stepped {
-            let new = (aa[p] - g * ia[p]).max(0.0).min(c);
+            let new = (aa[p] - g * ia[p]).max(0.0).min(ua[p]);
             let dl = new - aa[p];
             aa[p] = new;
             iter += 1;
             let coef = dl * y[i];
             (best, best_gain) = match rows.row(i) {
-                RowRef::F32(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
-                RowRef::F64(row) => update_pass(row, coef, c, &mut qa, &aa, &ya, &da, &ia, &active),
+                RowRef::F32(row) => {
+                    update_pass(row, coef, &ua, &mut qa, &aa, &ya, &da, &ia, &active)
+                }
+                RowRef::F64(row) => {
+                    update_pass(row, coef, &ua, &mut qa, &aa, &ya, &da, &ia, &active)
+                }
             };
         }
         since_scan += 1;
         if since_scan >= check_every.min(active.len()) {
             since_scan = 0;
-            let scanned = scan(&aa, &qa, &da, &ia);
+            let scanned = scan(&aa, &qa, &da, &ia, &ua);
             term_sum = scanned.2;
             max_pg = scanned.3;
             if opts.shrinking {
@@ -1030,7 +1155,7 @@ fn solve_hinge(
                 let keep: Vec<bool> = (0..active.len())
                     .map(|r| {
                         let g = qa[r] - 1.0;
-                        !((aa[r] <= 0.0 && g > m) || (aa[r] >= c && g < -m))
+                        !((aa[r] <= 0.0 && g > m) || (aa[r] >= ua[r] && g < -m))
                     })
                     .collect();
                 if keep.iter().any(|k| !k) {
@@ -1043,22 +1168,23 @@ fn solve_hinge(
                             ya[w] = ya[r];
                             da[w] = da[r];
                             ia[w] = ia[r];
+                            ua[w] = ua[r];
                             w += 1;
                         } else {
                             alpha[active[r]] = aa[r];
                         }
                     }
-                    for v in [&mut aa, &mut qa, &mut ya, &mut da, &mut ia] {
+                    for v in [&mut aa, &mut qa, &mut ya, &mut da, &mut ia, &mut ua] {
                         v.truncate(w);
                     }
                     active.truncate(w);
-                    (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia);
+                    (best, best_gain, term_sum, max_pg) = scan(&aa, &qa, &da, &ia, &ua);
                 }
             }
         }
     }
     let _ = max_pg;
-    let a = Array1::from_iter(alpha.iter().map(|&v| (v / c).clamp(0.0, 1.0)));
+    let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
     (a, None, iter, history)
 }
 
@@ -1097,6 +1223,7 @@ fn logistic_subproblem(q: f64, k: f64, a_old: f64) -> f64 {
 
 fn solve_logistic(
     y: &[f64],
+    sw: &[f64],
     diag: &[f64],
     rows: &mut RowCache<'_>,
     opts: &ErmOptions,
@@ -1105,7 +1232,9 @@ fn solve_logistic(
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
     let inv_n = 1.0 / n as f64;
-    // a = σ(t), b = 1 − a = σ(−t); start at a = 0 (t = −∞), where Q α = 0 exactly
+    // weights: the box is a_i ∈ [0, s_i]; the solver works with ρ_i = a_i / s_i (a below) and
+    // scales at the end. a = σ(t), b = 1 − a = σ(−t); start at a = 0 (t = −∞), where Q α = 0
+    // exactly
     let mut t = vec![f64::NEG_INFINITY; n];
     let mut a = vec![0.0f64; n];
     let mut b = vec![1.0f64; n];
@@ -1118,7 +1247,7 @@ fn solve_logistic(
         let mut s = 0.0;
         for i in 0..n {
             let u = q[i];
-            s += (a[i] * u + softplus(-u) + xlogx(a[i]) + xlogx(b[i])).max(0.0);
+            s += sw[i] * (a[i] * u + softplus(-u) + xlogx(a[i]) + xlogx(b[i])).max(0.0);
         }
         s * inv_n
     };
@@ -1136,10 +1265,11 @@ fn solve_logistic(
             }) {
                 break 'outer;
             }
-            let k = c * diag[i];
+            // d/dρ_i of the (n-scaled) dual is s_i (u_i + logit ρ_i); u_i moves by C Q_ii s_i δρ_i
+            let k = c * diag[i] * sw[i];
             let tn = logistic_subproblem(q[i], k, a[i]);
             let an = sigmoid(tn);
-            let dl = c * (an - a[i]);
+            let dl = c * (an - a[i]) * sw[i];
             t[i] = tn;
             a[i] = an;
             b[i] = sigmoid(-tn);
@@ -1156,7 +1286,7 @@ fn solve_logistic(
         }
         sweep_gap = gap_of(&a, &b, &q);
         if sweep_gap <= theta * opts.tol {
-            q = rows.exact_q(y, &a.iter().map(|v| v * c).collect::<Vec<_>>());
+            q = rows.exact_q(y, &a.iter().zip(sw).map(|(v, w)| v * c * w).collect::<Vec<_>>());
             let gap = gap_of(&a, &b, &q);
             history.push((iter, gap));
             if !ticker.fire(Progress {
@@ -1167,7 +1297,8 @@ fn solve_logistic(
             }) {
                 break;
             }
-            if gap <= stop_target(opts.tol, fp_slack(&sqrt_diag, a.iter().map(|v| v * c))) {
+            let abs_alpha = a.iter().zip(sw).map(|(v, w)| v * c * w);
+            if gap <= stop_target(opts.tol, fp_slack(&sqrt_diag, sw, abs_alpha)) {
                 break;
             }
             theta *= 0.5;
@@ -1178,8 +1309,8 @@ fn solve_logistic(
     }
     let _ = &t;
     (
-        Array1::from_vec(a),
-        Some(Array1::from_vec(b)),
+        Array1::from_iter(a.iter().zip(sw).map(|(v, w)| w * v)),
+        Some(Array1::from_iter(b.iter().zip(sw).map(|(v, w)| w * v))),
         iter,
         history,
     )
@@ -1357,7 +1488,8 @@ mod tests {
             };
             let mut rows = RowCache::new(x.view(), &k, o.cache_bytes, false);
             let mut ticker = Ticker::new(&mut always);
-            let (a, _, _, hist) = solve_hinge(&yv, &diag, &mut rows, &o, &mut ticker);
+            let ones = vec![1.0; yv.len()];
+            let (a, _, _, hist) = solve_hinge(&yv, &ones, &diag, &mut rows, &o, &mut ticker);
             assert_eq!(rows.is_wide(), expect_wide, "tol {tol}: {hist:?}");
             let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
             assert!(cert.gap <= tol, "tol {tol}: gap {}", cert.gap);
@@ -1426,7 +1558,7 @@ mod tests {
                 let (s, t) = (x - ai, y - aj);
                 gi * s + gj * t + 0.5 * (a * s * s + 2.0 * b * s * t + d * t * t)
             };
-            let (ni, nj) = pair_step(ai, aj, gi, gj, a, b, d, c);
+            let (ni, nj) = pair_step(ai, aj, gi, gj, a, b, d, c, c);
             assert!((0.0..=c).contains(&ni) && (0.0..=c).contains(&nj));
             let single = (ai - gi / a).clamp(0.0, c);
             assert!(obj(ni, nj) <= obj(single, aj) + 1e-12);
@@ -1442,6 +1574,126 @@ mod tests {
                 "case {case}: {} > {best}",
                 obj(ni, nj)
             );
+        }
+    }
+
+    fn fit_w(
+        x: &Array2<f64>,
+        y: &Array1<f64>,
+        s: Option<&Array1<f64>>,
+        k: &Kernel,
+        loss: Loss,
+        o: &ErmOptions,
+    ) -> ErmSolution {
+        let mut always = |_: &Progress| true;
+        fit_weighted_with_hook(x.view(), y.view(), s.map(|s| s.view()), k, loss, o, &mut always)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn unit_weights_are_bit_for_bit_unweighted() {
+        let (x, y) = data(160, 3, 11);
+        let ones = Array1::from_elem(160, 1.0);
+        for (loss, k) in [
+            (Loss::Hinge, Kernel::rbf(2.0).unwrap()),
+            (Loss::Hinge, Kernel::poly(1.0, 3, 1.0).unwrap()),
+            (Loss::Logistic, Kernel::rbf(1.0).unwrap()),
+        ] {
+            for cache in [1 << 30, 160 * 8 * 10] {
+                let o = opts(0.01, cache, true);
+                let plain = fit(x.view(), y.view(), &k, loss, &o).unwrap();
+                let w = fit_w(&x, &y, Some(&ones), &k, loss, &o);
+                assert_eq!(plain.a, w.a);
+                assert_eq!(plain.cert.mu, w.cert.mu);
+                assert_eq!(plain.cert.gap.to_bits(), w.cert.gap.to_bits());
+                assert_eq!(plain.cert.primal.to_bits(), w.cert.primal.to_bits());
+                assert_eq!(plain.n_iter, w.n_iter);
+            }
+        }
+    }
+
+    #[test]
+    fn weighted_dual_box_and_certificate() {
+        let (x, y) = data(200, 3, 12);
+        let s = y.mapv(|v| if v > 0.0 { 4.0 } else { 0.5 });
+        let k = Kernel::rbf(1.5).unwrap();
+        let lam = 0.01;
+        for loss in [Loss::Hinge, Loss::Logistic] {
+            for cache in [1 << 30, 200 * 8 * 10] {
+                let sol = fit_w(&x, &y, Some(&s), &k, loss, &opts(lam, cache, true));
+                assert!(sol.converged, "{loss:?}: gap {}", sol.cert.gap);
+                // the box is [0, s_i], and (hinge) the heavy class actually uses it
+                assert!(sol.a.iter().zip(&s).all(|(&a, &w)| (0.0..=w).contains(&a)));
+                if loss == Loss::Hinge {
+                    assert!(sol.a.iter().zip(&s).any(|(&a, &w)| w == 4.0 && a > 1.0));
+                } else {
+                    for i in 0..200 {
+                        let u = y[i] * sol.cert.decision[i];
+                        assert!((sol.a[i] - s[i] * sigmoid(-u)).abs() < 1e-3 * s[i]);
+                    }
+                }
+                // |μ_i| ≤ s_i C
+                let c = 1.0 / (lam * 200.0);
+                assert!(sol.cert.mu.iter().zip(&s).all(|(&m, &w)| m.abs() <= c * w * (1.0 + 1e-12)));
+                // the certificate bounds the suboptimality of another feasible point
+                let a2 = Array1::from_iter(sol.a.iter().zip(&s).map(|(&a, &w)| (0.6 * a + 0.2 * w).min(w)));
+                let cert2 = certify_weighted_cancellable(
+                    x.view(), y.view(), Some(s.view()), a2.view(), None, &k, loss, lam, Cancel::never(),
+                )
+                .unwrap();
+                assert!(cert2.primal - sol.cert.primal <= cert2.gap + sol.cert.gap);
+                assert!(cert2.gap >= cert2.primal - cert2.dual && cert2.gap > sol.cert.gap);
+                // a point outside the weighted box is refused
+                let bad = s.mapv(|w| w * 1.01);
+                assert!(certify_weighted_cancellable(
+                    x.view(), y.view(), Some(s.view()), bad.view(), None, &k, loss, lam, Cancel::never(),
+                )
+                .is_err());
+            }
+        }
+        let short = Array1::from_elem(5, 1.0);
+        let mut always = |_: &Progress| true;
+        let e = fit_weighted_with_hook(
+            x.view(), y.view(), Some(short.view()), &k, Loss::Hinge, &opts(lam, 1 << 20, true), &mut always,
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("sample_weight"));
+        let zero = s.mapv(|_| 0.0);
+        assert!(fit_weighted_with_hook(
+            x.view(), y.view(), Some(zero.view()), &k, Loss::Hinge, &opts(lam, 1 << 20, true), &mut always,
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn integer_weight_equals_duplicated_points() {
+        // (1/n) Σ s_i ℓ_i + λ/2 ‖w‖² with s_i = 2 on point 0 has the minimiser of the unweighted
+        // problem on n + 1 points (point 0 twice) with λ' = λ n / (n + 1): an independent reference
+        let (x, y) = data(120, 3, 13);
+        let n = 120;
+        let mut s = Array1::from_elem(n, 1.0);
+        s[0] = 2.0;
+        s[7] = 2.0;
+        let mut xd = x.clone();
+        let mut yd = y.to_vec();
+        for i in [0usize, 7] {
+            xd.push_row(x.row(i)).unwrap();
+            yd.push(y[i]);
+        }
+        let yd = Array1::from_vec(yd);
+        let k = Kernel::rbf(2.0).unwrap();
+        let lam = 0.02;
+        for loss in [Loss::Hinge, Loss::Logistic] {
+            let w = fit_w(&x, &y, Some(&s), &k, loss, &opts(lam, 1 << 30, true));
+            let lam2 = lam * n as f64 / (n + 2) as f64;
+            let d = fit(xd.view(), yd.view(), &k, loss, &opts(lam2, 1 << 30, true)).unwrap();
+            let err = (2.0 * w.cert.gap / lam).sqrt() + (2.0 * d.cert.gap / lam2).sqrt();
+            for i in 0..n {
+                // |f − f_ref| ≤ (‖w − w*‖ + ‖w_ref − w*‖) · sqrt(K_ii) (K_ii = 1 for rbf)
+                assert!((w.cert.decision[i] - d.cert.decision[i]).abs() <= err * (1.0 + 1e-9));
+            }
+            assert!((w.cert.primal * n as f64 / (n + 2) as f64 - d.cert.primal).abs() <= 1e-6);
         }
     }
 

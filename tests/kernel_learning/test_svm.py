@@ -324,7 +324,8 @@ def test_get_set_params_and_clone():
     p = est.get_params()
     assert p["lam"] == 0.1 and p["degree"] == 2 and p["shrinking"] is True
     assert set(p) == {"lam", "kernel", "gamma", "degree", "coef0", "tol", "max_iter",
-                      "cache_size", "shrinking", "classes", "verbose", "intercept_scaling"}
+                      "cache_size", "shrinking", "classes", "class_weight", "max_class_weight", "verbose",
+                      "intercept_scaling"}
     est.set_params(lam=0.5, gamma=2.0)
     assert est.lam == 0.5 and est.gamma == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):

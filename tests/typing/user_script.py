@@ -72,6 +72,9 @@ def mechanisms_and_accounting() -> None:
     except BudgetExceededError as exc:
         refused: DpcoreError = exc
     frac: float = private_proportion(np.array([1, -1, 1]), 1, 1.0, random_state=2)
+    weights = dpcore.private_class_weights(np.array([1, -1, -1]), (-1, 1), 1.0, random_state=3)
+    cw: dict[int, float] = {int(k): float(v) for k, v in weights.items()}
+    dpcore.KernelSVM(lam=0.1, class_weight=cw).fit(np.array([[0.1], [0.2], [0.3]]), np.array([1, -1, -1]))
     dg = discrete_gaussian(4, 1, size=5, random_state=3)
     dl = discrete_laplace(2, 1, size=5, random_state=3)
     idx, counts = multinomial_counts(np.array([0.2, 0.8]), 10, random_state=4)

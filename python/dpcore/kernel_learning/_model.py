@@ -13,7 +13,8 @@ error that holds for *every* dataset, so it must depend on public quantities onl
   length d, the RBF distance expansion and ``exp`` within 2 ulp, the polynomial power by repeated
   multiplication), for points in the declared ball;
 * the weighted sum (blocked/recursive summation): ``≤ γ_n Σ|μ_i||K̂_i|`` with ``γ_n ≤ 1.01·n·u``;
-* ``Σ|μ_i| ≤ L/λ`` for the dual solutions of the Lipschitz losses (``|μ_i| ≤ L/(λn)``), checked.
+* ``Σ|μ_i| ≤ L/λ`` for the dual solutions of the Lipschitz losses (``|μ_i| ≤ L/(λn)``; with class
+  weights ``|μ_i| ≤ w_{y_i}/(λn)`` and ``L = max_k w_k``), checked.
 
 so ``e = (L/λ)·(1.01·n·u·(R_φ² + e_K) + e_K)`` with ``u = 2^-53``. These are worst-case bounds;
 the real errors are far smaller, and for n = 30,000 the slack is ~1e-7 of the sensitivity.
@@ -35,6 +36,7 @@ from dpcore._internal.validation import check_array
 from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
 from dpcore._internal.fp import shifted_kernel_error
 from dpcore.kernel_learning.svm import KernelERM
+from dpcore._internal.class_weight import check_public_weights
 
 
 # ----------------------------------------------------------------------------------------------
@@ -44,6 +46,8 @@ _REQUIRED = ("mu_", "X_fit_", "n_samples_fit_", "lam", "lipschitz_", "w_error_bo
 
 
 def model_info(model, who: str = "PINP") -> dict:
+    # class weights read off the data ("balanced") are not covered by any proof: refused before any charge
+    check_public_weights(model, who)
     missing = [a for a in _REQUIRED if not hasattr(model, a)]
     if "w_error_bound_" in missing:
         raise ValueError(
@@ -133,9 +137,10 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
     Two refusals, in this order:
 
     1. **Public** (the same for every dataset): ``tol`` below ``2×`` the worst-case float floor of
-       the Rust solver's certificate over the declared domain, ``KERNEL_SUM_REL_ERROR·R_φ²·L/λ``
-       (``src/kernel_learning/erm.rs`` adds ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K_ii)·Σ_j sqrt(K_jj)|μ_j|`` to the gap,
-       and ``K_jj ≤ R_φ²``, ``Σ|μ_j| ≤ L/λ``). Below it, whether the gap certifies depended on the data.
+       the Rust solver's certificate over the declared domain, ``KERNEL_SUM_REL_ERROR·R_φ²·L²/λ``
+       (``src/kernel_learning/erm.rs`` adds ``KERNEL_SUM_REL_ERROR·mean_i s_i sqrt(K_ii)·Σ_j sqrt(K_jj)|μ_j|`` to
+       the gap, with class weights ``s_i ≤ L``, and ``K_jj ≤ R_φ²``, ``Σ|μ_j| ≤ L/λ``; ``L = 1`` unweighted).
+       Below it, whether the gap certifies depended on the data.
     2. The model's certificate exceeds the bound: it did not reach ``tol``. Named assumption: with
        ``tol`` above the public floor, dpcore's dual coordinate descent reaches it on *every*
        dataset within ``max_iter`` (its default, ``max(10⁷, 100 n)`` updates, is generous: DCD for
@@ -150,12 +155,12 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
             f"model.tol = {tol!r}: {who} needs the solver's public duality-gap tolerance to bound "
             "||w - w*|| independently of the data"
         )
-    floor = KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) / lam
+    floor = KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) * float(lipschitz) / lam
 
     if isinstance(model, KernelERM) and not float(tol) >= 2.0 * floor:
         raise ValueError(
             f"model.tol = {tol!r} is below what the certified kernel solver can certify for the declared "
-            f"domain (float floor {floor:.3g} = KERNEL_SUM_REL_ERROR·R_phi²·L/lam); {who} refuses before "
+            f"domain (float floor {floor:.3g} = KERNEL_SUM_REL_ERROR·R_phi²·L²/lam); {who} refuses before "
             f"anything is charged: refit the model with tol >= {2.0 * floor:.3g}")
     bound = math.sqrt(2.0 * float(tol) / lam) * (1.0 + SLACK)
     cert = float(model.w_error_bound_)

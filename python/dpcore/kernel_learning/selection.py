@@ -42,6 +42,18 @@ class is released once with the exact Laplace mechanism (count sensitivity 1, ``
 public points ``Z`` only, i.e. post-processing — before it is scored. Composed with the runs
 (``LaplaceDpEvent(1/ε_p)``) in the same dp_accounting accountant.
 
+Class weights (optional, before the runs)
+-----------------------------------------
+``class_weight`` (a public dict) is applied to every candidate: the candidate's loss is then
+``(max_k w_k)``-Lipschitz and its TDDL release is calibrated with that constant. With
+``class_weight="balanced"`` the weights are released privately first, with
+:func:`dpcore.private_class_weights` (class counts plus exact discrete Laplace noise, ``ε_w``-DP with
+``ε_w = class_weight_epsilon_share·ε``; balanced weights clipped to ``[1/M, M]``, ``M =
+max_class_weight``), and every candidate is trained with these public weights (post-processing of the
+noisy counts). The runs (and the prior) are calibrated for ``ε − ε_w`` and composed with the weights'
+release by basic composition: the whole selection stays ``(ε, δ)``-DP. Candidates whose own
+``class_weight`` is ``"balanced"`` (weights read off the data) are refused before anything is charged.
+
 Calibration
 -----------
 dpcore picks the largest per-candidate ``μ`` whose whole procedure (prior + runs) is ``(ε, δ)``-DP by
@@ -84,6 +96,8 @@ from dpcore.kernel_learning.svm import KernelSVM, NotFittedError
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
+from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, resolve_class_weight
+from dpcore.mechanisms.class_weights import class_count_noise_scale, private_class_weights
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
@@ -263,6 +277,7 @@ class SelectionPrivacy:
     candidate_epsilon: float
     candidate_delta: float
     prior_epsilon: float
+    class_weight_epsilon: float = 0.0
 
 
 class PrivateGridSearch(BaseEstimator):
@@ -296,6 +311,15 @@ class PrivateGridSearch(BaseEstimator):
         released once before the runs); every candidate's release is then thresholded with
         :meth:`dpcore.KernelRelease.calibrate_prior` (post-processing) — the remedy for a kernel model
         without a bias on imbalanced data. ``0`` disables it.
+    class_weight : dict, "balanced" or None, default None
+        Class weights applied to every candidate. A dict is public (each weight ``<= max_class_weight``);
+        ``"balanced"`` spends ``class_weight_epsilon_share·epsilon`` on :func:`dpcore.private_class_weights`
+        before the runs (see the module docstring). ``None``: the candidates' own parameters (a public dict
+        in ``base_params`` or ``param_grid`` is allowed; ``"balanced"`` there is refused).
+    max_class_weight : float, default 10
+        Public cap ``M`` on the weights (the released weights of ``"balanced"`` lie in ``[1/M, M]``).
+    class_weight_epsilon_share : float, default 0.05
+        Share of ``epsilon`` spent on the private class weights (``class_weight="balanced"`` only), in ``(0, 1)``.
     mean_runs : int, optional
         ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
         :data:`MAX_MEAN_RUNS` (10,000).
@@ -328,6 +352,8 @@ class PrivateGridSearch(BaseEstimator):
     candidates_ : list of dict
         The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``.
     privacy_ : SelectionPrivacy
+    class_weight_ : dict
+        The (public) class weights every candidate was trained with (all 1 without class weights).
 
     Examples
     --------
@@ -349,8 +375,9 @@ class PrivateGridSearch(BaseEstimator):
         return binary_classifier_tags(super().__sklearn_tags__())
 
     def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
-                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, verbose: bool | int = False,
-                 random_state=None, accountant=None) -> None:
+                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, class_weight=None,
+                 max_class_weight=DEFAULT_MAX_CLASS_WEIGHT, class_weight_epsilon_share=0.05,
+                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
@@ -361,6 +388,9 @@ class PrivateGridSearch(BaseEstimator):
         self.score_share = score_share
         self.prior_epsilon_share = prior_epsilon_share
         self.mean_runs = mean_runs
+        self.class_weight = class_weight
+        self.max_class_weight = max_class_weight
+        self.class_weight_epsilon_share = class_weight_epsilon_share
         self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
@@ -411,15 +441,34 @@ class PrivateGridSearch(BaseEstimator):
         X = check_in_domain(X, radius, "X", clip=False)
         base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
         rng = check_random_state(self.random_state)
+        # -- class weights (public dict, or "balanced": released privately with ε_w, basic composition)
+        cw_max = check_max_class_weight(self.max_class_weight)
+        cw_balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
+        cw_eps = 0.0
+        if cw_balanced:
+            share = self.class_weight_epsilon_share
+            if isinstance(share, bool) or not isinstance(share, numbers.Real):
+                raise TypeError(f"class_weight_epsilon_share must be a real number in (0, 1), got "
+                                f"{type(share).__name__}")
+            if not 0.0 < share < 1.0:
+                raise ValueError(f"class_weight_epsilon_share must lie in (0, 1), got {share!r:.40}")
+            cw_eps = float(share) * epsilon
+            class_count_noise_scale(cw_eps)  # calibratable (public), else refused here
+            if "class_weight" in base or (cands is not None and any("class_weight" in c for c in cands)):
+                raise ValueError("class_weight='balanced' (released privately) conflicts with a class_weight in "
+                                 "base_params or param_grid; declare it in one place")
+        elif self.class_weight is not None:  # validated with every candidate below (_public_lipschitz)
+            base = dict(base, class_weight=self.class_weight, max_class_weight=cw_max)
+        eps_runs = epsilon - cw_eps  # basic composition with the class weights' ε_w-DP release
         # -- calibration (public): the prior is ε_p-DP (Laplace), every run μ-GDP
-        prior_eps = float(self.prior_epsilon_share) * epsilon
+        prior_eps = float(self.prior_epsilon_share) * eps_runs
         if prior_eps > 0:  # the class proportion's exact Laplace release must be calibratable (public)
             try:
                 laplace_plan(1.0, prior_eps, dim=1)
             except ValueError as exc:
                 raise ValueError(f"prior_epsilon_share={self.prior_epsilon_share!r}: the class proportion's epsilon "
                                  f"{prior_eps!r} cannot be calibrated ({exc}); use 0 or a larger share") from None
-        mu = selection_mu(epsilon, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
+        mu = selection_mu(eps_runs, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
                           prior_epsilon=prior_eps) * (1.0 - 1e-6)
         eps_acc = selection_epsilon(mu, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs,
                                     prior_epsilon=prior_eps)
@@ -434,18 +483,23 @@ class PrivateGridSearch(BaseEstimator):
             probe = KernelSVM(**base)
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
+            l0 = cw_max if cw_balanced else _public_lipschitz(base, _common_classes([base]))
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
                                                         n_features=X.shape[1],
-                                                        intercept_scaling=probe.intercept_scaling))
+                                                        intercept_scaling=probe.intercept_scaling), l0)
             cands = [{"lam": 1.0 / (n * c0 * f)} for f in AUTO_GRID_FACTORS]
         # every candidate's solver tolerance must be certifiable for the declared domain (public
         # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
         # before anything is charged, instead of refusing in the middle of the runs
-        cands = [_certifiable(dict(base, **p), radius, X.shape[1]) for p in cands]
+        cands = [dict(base, **p) for p in cands]
+        # each candidate's class weights must be public (a declared dict, or "balanced" released privately
+        # below); its Lipschitz constant max_k w_k (M for the privately released weights) enters the float floor
+        classes_ = _common_classes(cands)
+        lips = [cw_max if cw_balanced else _public_lipschitz(p, classes_) for p in cands]
+        cands = [_certifiable(p, radius, X.shape[1], lipschitz=L) for p, L in zip(cands, lips)]
         # one declared label set for every candidate; y's labels checked against it (an input error about a
         # record only); the prior is released for classes_[1] of the SORTED set — the class calibrate_prior and
         # every release predict for f > 0 (dpcore._internal.labels: one convention, whatever the declared order)
-        classes_ = _common_classes(cands)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
@@ -454,18 +508,25 @@ class PrivateGridSearch(BaseEstimator):
         # every candidate's TDDL-gp calibration, on a public stand-in of its model (declared parameters and the
         # validated X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
         # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
-        for p in cands:
-            cal = TDDL(_public_stand_in(p, X), cand_eps, cand_delta, data_norm=radius, noise="gp").prepare(Z)["cal"]
+        for p, L in zip(cands, lips):
+            cal = TDDL(_public_stand_in(p, X, lipschitz=L), cand_eps, cand_delta, data_norm=radius,
+                       noise="gp").prepare(Z)["cal"]
             _check_candidate_gdp(cal, mu_r)
         # the runs' event as calibrated; the class proportion (exact grid Laplace) as its ε (accounting.events)
         self.dp_event_ = _selection_event(mu, strategy, m, mean_runs, 0.0)
         if prior_eps > 0:
             self.dp_event_ = compose_events(epsilon_delta_event(prior_eps), self.dp_event_)
+        if cw_eps > 0:
+            self.dp_event_ = compose_events(epsilon_delta_event(cw_eps), self.dp_event_)
         if self.accountant is not None:
             self.accountant.spend(epsilon, delta, event=self.dp_event_,
                                   label=f"PrivateGridSearch({m} candidates, {strategy})")
         logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s)", epsilon, delta,
                     m, strategy)
+        if cw_balanced:  # ε_w-DP public weights (post-processing gives every candidate the same dict)
+            weights = dict(private_class_weights(y, classes_.tolist(), cw_eps, max_class_weight=cw_max,
+                                                 random_state=rng))
+            cands = [dict(c, class_weight=weights, max_class_weight=cw_max) for c in cands]
         p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None
 
         def run(i):
@@ -498,7 +559,11 @@ class PrivateGridSearch(BaseEstimator):
         self.privacy_ = SelectionPrivacy(
             epsilon=epsilon, delta=delta, strategy=strategy, mu=mu, release_mu=mu_r, score_mu=mu_s,
             score_sigma=score_sigma, mean_runs=int(mean_runs), epsilon_accounted=eps_acc, n_candidates=m,
-            n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps)
+            n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps,
+            class_weight_epsilon=cw_eps)
+        best = cands[best_i]  # its class weights: public (declared, or released privately above)
+        self.class_weight_ = resolve_class_weight(best.get("class_weight"), classes_, None, max_class_weight=best.get(
+            "max_class_weight", DEFAULT_MAX_CLASS_WEIGHT))[0]
         return self
 
     def _check_fitted(self) -> None:
@@ -554,7 +619,20 @@ def _common_classes(cands: list) -> np.ndarray:
     return sets[0]
 
 
-def _public_stand_in(params: dict, X: np.ndarray) -> KernelSVM:
+def _public_lipschitz(params: dict, classes_: np.ndarray) -> float:
+    """``max_k w_k`` of a candidate's declared class weights; ``"balanced"`` (read off the data) is refused."""
+    probe = KernelSVM(**params)
+    cw, public, _, w_max = resolve_class_weight(probe.class_weight, classes_, None,
+                                                max_class_weight=probe.max_class_weight)
+    if not public:
+        raise ValueError("param_grid/base_params: class_weight='balanced' computes the weights from the training "
+                         "labels (every record), which no privacy proof covers; PrivateGridSearch refuses before "
+                         "anything is charged. Use PrivateGridSearch(class_weight='balanced') to release them "
+                         "privately, or declare a dict")
+    return float(w_max)
+
+
+def _public_stand_in(params: dict, X: np.ndarray, *, lipschitz: float = 1.0) -> KernelSVM:
     """A :class:`KernelSVM` with ``params`` carrying only what :meth:`TDDL.prepare` checks before any noise: the
     declared parameters (validated as ``KernelSVM.fit`` validates them, with its overflow check of ``X``), the
     validated ``X`` (shape and domain) and no solution (``mu_ = 0``, certificate 0, ``lipschitz_ = 1`` as
@@ -565,14 +643,15 @@ def _public_stand_in(params: dict, X: np.ndarray) -> KernelSVM:
     b = check_intercept_scaling(model.intercept_scaling)
     check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
     model.X_fit_, model.mu_, model.n_samples_fit_ = X, np.zeros(n), n
-    model.lipschitz_, model.w_error_bound_ = 1.0, 0.0
+    model.lipschitz_, model.w_error_bound_ = float(lipschitz), 0.0
     model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
                             "intercept_scaling": b}
     return model
 
 
-def _certifiable(params: dict, radius: float, n_features: int) -> dict:
-    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²/λ`` where needed (public).
+def _certifiable(params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0) -> dict:
+    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²·L²/λ`` where needed (public; ``L`` the
+    largest class weight).
 
     Also refuses, naming the parameters, what would fail only after the charge: kernel parameters whose public
     constants overflow (``gamma·(2·data_norm)²``, ``R_φ²``), and a tolerance (raised or declared) ``≥ 1`` — the
@@ -599,7 +678,7 @@ def _certifiable(params: dict, radius: float, n_features: int) -> dict:
     if not (math.isfinite(r2) and r2 > 0.0):
         raise ValueError(f"degree, gamma, coef0: the feature-map radius R_phi² = {r2!r} of the declared domain is "
                          "not a positive finite float")
-    floor = 4.0 * KERNEL_SUM_REL_ERROR * r2 / lam
+    floor = 4.0 * KERNEL_SUM_REL_ERROR * r2 * lipschitz * lipschitz / lam
     tol = max(tol, floor)
     if not tol < 1.0:
         raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "

@@ -8,7 +8,10 @@ Both estimators solve (Jain–Thakurta 2013, eq. 2; SPEC "Conventions")
           + \\frac{\\lambda}{2} \\|w\\|^2, \\qquad w^* = \\sum_i \\mu_i \\phi(x_i),
 
 with labels mapped to ``y in {-1, +1}``, **no unregularised bias**, and the 1-Lipschitz hinge
-(``max(0, 1 - u)``) or logistic (``log(1 + exp(-u))``) loss. This is ``lam`` times the
+(``max(0, 1 - u)``) or logistic (``log(1 + exp(-u))``) loss. With ``class_weight`` the loss of
+a record of class ``k`` is multiplied by ``w_k`` (scikit-learn's semantics): ``(1/n) Σ_i w_{y_i}
+ℓ(...)``, a ``(max_k w_k)``-Lipschitz loss (``lipschitz_``); the dual box becomes ``[0, w_{y_i}]``
+and the certificate below is computed for the weighted problem. This is ``lam`` times the
 classical ``0.5 ||w||^2 + C sum_i loss_i`` objective, so **scikit-learn's / LIBSVM's ``C`` equals
 ``1 / (lam * n)``** (note: LIBSVM's ``SVC`` and scikit-learn's ``SVC`` additionally fit an
 unregularised bias, which this problem deliberately does not have).
@@ -59,6 +62,7 @@ from dpcore._internal.dask import compute_all
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
 from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels
+from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, resolve_class_weight
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
 )
@@ -105,6 +109,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         cache_size: float = 200.0,
         shrinking: bool = True,
         classes=DEFAULT_CLASSES,
+        class_weight=None,
+        max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
         verbose: bool | int = False,
         intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
     ):
@@ -118,6 +124,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         self.cache_size = cache_size
         self.shrinking = shrinking
         self.classes = classes
+        self.class_weight = class_weight
+        self.max_class_weight = max_class_weight
         self.verbose = verbose
         self.intercept_scaling = intercept_scaling
 
@@ -158,7 +166,10 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         ValueError
             NaN/inf or empty ``X``, wrong shapes, a label of ``y`` outside ``classes``, ``lam``,
             ``tol`` or ``cache_size`` not finite and positive, invalid ``max_iter`` or kernel
-            parameters. The message names the parameter.
+            parameters, a ``class_weight`` key outside ``classes`` or a weight not finite, ``<= 0`` or
+            above ``max_class_weight``. The message names the parameter.
+        TypeError
+            ``class_weight`` neither ``None``, ``"balanced"`` nor a dict, or a non-numeric weight.
         """
         X_in = X
         X = check_array(X, "X")
@@ -169,6 +180,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             X.shape[1]
         )
         b = check_intercept_scaling(self.intercept_scaling)  # the kernel is K + b² (regularised intercept)
+        class_weight_, cw_public, sample_weight, w_max = resolve_class_weight(
+            self.class_weight, classes, y_pm, max_class_weight=self.max_class_weight)
         n = X.shape[0]
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         if max_iter is None:
@@ -188,6 +201,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             res = _core.erm_fit(
                 X, y_pm, self._loss, name, gamma, degree, coef0, b, lam, tol, int(max_iter),
                 int(cache_size * 2**20), bool(self.shrinking), progress if check_verbose(self.verbose) else None,
+                **({} if sample_weight is None else {"sample_weight": sample_weight}),
             )
         finally:
             bar.close()
@@ -213,7 +227,10 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         self.w_norm_ = float(res["w_norm"])
         self.n_iter_ = int(res["n_iter"])
         self.converged_ = bool(res["converged"])
-        self.lipschitz_ = 1.0
+        # the weighted loss w_{y} ℓ is (max_k w_k)·1-Lipschitz: every mechanism's sensitivity uses this constant
+        self.lipschitz_ = float(w_max)
+        self.class_weight_ = class_weight_
+        self.class_weight_public_ = bool(cw_public)
         self.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
                                "intercept_scaling": b}
         self.intercept_ = b * b * float(np.sum(self.mu_))  # the bias b·w_b = b²·Σ μ_i (part of every f(x))
@@ -255,7 +272,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
         "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
         "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "intercept_", "train_decision_",
-        "_X_sv", "_mu_sv", "stop_reason_",
+        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_",
     )
 
     def _reset_fitted(self):
@@ -367,6 +384,18 @@ class KernelSVM(KernelERM):
         Labels outside it are refused; a training set containing only one of them trains normally.
         Never inferred from ``y``: that would make the private releases built on this model
         (PINP, TDDL, TDIL) refuse or relabel depending on a single record.
+    class_weight : dict, "balanced" or None, default=None
+        Weight ``w_k`` of the loss of the records of class ``k`` (scikit-learn's semantics; classes
+        not in the dict get 1). A dict is **public** (declared by the user, or released by
+        :func:`dpcore.private_class_weights`): each weight finite, ``> 0`` and ``<= max_class_weight``
+        (refused otherwise, never clipped); the private mechanisms then use the Lipschitz constant
+        ``max_k w_k``. ``"balanced"`` is scikit-learn's ``n / (2 n_k)`` computed from ``y`` (a class
+        absent from ``y`` gets 1; not capped): fine for this non-private model, but its weights depend on
+        every record, so every private mechanism (PINP, TDDL, TDIL, GPService, PrivateGridSearch) refuses
+        such a model before charging anything.
+    max_class_weight : float, default=10
+        Public cap ``M >= 1`` on a declared weight (the sensitivity of a private release grows linearly
+        with the largest weight, so it is bounded by a data-independent constant).
     verbose : bool or int, default=False
         Show tqdm progress bars (stderr) during long calls; ``False``/``0`` shows nothing. Progress and the
         :mod:`logging` messages are for the curator only and never part of a release.
@@ -391,7 +420,7 @@ class KernelSVM(KernelERM):
     Attributes
     ----------
     mu_ : ndarray of shape (n_samples,)
-        Representer coefficients, ``w = sum_i mu_i phi(x_i)``; ``|mu_i| <= 1 / (lam n)``.
+        Representer coefficients, ``w = sum_i mu_i phi(x_i)``; ``|mu_i| <= w_{y_i} / (lam n)``.
     X_fit_ : ndarray of shape (n_samples, n_features)
         All training rows (the support of ``w``; rows with ``mu_i = 0`` are kept).
     n_samples_fit_ : int
@@ -399,7 +428,8 @@ class KernelSVM(KernelERM):
     classes_ : ndarray of shape (2,)
         The two labels; ``classes_[1]`` is ``+1``.
     box_duals_ : ndarray of shape (n_samples,)
-        Dual variables ``a = alpha / C in [0, 1]`` (what the certificate is computed from).
+        Dual variables ``a = alpha / C in [0, w_{y_i}]`` (``[0, 1]`` without class weights; what the
+        certificate is computed from).
     dual_coef_ : ndarray of shape (1, n_support)
         scikit-learn's meaning: ``y_i alpha_i`` of the support vectors (``= mu_[support_]``, with
         ``alpha_i in [0, C_]``); ``decision_function(z) = dual_coef_ @ K(support_vectors_, z) + intercept_``.
@@ -425,7 +455,12 @@ class KernelSVM(KernelERM):
         ``"converged"``, ``"max_iter"`` or ``"precision"`` (``tol`` below the floating-point
         floor of the certificate).
     lipschitz_ : float
-        Lipschitz constant ``L = 1`` of the loss.
+        Lipschitz constant of the (weighted) loss: ``max_k w_k`` (``1`` without class weights).
+    class_weight_ : dict
+        The weight of each declared class actually used (all 1 without class weights).
+    class_weight_public_ : bool
+        Whether the weights are public (``None`` or a dict); ``False`` for ``"balanced"`` (read off the data:
+        refused by every private mechanism).
     kernel_params_ : dict
         Resolved ``kernel``, ``gamma``, ``degree``, ``coef0`` and ``intercept_scaling``.
     intercept_ : float
@@ -443,6 +478,13 @@ class KernelSVM(KernelERM):
     ['a', 'a', 'b', 'b']
     >>> bool(clf.duality_gap_ <= 1e-6)
     True
+
+    Class weights (public, capped by ``max_class_weight``) raise the Lipschitz constant the private
+    mechanisms use:
+
+    >>> wclf = KernelSVM(lam=0.1, kernel="linear", class_weight={1: 4.0}).fit(X, [1, -1, -1, -1])
+    >>> wclf.lipschitz_, wclf.class_weight_, wclf.class_weight_public_
+    (4.0, {-1: 1.0, 1: 4.0}, True)
 
     The regularised intercept: on imbalanced data no function through the origin separates the classes; with
     ``intercept_scaling`` (``b``, kernel ``K + b**2``) the model learns the offset ``intercept_ = b**2 sum_i mu_i``,
@@ -470,8 +512,9 @@ class KernelLogisticRegression(KernelERM):
     """Kernel logistic regression with a regularised bias: ``min (1/n) sum log(1 + exp(-y_i f(x_i))) + lam/2 ||w'||^2``.
 
     Same parameters and attributes as :class:`KernelSVM`, including the regularised bias of
-    ``intercept_scaling`` (kernel ``K + b**2``, ``R_phi'**2 = R_phi**2 + b**2`` in every private release) (here ``0 < box_duals_ < 1`` and every
-    training point has ``mu_i != 0``). Solved by the dual coordinate descent of Yu, Huang & Lin
+    ``intercept_scaling`` (kernel ``K + b**2``, ``R_phi'**2 = R_phi**2 + b**2`` in every private release) (here
+    ``0 < box_duals_ < w_{y_i}`` and every training point has ``mu_i != 0``; with class weights the dual is the
+    weighted conjugate, see ``src/kernel_learning/erm.rs``). Solved by the dual coordinate descent of Yu, Huang & Lin
     (2011), kernelised, with the same certified duality gap.
 
     Methods ``predict_proba`` returns ``sigma(f(z))`` for ``classes_[1]``.

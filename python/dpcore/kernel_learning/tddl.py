@@ -533,8 +533,8 @@ class TDDL(ReleasingEstimator):
         R = math.sqrt(r2)
         ell0 = loss_at_zero(self.model)
         c_pub = 2.0 * L * R / lam
-        if ell0 is not None:
-            c_pub = min(c_pub, math.sqrt(2.0 * ell0 / lam))
+        if ell0 is not None:  # ||w*||² ≤ 2 P(0)/λ, P(0) ≤ (max_k w_k) ℓ(0) = L ℓ(0) (class weights; L = 1 without)
+            c_pub = min(c_pub, math.sqrt(2.0 * L * ell0 / lam))
         c_pub = (c_pub + err) * (1.0 + SLACK)
         # float error of ||w|| = sqrt(μᵀ(Kμ)): |fl(μᵀKμ) − μᵀKμ| ≤ e_q, and |√a − √b| ≤ sqrt(|a − b|).
         mu_l1 = L / lam

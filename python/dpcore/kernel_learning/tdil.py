@@ -406,8 +406,8 @@ class TDIL(ReleasingEstimator):
         if self.norm_bound is None:
             C = 2.0 * L * R / lam
             ell0 = loss_at_zero(self.model)
-            if ell0 is not None:
-                C = min(C, math.sqrt(2.0 * ell0 / lam))
+            if ell0 is not None:  # P(0) ≤ L ℓ(0) with class weights (L = max_k w_k; 1 without)
+                C = min(C, math.sqrt(2.0 * L * ell0 / lam))
             C = (C + err) * (1.0 + SLACK)
         else:
             C = check_positive(self.norm_bound, "norm_bound")

@@ -24,7 +24,7 @@ fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) 
 /// handlers (Ctrl-C raises `KeyboardInterrupt` promptly) and to call `progress(iter, gap, exact,
 /// active)` if given. An exception from either abandons the solve and is re-raised.
 #[pyfunction]
-#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, intercept_scaling, lam, tol, max_iter, cache_bytes, shrinking, progress=None))]
+#[pyo3(signature = (x, y, loss, kernel, gamma, degree, coef0, intercept_scaling, lam, tol, max_iter, cache_bytes, shrinking, progress=None, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 fn erm_fit<'py>(
     py: Python<'py>,
@@ -42,6 +42,7 @@ fn erm_fit<'py>(
     cache_bytes: u64,
     shrinking: bool,
     progress: Option<Py<PyAny>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let loss = Loss::from_name(loss)?;
@@ -53,11 +54,12 @@ fn erm_fit<'py>(
         shrinking,
     };
     let (xv, yv) = (x.as_array(), y.as_array());
+    let sv = sample_weight.as_ref().map(|s| s.as_array());
     let sol = run_interruptible(
         py,
         progress,
         |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
-        |hook| erm::fit_with_hook(xv, yv, &k, loss, &opts, hook),
+        |hook| erm::fit_weighted_with_hook(xv, yv, sv, &k, loss, &opts, hook),
     )?;
     let d = PyDict::new(py);
     d.set_item("a", sol.a.into_pyarray(py))?;
@@ -70,9 +72,10 @@ fn erm_fit<'py>(
     Ok(d)
 }
 
-/// Certificate of a dual point `a ∈ [0, 1]ⁿ` (independent recomputation).
+/// Certificate of a dual point `a ∈ [0, s]` (`s` = `sample_weight`, ones by default; independent
+/// recomputation).
 #[pyfunction]
-#[pyo3(signature = (x, y, a, loss, kernel, gamma, degree, coef0, intercept_scaling, lam))]
+#[pyo3(signature = (x, y, a, loss, kernel, gamma, degree, coef0, intercept_scaling, lam, sample_weight=None))]
 #[allow(clippy::too_many_arguments)]
 fn erm_certificate<'py>(
     py: Python<'py>,
@@ -86,13 +89,15 @@ fn erm_certificate<'py>(
     coef0: f64,
     intercept_scaling: f64,
     lam: f64,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
     let loss = Loss::from_name(loss)?;
     let (xv, yv, av) = (x.as_array(), y.as_array(), a.as_array());
+    let sv = sample_weight.as_ref().map(|s| s.as_array());
     let work = (xv.nrows() as f64) * (xv.len() as f64);
     let cert = run_cancellable(py, work, |c| {
-        erm::certify_cancellable(xv, yv, av, None, &k, loss, lam, c)
+        erm::certify_weighted_cancellable(xv, yv, sv, av, None, &k, loss, lam, c)
     })?;
     let d = PyDict::new(py);
     cert_into_dict(py, &d, cert)?;
