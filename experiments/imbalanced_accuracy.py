@@ -461,6 +461,17 @@ def render(doc: dict) -> str:
                          f"{r['dec_mean']:.3f} | {r['dec_sd']:.3f} | {r['noise_sd']:.3f} | "
                          f"{r['noise_sd'] / r['dec_sd'] if r['dec_sd'] > 0 else float('inf'):.2f} | {r['auc']:.3f} |")
         lines.append("")
+    for eps in cfg["epsilons"]:  # compact: the means only, AUC (balanced accuracy)
+        lines += [f"### ε = {eps:g}, compact: mean ROC AUC (mean balanced accuracy)", "",
+                  "| model | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+        for m in models:
+            cells = []
+            for t in tasks:
+                s = S.get((t, eps, m))
+                cells.append("—" if s is None else "n/a" if s.get("status") == NA else "failed" if "status" in s
+                             else f"{s['auc'][0]:.3f} ({s['bacc'][0]:.3f})")
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines.append("")
     fails = [r for r in rows if r.get("status") == "failed"]
     if fails:
         lines += [f"### Failures: {len(fails)}", ""] + [f"- {r['task']} ε={r['eps']} run {r['run']} {r['model']}: "
@@ -480,7 +491,29 @@ def main(argv=None) -> int:
     p.add_argument("--val-grid", type=float, nargs="+", default=None,
                    help="C grid of the non-private validation selection (default 0.001 0.01 0.1 1)")
     p.add_argument("--tag", default="", help="suffix of the output files (imbalanced_<tag>_results.*)")
+    p.add_argument("--merge", nargs="+", metavar="RESULTS_JSON", default=None,
+                   help="render several saved runs (e.g. one per --skip group) as one table into "
+                        "<outdir>/imbalanced_combined_results.md (no fitting)")
     args = p.parse_args(argv)
+    if args.merge:
+        import json
+
+        docs = []
+        for path in args.merge:
+            with open(path) as fh:
+                docs.append(json.load(fh))
+        cfg = dict(docs[0]["config"])
+        cfg["epsilons"] = sorted({e for d in docs for e in d["config"]["epsilons"]})
+        cfg["skip"] = sorted(set.intersection(*(set(d["config"]["skip"]) for d in docs)))
+        doc = dict(config=cfg, rows=[r for d in docs for r in d["rows"]],
+                   notes=[f"merged from {', '.join(os.path.basename(x) for x in args.merge)} (runs: "
+                          + ", ".join(str(d['config']['runs']) for d in docs) + "; commits: "
+                          + ", ".join(d.get('environment', {}).get('git', {}).get('commit', '?')[:7] for d in docs)
+                          + ")"] + [n for d in docs for n in d.get("notes", [])], environment=docs[0].get("environment", {}))
+        text = render(doc)
+        write_text(output_prefix(args.outdir, "imbalanced_combined", False) + "_results.md", text)
+        print(text)
+        return 0
     if args.render:
         import json
 
