@@ -377,11 +377,14 @@ def spread(c: Context, log: RunLog) -> None:
                 continue
             m = c.model(loss, C)
             f = m.decision_function(c.Q)
-            svc = dpcore.GPService(m, c.eps, c.cfg.delta, data_norm=1.0, random_state=0)  # noise scale only
+            try:  # the noise scale only (no query is answered)
+                svc = dpcore.GPService(m, c.eps, c.cfg.delta, data_norm=1.0, random_state=0)
+                noise_sd, error = float(svc.privacy_.noise_scale) * r_phi, None
+            except ValueError as exc:  # e.g. the solver did not certify its tolerance: GPService refuses
+                noise_sd, error = float("nan"), f"{type(exc).__name__}: {exc}"
             log.add(task=c.d.name, kind="spread", eps=c.eps, loss=loss, C=1.0 / (c.n * c.lam(C)),
-                    C_rule=str(C), dec_mean=float(np.mean(f)), dec_sd=float(np.std(f)),
-                    noise_sd=float(svc.privacy_.noise_scale) * r_phi,
-                    auc=classification_metrics(c.yq, f)["auc"])
+                    C_rule=str(C), dec_mean=float(np.mean(f)), dec_sd=float(np.std(f)), noise_sd=noise_sd,
+                    auc=classification_metrics(c.yq, f)["auc"], error=error)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -463,7 +466,8 @@ def render(doc: dict) -> str:
         for r in sp:
             lines.append(f"| {r['task']} | {r['eps']:g} | {r['C']:.3g} ({r['C_rule']}) | {r['loss']} | "
                          f"{r['dec_mean']:.3f} | {r['dec_sd']:.3f} | {r['noise_sd']:.3f} | "
-                         f"{r['noise_sd'] / r['dec_sd'] if r['dec_sd'] > 0 else float('inf'):.2f} | {r['auc']:.3f} |")
+                         f"{r['noise_sd'] / r['dec_sd'] if r['dec_sd'] > 0 else float('inf'):.2f} | {r['auc']:.3f} |"
+                         + (" GPService refused: solver tolerance not certified |" if r.get("error") else ""))
         lines.append("")
     for eps in cfg["epsilons"]:  # compact: the means only, AUC (balanced accuracy)
         lines += [f"### ε = {eps:g}, compact: mean ROC AUC (mean balanced accuracy)", "",
