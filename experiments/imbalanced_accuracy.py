@@ -92,7 +92,7 @@ class Config:
     skip: Tuple[str, ...] = ()
 
 
-QUICK = dict(runs=1, epsilons=(1.0,), n=2000, T=300, n_test=1000, val_grid=(0.01, 0.1), rff=100)
+QUICK = dict(runs=1, epsilons=(1.0,), n=2000, T=200, n_test=500, val_grid=(0.01, 0.1), rff=100)
 
 
 # ------------------------------------------------------------------------------------------------
