@@ -8,7 +8,9 @@ machinery of dpcore: it is reproducibility, bookkeeping and output of the experi
   one random choice.
 * :class:`Data`, :func:`load_data`: a bundled dataset (``dpcore.datasets``) as training rows, the
   remaining training rows (validation) and the test split.
-* :func:`majority_rate`, :func:`accuracy`, :func:`public_sample`: measurements shared by the scripts.
+* :func:`majority_rate`, :func:`accuracy`, :func:`public_sample`: measurements shared by the scripts;
+  :func:`classification_metrics` (ROC AUC, balanced accuracy, accuracy) and :func:`thin_positives` (a
+  public, seeded rule that makes a task imbalanced).
 * :func:`mean_std`, :func:`group_rows`, :func:`fmt`, :func:`fmt_pm`, :func:`cell`, :func:`lookup`,
   :func:`find`, :func:`failures_and_timings`: summaries and markdown tables (missing values print ``—``).
 * :func:`experiment_parser`, :func:`configure`, :func:`parse_choices`, :func:`run_stages`,
@@ -122,6 +124,35 @@ def public_sample(m: int, T: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
     """``T`` of ``m`` row indices without replacement (public points) and the sorted rest (scored)."""
     pub = np.random.default_rng(seed).choice(m, size=T, replace=False)
     return pub, np.setdiff1d(np.arange(m), pub, assume_unique=True)
+
+
+def classification_metrics(y: np.ndarray, scores: np.ndarray, labels: Optional[np.ndarray] = None) -> dict:
+    """ROC AUC of the real-valued ``scores`` and balanced accuracy and accuracy of ``labels`` (±1; the sign
+    of ``scores`` when None) against ±1 labels ``y``. AUC is NaN when ``y`` has one class or the scores are
+    constant (a model that ranks nothing)."""
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    y = np.asarray(y, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    pred = np.where(scores > 0, 1.0, -1.0) if labels is None else np.where(np.asarray(labels) > 0, 1.0, -1.0)
+    two = np.unique(y).size == 2
+    auc = float(roc_auc_score(y, scores)) if two and np.ptp(scores) > 0 and np.all(np.isfinite(scores)) else float("nan")
+    bacc = float(balanced_accuracy_score(y, pred)) if two else float("nan")
+    return dict(auc=auc, bacc=bacc, acc=float(np.mean(pred == y)))
+
+
+def thin_positives(y: np.ndarray, rate: float, seed: int) -> np.ndarray:
+    """Indices (sorted) of the rows kept when the +1 class is subsampled so that it is ``rate`` of the result.
+
+    A public rule: every −1 row is kept, and ``k = min(#pos, round(rate/(1 − rate)·#neg))`` of the +1 rows,
+    chosen uniformly without replacement by ``numpy.random.default_rng(seed)``. It depends on the labels'
+    counts and the seed only.
+    """
+    y = np.asarray(y)
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y <= 0)
+    k = min(pos.size, int(round(rate / (1.0 - rate) * neg.size)))
+    kept = np.random.default_rng(seed).choice(pos, size=k, replace=False)
+    return np.sort(np.concatenate([neg, kept]))
 
 
 # ------------------------------------------------------------------------------------------------
