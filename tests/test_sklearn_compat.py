@@ -55,10 +55,14 @@ def test_expected_failures_are_dp_inherent_and_documented():
         for check, reason in expected_failed_checks(est).items():
             assert reason.startswith(("DP-inherent", "No intercept")), (check, reason)
             seen[check] = reason
-    # the non-private solvers fail only the declared-label-set checks (and, without a bias, the class-weight one)
-    assert set(expected_failed_checks(ESTIMATORS[0])) == {
-        "check_estimators_dtypes", "check_classifier_data_not_an_array", "check_classifiers_classes",
-        "check_fit2d_1feature", "check_class_weight_classifiers"}
+    # the non-private solvers fail only the declared-label-set checks; declared without the intercept, also the
+    # class-weight one (a model-class limitation, not DP)
+    labels_only = {"check_estimators_dtypes", "check_classifier_data_not_an_array", "check_classifiers_classes",
+                   "check_fit2d_1feature"}
+    assert set(expected_failed_checks(ESTIMATORS[0])) == labels_only
+    no_bias = clone(ESTIMATORS[0]).set_params(intercept_scaling=0.0)
+    assert set(expected_failed_checks(no_bias)) == labels_only | {"check_class_weight_classifiers"}
+    seen.update(expected_failed_checks(no_bias))
     with open(_docs("sklearn.md"), encoding="utf-8") as fh:
         doc = fh.read()
     for check in seen:
@@ -182,7 +186,7 @@ def test_kernel_svm_dual_coef_has_scikit_learns_meaning():
     from sklearn.metrics.pairwise import rbf_kernel
 
     X, y = _data(n=200)
-    m = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0).fit(X, y)
+    m = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, intercept_scaling=0.0).fit(X, y)  # K without the shift
     assert m.dual_coef_.shape == (1, m.support_.size)
     assert np.all(np.abs(m.dual_coef_) <= m.C_ * (1 + 1e-12))
     np.testing.assert_array_equal(m.support_vectors_, X[m.support_])

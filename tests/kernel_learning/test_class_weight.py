@@ -47,7 +47,8 @@ PINNED = {
 def test_unit_weights_are_bit_for_bit_the_unweighted_fit(cls, kernel, class_weight):
     X, y = _toy()
     kw = dict(gamma=2.0) if kernel == "rbf" else dict(degree=3)
-    m = cls(lam=1e-3, tol=1e-8, kernel=kernel, class_weight=class_weight, **kw).fit(X, y)
+    m = cls(lam=1e-3, tol=1e-8, kernel=kernel, class_weight=class_weight, intercept_scaling=0.0,
+            **kw).fit(X, y)  # pinned before the intercept existed (b = 0)
     got = (hashlib.sha256(m.mu_.tobytes()).hexdigest()[:16], m.duality_gap_.hex(), m.n_iter_)
     assert got == PINNED[(cls.__name__, kernel)]
     assert m.lipschitz_ == 1.0 and m.class_weight_ == {-1: 1.0, 1: 1.0} and m.class_weight_public_
@@ -56,7 +57,7 @@ def test_unit_weights_are_bit_for_bit_the_unweighted_fit(cls, kernel, class_weig
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 def test_explicit_unit_sample_weights_in_the_core_are_bit_for_bit(loss):
     X, y = _toy(200, 5)
-    args = (np.ascontiguousarray(X), y.astype(np.float64), loss, "rbf", 2.0, 3, 1.0, 1e-3, 1e-8, 10**7, 2**28, True)
+    args = (np.ascontiguousarray(X), y.astype(np.float64), loss, "rbf", 2.0, 3, 1.0, 0.5, 1e-3, 1e-8, 10**7, 2**28, True)
     a = _core.erm_fit(*args)
     b = _core.erm_fit(*args, sample_weight=np.ones(200))
     for key in ("a", "mu", "decision"):
@@ -103,7 +104,7 @@ def test_weighted_certificate_is_honest_against_a_slow_reference(cls, loss):
     cw = {-1: 0.5, 1: 6.0}
     s = np.where(y > 0, 6.0, 0.5)
     K = dpcore.kernel_matrix(X, X, kernel="rbf", gamma=2.0)
-    m = cls(lam=lam, kernel="rbf", gamma=2.0, tol=1e-7, class_weight=cw).fit(X, y)
+    m = cls(lam=lam, kernel="rbf", gamma=2.0, tol=1e-7, class_weight=cw, intercept_scaling=0.0).fit(X, y)
     C = 1.0 / (lam * n)
     if loss == "hinge":
         # the weighted dual, maximised by L-BFGS-B over its box [0, s_i] (independent of dpcore's solver)
@@ -143,8 +144,8 @@ def test_weighted_certificate_is_honest_against_a_slow_reference(cls, loss):
     assert dist <= m.w_error_bound_ + ref_err + 1e-9
     # the weights matter: the unweighted certificate of the weighted model's duals is refused (box [0, 1])
     with pytest.raises(ValueError, match="a"):
-        _core.erm_certificate(np.ascontiguousarray(X), y, m.box_duals_, loss, "rbf", 2.0, 3, 1.0, lam)
-    cert = _core.erm_certificate(np.ascontiguousarray(X), y, m.box_duals_, loss, "rbf", 2.0, 3, 1.0, lam,
+        _core.erm_certificate(np.ascontiguousarray(X), y, m.box_duals_, loss, "rbf", 2.0, 3, 1.0, 0.0, lam)
+    cert = _core.erm_certificate(np.ascontiguousarray(X), y, m.box_duals_, loss, "rbf", 2.0, 3, 1.0, 0.0, lam,
                                  sample_weight=s)
     assert cert["gap"] == pytest.approx(m.duality_gap_, rel=1e-12)
 

@@ -6,8 +6,8 @@ reading it off the data would let one record change the label mapping), so they 
 expected to fail, and why, is given by :func:`expected_failed_checks` (a ``{check: reason}`` dict,
 the role of scikit-learn's former ``_xfail_checks`` tag, computed from the estimator's tags and
 parameters); the test suite passes it to ``parametrize_with_checks(expected_failed_checks=...)``.
-Every entry is inherent to differential privacy, except :data:`NO_INTERCEPT_CHECKS` (the kernel ERM has no
-bias yet); the list is also in docs/sklearn.md.
+Every entry is inherent to differential privacy, except :data:`NO_INTERCEPT_CHECKS` (a kernel ERM declared
+without its intercept, ``intercept_scaling=0``); the list is also in docs/sklearn.md.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ RELEASE_CLASSIFIER_CHECKS = {
 }
 
 
-#: Checks the bias-free kernel ERM cannot pass (not DP-inherent: a model-class limitation, to be removed with the
-#: intercept of issue 23, item 1).
+#: Checks the bias-free kernel ERM (``intercept_scaling=0``) cannot pass (not DP-inherent: a model-class limitation;
+#: with the default intercept the check passes).
 NO_INTERCEPT_CHECKS = {
     "check_class_weight_classifiers": (
-        "No intercept (issue 23, item 1 adds one): the check weights class 0 by 1000 on very noisy blobs and expects "
+        "No intercept (intercept_scaling=0): the check weights class 0 by 1000 on very noisy blobs and expects "
         "class 0 almost everywhere, which a model f(z) = sum_i mu_i K(z, x_i) without a bias cannot do far from the "
         "training points (the RBF kernel vanishes there); the weights themselves are applied (see "
         "tests/kernel_learning/test_class_weight.py)"),
@@ -64,8 +64,10 @@ def expected_failed_checks(estimator) -> dict:
     classifier = tags.estimator_type == "classifier"
     if classifier:
         out.update(LABEL_CHECKS)
-    if getattr(estimator, "_loss", None) in ("hinge", "logistic") and "class_weight" in estimator.get_params():
-        out.update(NO_INTERCEPT_CHECKS)  # the kernel ERM (KernelSVM, KernelLogisticRegression) has no bias yet
+    params = estimator.get_params()
+    if getattr(estimator, "_loss", None) in ("hinge", "logistic") and "class_weight" in params \
+            and params.get("intercept_scaling", 0.0) == 0.0:
+        out.update(NO_INTERCEPT_CHECKS)  # a kernel ERM declared without its intercept
     if getattr(estimator, "_dp_release", False):
         out.update(RELEASE_CHECKS)
         if classifier:
