@@ -444,7 +444,8 @@ def _rust_dual_start(X, y, lam, tol):
         Xd = X
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        svm = KernelSVM(lam=lam, kernel="linear", tol=max(tol * 1e-2, 1e-300),
+        # intercept_scaling=0: the GLM objective has no kernel intercept (its bias, if any, is a column of X)
+        svm = KernelSVM(lam=lam, kernel="linear", tol=max(tol * 1e-2, 1e-300), intercept_scaling=0.0,
                         max_iter=max(200_000, 100 * n)).fit(Xd, y)
     a = np.clip(np.asarray(svm.box_duals_, dtype=np.float64), 0.0, 1.0)
     return a, int(svm.n_iter_)
