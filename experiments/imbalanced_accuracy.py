@@ -53,6 +53,7 @@ import numpy as np
 import dpcore
 from dpcore.datasets import load_adult, load_letter, load_shuttle
 from dpcore.datasets._letter import encode_letter, load_letter_raw  # not re-exported by dpcore.datasets
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR  # the solver's float floor (what the library refuses below)
 from dpcore.kernel_learning.gp import auto_lam
 from dpcore.mechanisms.noise import private_proportion
 
@@ -172,6 +173,24 @@ _B_PARAM = inspect.signature(dpcore.KernelSVM).parameters.get("intercept_scaling
 DEFAULT_B: Optional[float] = None if _B_PARAM is None else float(_B_PARAM.default)
 
 
+def public_lipschitz(extra: dict) -> float:
+    """L of the model ``extra`` describes: the largest public class weight; ``"balanced"`` read off the data
+    (non-private rows only): the cap ``max_class_weight``, as PrivateGridSearch does; else 1."""
+    cw = extra.get("class_weight")
+    if isinstance(cw, dict):
+        return max(float(v) for v in cw.values())
+    return float(extra.get("max_class_weight", 10.0)) if cw == "balanced" else 1.0
+
+
+def public_tol(lam: float, extra: dict) -> float:
+    """``TOL``, raised where the private paths could not certify it: the library refuses a tolerance below
+    ``2·KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ`` (the solver's float floor; L = 10 weights multiply it by 100), so
+    a weighted model gets ``4×`` that floor (public quantities only; unweighted rows keep ``TOL``)."""
+    b = extra.get("intercept_scaling", DEFAULT_B) or 0.0
+    floor = KERNEL_SUM_REL_ERROR * (1.0 + b * b) * public_lipschitz(extra) ** 2 / lam  # rbf: R_φ² = 1
+    return max(TOL, 4.0 * floor)
+
+
 class Context:
     """One task: its data, the fitted non-private models (cached per parameters), the seeds."""
 
@@ -195,12 +214,9 @@ class Context:
         """``auto_lam`` for the model ``extra`` describes: the shifted kernel's ``R_φ'² = R_φ² + b²`` (b the
         row's ``intercept_scaling``, else the library's default) and ``L`` = the largest public class weight."""
         b = extra.get("intercept_scaling", DEFAULT_B)
-        cw = extra.get("class_weight")
-        # "balanced" read off the data (non-private rows only): L = the cap max_class_weight, as PrivateGridSearch
-        L = (max(float(v) for v in cw.values()) if isinstance(cw, dict)
-             else float(extra.get("max_class_weight", 10.0)) if cw == "balanced" else 1.0)
         kw = {} if b is None else dict(intercept_scaling=b)  # None: a library without the bias (before)
-        return auto_lam(self.n, eps, self.cfg.delta, data_norm=1.0, lipschitz=L, **kw, **KERNEL)
+        return auto_lam(self.n, eps, self.cfg.delta, data_norm=1.0, lipschitz=public_lipschitz(extra), **kw,
+                        **KERNEL)
 
     def model(self, loss: str, C, **extra):
         return self.model_lam(loss, self.lam(C, **extra), **extra)
@@ -208,7 +224,7 @@ class Context:
     def model_lam(self, loss: str, lam: float, **extra):
         key = (loss, lam, repr(sorted(extra.items())))  # repr: a class_weight dict is not hashable
         if key not in self._fits:
-            est = make(LEARNERS[loss], lam=lam, tol=TOL, cache_size=CACHE_MB, **KERNEL, **extra)
+            est = make(LEARNERS[loss], lam=lam, tol=public_tol(lam, extra), cache_size=CACHE_MB, **KERNEL, **extra)
             t0 = time.perf_counter()
             self._fits[key] = est.fit(self.d.X, self.d.y)
             self.fit_seconds[f"{loss} λ={lam:.3g} {extra}"] = time.perf_counter() - t0
@@ -438,7 +454,8 @@ def run_task(cfg: Config, name: str, log: RunLog) -> None:
 def spread(c: Context, log: RunLog) -> None:
     """Decision-value spread of the non-private hinge and logistic models at the same C vs the GP noise sd."""
     Qk = c.Q[:500]
-    r_phi = float(np.sqrt(np.mean(np.diag(dpcore.kernel_matrix(Qk, Qk, **KERNEL)))))
+    b2 = (DEFAULT_B or 0.0) ** 2   # the rows here follow the library's default bias: k(x, x) + b²
+    r_phi = float(np.sqrt(np.mean(np.diag(dpcore.kernel_matrix(Qk, Qk, **KERNEL))) + b2))
     for C in (C_FIXED, "auto"):
         for loss in ("hinge", "logistic"):
             if ("svm" if loss == "hinge" else "klr") in c.cfg.skip:
