@@ -53,6 +53,7 @@ import numpy as np
 import dpcore
 from dpcore.datasets import load_adult, load_letter, load_shuttle
 from dpcore.datasets._letter import encode_letter, load_letter_raw  # not re-exported by dpcore.datasets
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR  # the solver's float floor (what the library refuses below)
 from dpcore.kernel_learning.gp import auto_lam
 from dpcore.mechanisms.noise import private_proportion
 
@@ -72,6 +73,7 @@ TOL = 1e-8                               # solver tolerance as in README / docs 
 C_FIXED = 0.01                           # the README / issue's fixed C
 PRIOR_SHARE = 0.05                       # share of ε spent on the class proportion of the "+ prior" rows
 NA = "n/a (not implemented)"
+WEIGHT_SHARE = 0.05                      # share of ε spent on private_class_weights (the release gets the rest)
 #: Kernel cache of the solvers (MB): a whole 20,000 × 20,000 Gram matrix (3.2 GB) — speed only, not results
 #: (KernelLogisticRegression's dual coordinate descent re-evaluates kernel columns every epoch otherwise).
 CACHE_MB = 3300.0
@@ -165,6 +167,28 @@ def make(cls, **params):
 
 
 LEARNERS = {"hinge": dpcore.KernelSVM, "logistic": dpcore.KernelLogisticRegression}
+#: The library's default ``intercept_scaling`` b (None: a library without the bias): the "C = auto" rows that
+#: do not name b follow it, and their λ uses the shifted kernel's ``R_φ'² = R_φ² + b²``.
+_B_PARAM = inspect.signature(dpcore.KernelSVM).parameters.get("intercept_scaling")
+DEFAULT_B: Optional[float] = None if _B_PARAM is None else float(_B_PARAM.default)
+
+
+def public_lipschitz(extra: dict) -> float:
+    """L of the model ``extra`` describes: the largest public class weight; ``"balanced"`` read off the data
+    (non-private rows only): the cap ``max_class_weight``, as PrivateGridSearch does; else 1."""
+    cw = extra.get("class_weight")
+    if isinstance(cw, dict):
+        return max(float(v) for v in cw.values())
+    return float(extra.get("max_class_weight", 10.0)) if cw == "balanced" else 1.0
+
+
+def public_tol(lam: float, extra: dict) -> float:
+    """``TOL``, raised where the private paths could not certify it: the library refuses a tolerance below
+    ``2·KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ`` (the solver's float floor; L = 10 weights multiply it by 100), so
+    a weighted model gets ``4×`` that floor (public quantities only; unweighted rows keep ``TOL``)."""
+    b = extra.get("intercept_scaling", DEFAULT_B) or 0.0
+    floor = KERNEL_SUM_REL_ERROR * (1.0 + b * b) * public_lipschitz(extra) ** 2 / lam  # rbf: R_φ² = 1
+    return max(TOL, 4.0 * floor)
 
 
 class Context:
@@ -180,22 +204,27 @@ class Context:
         self.fit_seconds: Dict[str, float] = {}
         self.eps = self.run = None
 
-    def lam(self, C) -> float:
+    def lam(self, C, **extra) -> float:
         """λ = 1/(n·C); ``C = "auto"``: the library's data-independent rule at the release's ε."""
         if C == "auto":
-            return self.lam_auto(self.eps)
+            return self.lam_auto(self.eps, **extra)
         return 1.0 / (self.n * C)
 
-    def lam_auto(self, eps: float) -> float:
-        return auto_lam(self.n, eps, self.cfg.delta, data_norm=1.0, **KERNEL)
+    def lam_auto(self, eps: float, **extra) -> float:
+        """``auto_lam`` for the model ``extra`` describes: the shifted kernel's ``R_φ'² = R_φ² + b²`` (b the
+        row's ``intercept_scaling``, else the library's default) and ``L`` = the largest public class weight."""
+        b = extra.get("intercept_scaling", DEFAULT_B)
+        kw = {} if b is None else dict(intercept_scaling=b)  # None: a library without the bias (before)
+        return auto_lam(self.n, eps, self.cfg.delta, data_norm=1.0, lipschitz=public_lipschitz(extra), **kw,
+                        **KERNEL)
 
     def model(self, loss: str, C, **extra):
-        return self.model_lam(loss, self.lam(C), **extra)
+        return self.model_lam(loss, self.lam(C, **extra), **extra)
 
     def model_lam(self, loss: str, lam: float, **extra):
-        key = (loss, lam, tuple(sorted(extra.items())))
+        key = (loss, lam, repr(sorted(extra.items())))  # repr: a class_weight dict is not hashable
         if key not in self._fits:
-            est = make(LEARNERS[loss], lam=lam, tol=TOL, cache_size=CACHE_MB, **KERNEL, **extra)
+            est = make(LEARNERS[loss], lam=lam, tol=public_tol(lam, extra), cache_size=CACHE_MB, **KERNEL, **extra)
             t0 = time.perf_counter()
             self._fits[key] = est.fit(self.d.X, self.d.y)
             self.fit_seconds[f"{loss} λ={lam:.3g} {extra}"] = time.perf_counter() - t0
@@ -211,6 +240,22 @@ class Context:
     def seed(self, *what) -> int:
         return derive_seed(self.cfg.seed, self.d.name, *what, self.eps, self.run)
 
+    def weights(self, M: float) -> dict:
+        """Balanced class weights released by ``private_class_weights`` with ``WEIGHT_SHARE·ε`` (pure ε-DP,
+        capped at ``M``): a public dict, the same for every row of this (task, ε, run, M)."""
+        fn = getattr(dpcore, "private_class_weights", None)
+        if fn is None:
+            raise NotImplementedRow("dpcore has no private_class_weights")
+        return dict(fn(self.d.y, (-1.0, 1.0), WEIGHT_SHARE * self.eps, max_class_weight=M,
+                       random_state=self.seed("class-weights", M)))
+
+    def weighted(self, M: Optional[float], extra: dict) -> Tuple[float, dict]:
+        """(ε of the release, the model's parameters): with ``M``, the release gets ``(1 − WEIGHT_SHARE)·ε``
+        and the model the private weights (basic composition: ε in total)."""
+        if M is None:
+            return self.eps, extra
+        return (1 - WEIGHT_SHARE) * self.eps, dict(extra, class_weight=self.weights(M), max_class_weight=M)
+
     def proportion(self, eps: float) -> float:
         """The class proportion released with ``eps`` (Laplace, sensitivity 1/n): public afterwards."""
         return private_proportion(self.d.y, 1.0, eps, random_state=self.seed("class-proportion"))
@@ -219,38 +264,51 @@ class Context:
 Result = Tuple[np.ndarray, np.ndarray]  # (decision values for AUC, ±1 labels)
 
 
-def nonprivate(loss: str, C, **extra) -> Callable[[Context], Result]:
+def nonprivate(loss: str, C, *, weights: Optional[float] = None, **extra) -> Callable[[Context], Result]:
+    """The non-private model; ``weights=M``: with the private rows' public class weights (capped at M) and
+    their λ (C = auto at the release's ε = 0.95·ε, L = the largest weight) — the same fitted model."""
     def run(c: Context) -> Result:
-        m = c.model(loss, c.best_C(loss) if C == "best" else C, **extra)
+        eps, ex = c.weighted(weights, extra)
+        if weights is not None and C == "auto":
+            m = c.model_lam(loss, c.lam_auto(eps, **ex), **ex)
+        else:
+            m = c.model(loss, c.best_C(loss) if C == "best" else C, **ex)
         return m.decision_function(c.Q), m.predict(c.Q)
     return run
 
 
-def tddl(loss: str, C, *, prior: bool = False, **extra) -> Callable[[Context], Result]:
+def tddl(loss: str, C, *, prior: bool = False, weights: Optional[float] = None, **extra) -> Callable[[Context], Result]:
     """TDDL noise="gp" (the default) over the T public points; ``prior``: 95 % of ε for the release, 5 % for
-    the class proportion, threshold by ``KernelRelease.calibrate_prior`` (basic composition: ε in total)."""
+    the class proportion, threshold by ``KernelRelease.calibrate_prior`` (basic composition: ε in total);
+    ``weights=M``: 95 % of ε for the release, 5 % for ``private_class_weights`` capped at M."""
     def run(c: Context) -> Result:
-        eps = (1 - PRIOR_SHARE) * c.eps if prior else c.eps
-        lam = c.lam_auto(eps) if C == "auto" else c.lam(C)
-        m = c.model_lam(loss, lam, **extra)
+        eps, ex = c.weighted(weights, extra)
+        eps = (1 - PRIOR_SHARE) * c.eps if prior else eps
+        lam = c.lam_auto(eps, **ex) if C == "auto" else c.lam(C)
+        m = c.model_lam(loss, lam, **ex)
+        wseed = () if weights is None else ("weights", weights)
         rel = make(dpcore.TDDL, model=m, epsilon=eps, delta=c.cfg.delta, data_norm=1.0,
-                   random_state=c.seed("TDDL", loss, C, prior)).fit(c.Z).release_
+                   random_state=c.seed("TDDL", loss, C, prior, *wseed)).fit(c.Z).release_
         if prior:
             rel = rel.calibrate_prior(c.proportion(PRIOR_SHARE * c.eps))
         return rel.decision_function(c.Q), rel.predict(c.Q)
     return run
 
 
-def gpservice(loss: str, C, *, prior: bool = False, **extra) -> Callable[[Context], Result]:
+def gpservice(loss: str, C, *, prior: bool = False, weights: Optional[float] = None,
+              **extra) -> Callable[[Context], Result]:
     """GPService answering the scored rows; ``prior``: as :func:`tddl`, the threshold set on the public points
-    by ``GPService.calibrate_prior`` (its answers there are part of the service's release)."""
+    by ``GPService.calibrate_prior`` (its answers there are part of the service's release); ``weights``: as
+    :func:`tddl`."""
     def run(c: Context) -> Result:
-        eps = (1 - PRIOR_SHARE) * c.eps if prior else c.eps
-        lam = c.lam_auto(eps) if C == "auto" else c.lam(C)
-        m = c.model_lam(loss, lam, **extra)
+        eps, ex = c.weighted(weights, extra)
+        eps = (1 - PRIOR_SHARE) * c.eps if prior else eps
+        lam = c.lam_auto(eps, **ex) if C == "auto" else c.lam(C)
+        m = c.model_lam(loss, lam, **ex)
+        wseed = () if weights is None else ("weights", weights)
         svc = make(dpcore.GPService, model=m, epsilon=eps, delta=c.cfg.delta, data_norm=1.0,
                    max_exact_queries=c.Q.shape[0] + (c.Z.shape[0] if prior else 0),
-                   random_state=c.seed("GPService", loss, C, prior))
+                   random_state=c.seed("GPService", loss, C, prior, *wseed))
         if prior:
             svc.calibrate_prior(c.proportion(PRIOR_SHARE * c.eps), c.Z)
         return svc.decision_function(c.Q), svc.predict_labels(c.Q)
@@ -281,15 +339,18 @@ def linear(c: Context) -> Result:
     return m.decision_function(c.Q), m.predict(c.Q)
 
 
-BIAS = dict(intercept_scaling=1.0)                              # issue 23, item 1 (not in the library yet)
-BALANCED = dict(intercept_scaling=1.0, class_weight="balanced")  # issue 23, item 2 (not in the library yet)
+BIAS = dict(intercept_scaling=1.0)                              # issue 23, item 1 (rows written before it landed)
+BALANCED = dict(intercept_scaling=1.0, class_weight="balanced")  # issue 23, item 2 (idem; refused by private paths)
+NO_BIAS = dict(intercept_scaling=0.0)   # the old hinge paths pinned: comparable with the before-numbers
+BIAS05 = dict(intercept_scaling=0.5)    # the library's default b, named
+WEIGHT_CAPS = (3.0, 10.0)               # max_class_weight M of the private balanced weights
 
 
 @dataclass(frozen=True)
 class Row:
     name: str
     kind: str    # "non-private", "private kernel", "private linear"
-    group: str   # for --skip: svm, klr, select, rff, linear, future
+    group: str   # for --skip: svm, klr, select, rff, linear, future, after, after-klr
     run: Callable[[Context], Result] = field(repr=False)
 
 
@@ -319,11 +380,34 @@ MODELS: Tuple[Row, ...] = (
         tddl("logistic", "auto", **BALANCED)),
     Row("GPService (KernelLogReg + bias + balanced, C = auto)", "private kernel", "future",
         gpservice("logistic", "auto", **BALANCED)),
+    # ---- after issue 23's bias and class weights (group "after") ----
+    Row("KernelSVM, b = 0 (non-private), C = auto", "non-private", "after", nonprivate("hinge", "auto", **NO_BIAS)),
+    Row("TDDL-gp (KernelSVM, b = 0, C = auto)", "private kernel", "after", tddl("hinge", "auto", **NO_BIAS)),
+    Row("GPService (KernelSVM, b = 0, C = auto)", "private kernel", "after", gpservice("hinge", "auto", **NO_BIAS)),
+    Row("KernelSVM, b = 0.5 (non-private), C = auto", "non-private", "after", nonprivate("hinge", "auto", **BIAS05)),
+    Row("TDDL-gp (KernelSVM, b = 0.5, C = auto)", "private kernel", "after", tddl("hinge", "auto", **BIAS05)),
+    Row("GPService (KernelSVM, b = 0.5, C = auto)", "private kernel", "after", gpservice("hinge", "auto", **BIAS05)),
+    Row("KernelSVM, b = 0.5, data-balanced weights ≤ 10 (non-private), C = auto(L = 10)", "non-private", "after",
+        nonprivate("hinge", "auto", weights=None, class_weight="balanced", max_class_weight=10.0, **BIAS05)),
+    *(r for M in WEIGHT_CAPS for r in (
+        Row(f"KernelSVM, b = 0.5, private weights M = {M:g} (non-private, same weights), C = auto",
+            "non-private, private weights", "after", nonprivate("hinge", "auto", weights=M, **BIAS05)),
+        Row(f"TDDL-gp (KernelSVM, b = 0.5, private weights M = {M:g}, C = auto)", "private kernel", "after",
+            tddl("hinge", "auto", weights=M, **BIAS05)),
+        Row(f"GPService (KernelSVM, b = 0.5, private weights M = {M:g}, C = auto)", "private kernel", "after",
+            gpservice("hinge", "auto", weights=M, **BIAS05)),
+    )),
+    Row("KernelLogReg, b = 0.5, private weights M = 10 (non-private, same weights), C = auto",
+        "non-private, private weights", "after-klr", nonprivate("logistic", "auto", weights=10.0, **BIAS05)),
+    Row("TDDL-gp (KernelLogReg, b = 0.5, private weights M = 10, C = auto)", "private kernel", "after-klr",
+        tddl("logistic", "auto", weights=10.0, **BIAS05)),
+    Row("GPService (KernelLogReg, b = 0.5, private weights M = 10, C = auto)", "private kernel", "after-klr",
+        gpservice("logistic", "auto", weights=10.0, **BIAS05)),
     Row("PrivateGridSearch (defaults)", "private kernel", "select", grid_search()),
     Row("PrivateSVM (RFF, tight, C = auto)", "private kernel", "rff", private_svm),
     Row("ObjectivePerturbation (linear logistic, intercept)", "private linear", "linear", linear),
 )
-GROUPS = ("svm", "klr", "future", "select", "rff", "linear")
+GROUPS = ("svm", "klr", "future", "select", "rff", "linear", "after", "after-klr")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -370,7 +454,8 @@ def run_task(cfg: Config, name: str, log: RunLog) -> None:
 def spread(c: Context, log: RunLog) -> None:
     """Decision-value spread of the non-private hinge and logistic models at the same C vs the GP noise sd."""
     Qk = c.Q[:500]
-    r_phi = float(np.sqrt(np.mean(np.diag(dpcore.kernel_matrix(Qk, Qk, **KERNEL)))))
+    b2 = (DEFAULT_B or 0.0) ** 2   # the rows here follow the library's default bias: k(x, x) + b²
+    r_phi = float(np.sqrt(np.mean(np.diag(dpcore.kernel_matrix(Qk, Qk, **KERNEL))) + b2))
     for C in (C_FIXED, "auto"):
         for loss in ("hinge", "logistic"):
             if ("svm" if loss == "hinge" else "klr") in c.cfg.skip:
