@@ -416,3 +416,24 @@ def test_kernel_release_forgeries(tmp_path, mode):
         assert tried >= 40 and rejected == tried, accepted
     else:
         assert set(accepted) <= {"mu x10 [plain, checksum recomputed]", "mechanism unknown [plain, checksum recomputed]"}
+
+
+@pytest.mark.parametrize("kind", ["PINP", "GPService", "TDDL"])
+def test_an_unfitted_model_is_a_not_fitted_error(kind):
+    """Issue 25: an unfitted model passed to a private mechanism says so (it used to say 'model has no
+    w_error_bound_')."""
+    model = dpcore.KernelSVM(lam=0.1)
+    with pytest.raises(dpcore.exceptions.NotFittedError, match="not fitted"):
+        if kind == "PINP":
+            PINP(model, 1.0, 1e-6, data_norm=1.0, n_queries=10)
+        elif kind == "GPService":
+            GPService(model, 1.0, 1e-6, data_norm=1.0)
+        else:
+            dpcore.TDDL(model, 1.0, 1e-6, data_norm=1.0).fit(np.zeros((3, 2)))
+
+
+def test_norm_errors_print_enough_digits(model):
+    """Issue 25: a row of norm 1.0000000026 (float32 input) was reported as 'norm 1'."""
+    X = np.array([[1.0000000026, 0.0, 0.0]])
+    with pytest.raises(ValueError, match=r"1\.00000000"):
+        GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=0).predict(X)

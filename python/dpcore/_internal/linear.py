@@ -18,7 +18,7 @@ from sklearn.utils.metaestimators import available_if
 
 from dpcore._internal.dask import is_dask_collection, map_row_blocks, require_dask
 from dpcore._internal.validation import as_dask_target, check_feature_names, check_rows
-from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.exceptions import NotFittedError
 
 #: scikit-learn's warning when a model fitted on named columns gets a plain array: Dask blocks are plain arrays
 #: whose columns were checked on the client (:meth:`LinearPredictorMixin._map_dask`).

@@ -72,7 +72,7 @@ def project_rows(X, *, data_norm: float, clip: bool, offset: int = 0, norms: Opt
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
             f"X: {int(bad.sum())} row(s) lie outside the declared domain ||x|| <= data_norm = {R} "
-            f"(e.g. row {offset + i}, norm {norms[i]:.6g}); pass clip=True to project them onto the ball"
+            f"(e.g. row {offset + i}, norm {float(norms[i])!r}); pass clip=True to project them onto the ball"
         )
     factor = np.ones(X.shape[0])
     factor[bad] = R / norms[bad]

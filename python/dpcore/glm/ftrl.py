@@ -76,7 +76,7 @@ from dpcore._internal.fp import RANGE_SLACK, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._simplex_calibration import MIN_PROBABILITY, sampler_error_bound, softmax_fp_error
 from dpcore.exceptions import FTRLHorizonExceeded
 from dpcore.mechanisms.noise import check_random_state
-from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.exceptions import NotFittedError
 from dpcore.mechanisms.multinomial import multinomial_draws
 from dpcore._internal.types import ArrayLike, Self
 from dpcore._internal.progress import check_verbose, progress_bar

@@ -32,6 +32,7 @@ import numpy as np
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.validation import check_array
+from dpcore.exceptions import NotFittedError
 
 from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
 from dpcore._internal.fp import shifted_kernel_error
@@ -49,6 +50,9 @@ def model_info(model, who: str = "PINP") -> dict:
     # class weights read off the data ("balanced") are not covered by any proof: refused before any charge
     check_public_weights(model, who)
     missing = [a for a in _REQUIRED if not hasattr(model, a)]
+    if missing and callable(getattr(model, "fit", None)):  # an estimator that was never fitted
+        raise NotFittedError(f"{who}: the model ({type(model).__name__}) is not fitted yet; call model.fit(X, y) "
+                             "first")
     if "w_error_bound_" in missing:
         raise ValueError(
             f"model has no w_error_bound_: {who} needs a certified bound on the solver error "
@@ -245,7 +249,7 @@ def check_in_domain(Z: np.ndarray, radius: float, name: str, *, clip: bool, what
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(
                 f"{name}: {int(bad.sum())} {what} lie outside the declared domain ||z|| <= "
-                f"data_norm = {radius} (e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to "
+                f"data_norm = {radius} (e.g. row {i}, norm {float(norms[i])!r}); pass clip=True to "
                 "project them onto the ball"
             )
         Z = Z.copy()

@@ -390,7 +390,7 @@ class PINP(DurableSession):
         if bad.size:
             raise ValueError(
                 f"model.X_fit_: {bad.size} training point(s) lie outside the declared domain "
-                f"||x|| <= data_norm = {r} (largest norm {norms.max():.6g}, e.g. row {bad[0]}). "
+                f"||x|| <= data_norm = {r} (largest norm {float(norms.max())!r}, e.g. row {bad[0]}). "
                 "The sensitivity bound requires every training point in the domain; training points "
                 "are never clipped silently: clip the training data to the ball and retrain."
             )

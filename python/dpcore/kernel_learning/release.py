@@ -29,14 +29,13 @@ from dpcore._internal.dask import compute_all
 from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, decision_labels
 from dpcore._internal.sealing import resolve_key
 from dpcore._internal.state import atomic_write, checksum, encode_document, parse_document
-from dpcore.exceptions import StateAuthenticationError
+from dpcore.exceptions import NotFittedError, StateAuthenticationError
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
 from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
                                          map_rows)
 from dpcore.kernels.evaluation import (_check_representable, check_intercept_scaling, check_kernel_params, fused_predict,
                                        kernel_args)
-from dpcore.kernel_learning.svm import NotFittedError
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
 

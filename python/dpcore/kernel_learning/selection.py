@@ -92,7 +92,8 @@ from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
-from dpcore.kernel_learning.svm import KernelSVM, NotFittedError
+from dpcore.exceptions import NotFittedError
+from dpcore.kernel_learning.svm import KernelSVM
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL

@@ -45,7 +45,7 @@ from dpcore import _core
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_rows, map_rows, record_feature_names,
 )
-from dpcore.kernel_learning.svm import NotFittedError
+from dpcore.exceptions import NotFittedError
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 

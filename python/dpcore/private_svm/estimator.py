@@ -514,7 +514,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
                     i = int(np.flatnonzero(bad)[0])
                     raise ValueError(
                         f"X: {int(bad.sum())} row(s) lie outside the declared domain ||x|| <= data_norm = {R} "
-                        f"(e.g. row {i}, norm {norms[i]:.6g}); pass clip=True to project them onto the ball"
+                        f"(e.g. row {i}, norm {float(norms[i])!r}); pass clip=True to project them onto the ball"
                     )
                 factor = np.ones(n)
                 factor[bad] = R / norms[bad]
