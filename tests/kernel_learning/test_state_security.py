@@ -437,3 +437,9 @@ def test_norm_errors_print_enough_digits(model):
     X = np.array([[1.0000000026, 0.0, 0.0]])
     with pytest.raises(ValueError, match=r"1\.00000000"):
         GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=0).predict(X)
+
+
+def test_docs_say_live_services_cannot_be_cloned():
+    """Issue 25: docs/sklearn.md claimed PINP and GPService support clone; they refuse copies on purpose."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sklearn.md").read_text(encoding="utf-8")
+    assert "except `PINP` and `GPService` support `get_params`/`set_params`/`clone`" in doc
