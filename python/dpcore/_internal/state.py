@@ -145,10 +145,14 @@ def atomic_write(path: str, data: bytes, *, stages: tuple = ("", "", "", "")) ->
         _fault(stages[3])
 
 
+#: Every byte but the four JSON brackets (deleted before the depth scan: a state is mostly base64 text).
+_NON_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
 def _depth_ok(raw: bytes) -> bool:
     """Nesting depth of a JSON text ≤ ``_MAX_DEPTH`` (brackets inside strings counted too: conservative)."""
     depth = 0
-    for b in raw:
+    for b in raw.translate(None, _NON_BRACKETS):  # the scan visits the brackets only
         if b in (0x5B, 0x7B):
             depth += 1
             if depth > _MAX_DEPTH:
@@ -580,7 +584,8 @@ def _check_min_seq(min_seq) -> Optional[int]:
 class DurableSession(NotPicklableService):
     """The durable-state life cycle shared by PINP and GPService (module docstring).
 
-    Subclasses define ``_STATE_FORMAT``, ``_WHO`` and ``_state_doc()`` (the service's own fields) and
+    Subclasses define ``_STATE_FORMAT``, ``_WHO``, ``_state_doc()`` (the service's own fields) and
+    ``_fingerprint_material()`` (the model bytes the keyed fingerprint covers), and
     call :meth:`_init_state` in their constructor, :meth:`_guarded` around every step that extends the
     in-memory state and commits, and :meth:`_open_for_load` in ``load``.
     """
@@ -601,14 +606,16 @@ class DurableSession(NotPicklableService):
         self._store = store
         self._state_id = secrets.token_hex(16)
         self._fp_salt = secrets.token_hex(16)
+        self._fingerprint = self._keyed_fingerprint()  # once per session; every commit stores it
 
-    def _keyed_fingerprint(self, material: bytes) -> str:
-        return keyed_digest(self._store.key, bytes.fromhex(self._fp_salt), material)
+    def _keyed_fingerprint(self) -> str:
+        """HMAC of the model (the subclass's ``_fingerprint_material()`` bytes) under this state's key."""
+        return keyed_digest(self._store.key, bytes.fromhex(self._fp_salt), self._fingerprint_material())
 
     def _commit(self) -> None:
         doc = self._state_doc()
         doc.update(format=self._STATE_FORMAT, state_id=self._state_id, fp_salt=self._fp_salt,
-                   fingerprint=self._keyed_fingerprint(self._fingerprint_material))
+                   fingerprint=self._fingerprint)
         self._seq = self._store.write(doc, self._seq)
         record_in_ledger(self._ledger, self._state_id, self._seq)
 
@@ -659,7 +666,8 @@ class DurableSession(NotPicklableService):
         """Bind a rebuilt service to its (locked) store; the fingerprint must match the model."""
         self._store, self._ledger = store, accountant
         self._state_id, self._fp_salt = doc["state_id"], doc["fp_salt"]
-        if self._keyed_fingerprint(self._fingerprint_material) != doc["fingerprint"]:
+        self._fingerprint = self._keyed_fingerprint()  # once per session; every commit stores it
+        if self._fingerprint != doc["fingerprint"]:
             raise ValueError("model does not match the state (keyed fingerprint of mu_, X_fit_, kernel parameters, "
                              "lam, lipschitz_, n_samples_fit_ and the certificate differs)")
         self._seq = int(doc["seq"])

@@ -277,7 +277,6 @@ class GPService(DurableSession):
         self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2
         self._params = dict(params, epsilon=epsilon, delta=delta, data_norm=r, max_exact_queries=T_max,
                             ridge=params["ridge"])
-        self._fingerprint_material = fingerprint_material(info)
         sv = info["mu"] != 0.0
         self._X_sv = np.ascontiguousarray(X[sv])
         self._mu_sv = np.ascontiguousarray(info["mu"][sv])
@@ -590,6 +589,9 @@ class GPService(DurableSession):
     # ------------------------------------------------------------------ persistence
     def _factor_hash(self) -> str:
         return hashlib.sha256(np.ascontiguousarray(self._L).tobytes()).hexdigest()
+
+    def _fingerprint_material(self) -> bytes:
+        return fingerprint_material(self._info)
 
     def _state_doc(self) -> dict:
         return dict(params=self._params, calibration=asdict(self.privacy_), dim=int(self._Q.shape[1]),

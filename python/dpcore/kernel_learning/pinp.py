@@ -408,7 +408,6 @@ class PINP(DurableSession):
                       data_norm=r, norm_bound=None if params["norm_bound"] is None else cal.norm_bound,
                       clip=bool(params["clip"]))
         self._info, self._params, self._radius, self._r_eff = info, params, r, r_eff
-        self._fingerprint_material = fingerprint_material(info)
         self.privacy_ = cal
         self._seeded = seeded
         self._session = _core.PinpSession(
@@ -430,6 +429,9 @@ class PINP(DurableSession):
         self._release_lock()
 
     # ------------------------------------------------------------------ persistence
+    def _fingerprint_material(self) -> bytes:
+        return fingerprint_material(self._info)
+
     def _state_doc(self) -> dict:
         points, alphas, n_answered = self._session.snapshot()
         doc = dict(
