@@ -234,15 +234,11 @@ def plan_event(plan: Any) -> _dpe.DpEvent:
     >>> type(plan_event(gaussian_plan(1.0, 1.0, 1e-6))).__name__
     'GaussianDpEvent'
     """
-    from dpcore.mechanisms.noise import GaussianPlan, LaplacePlan
-
-    if isinstance(plan, LaplacePlan):
-        return EpsilonDeltaDpEvent(float(plan.epsilon_used), 0.0)
-    if isinstance(plan, GaussianPlan):
-        if plan.method == "analytic":
-            return gaussian_event(plan.sigma, plan.sensitivity)
-        return zcdp_event(plan.rho_used)
-    raise TypeError(f"plan must be a LaplacePlan or GaussianPlan, got {type(plan).__name__}")
+    # the plans live one layer up (dpcore.mechanisms.noise) and describe their own event: no upward import here
+    fn = getattr(plan, "dp_event", None)
+    if not callable(fn):
+        raise TypeError(f"plan must be a LaplacePlan or GaussianPlan, got {type(plan).__name__}")
+    return fn()
 
 
 def compose_events(*events: _dpe.DpEvent) -> _dpe.DpEvent:

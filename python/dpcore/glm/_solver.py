@@ -64,7 +64,7 @@ from scipy import optimize, sparse
 from dpcore._internal.fp import SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore.glm._losses import GLMLoss
 from dpcore.exceptions import ConvergenceError
-from dpcore.kernel_learning.svm import ConvergenceWarning, KernelSVM
+from dpcore import _core
 
 __all__ = [
     "ConvergenceError",
@@ -429,9 +429,6 @@ def _rust_dual_start(X, y, lam, tol):
     beyond its non-zero columns). Returns ``None`` if the dense copy would be too large. Only the
     dual point is used: the certificate is recomputed by :func:`_hinge_gap` on the original ``X``.
     """
-    import warnings
-
-
     n = X.shape[0]
     if sparse.issparse(X):
         cols = np.unique(X.indices)
@@ -442,13 +439,14 @@ def _rust_dual_start(X, y, lam, tol):
         if X.size > _DENSE_LIMIT:
             return None
         Xd = X
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        # intercept_scaling=0: the GLM objective has no kernel intercept (its bias, if any, is a column of X)
-        svm = KernelSVM(lam=lam, kernel="linear", tol=max(tol * 1e-2, 1e-300), intercept_scaling=0.0,
-                        max_iter=max(200_000, 100 * n)).fit(Xd, y)
-    a = np.clip(np.asarray(svm.box_duals_, dtype=np.float64), 0.0, 1.0)
-    return a, int(svm.n_iter_)
+    # the Rust dual solver of dpcore.KernelSVM, called directly (a model family does not import another):
+    # linear kernel, intercept_scaling=0 (the GLM objective has no kernel intercept; its bias, if any, is a
+    # column of X), a non-converged start is fine (only the dual point is used)
+    res = _core.erm_fit(np.ascontiguousarray(Xd, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
+                        "hinge", "linear", 1.0, 3, 1.0, 0.0, float(lam), max(tol * 1e-2, 1e-300),
+                        int(max(200_000, 100 * n)), 200 * 2**20, True, None)
+    a = np.clip(np.asarray(res["a"], dtype=np.float64), 0.0, 1.0)
+    return a, int(res["n_iter"])
 
 
 #: Thresholds τ of the active-set polish (:func:`polish`), smallest (cheapest, nested free sets) first.

@@ -23,7 +23,7 @@ import numpy as np
 
 from sklearn.base import BaseEstimator
 
-from dpcore import __version__ as _version
+from dpcore._core import __version__ as _version
 from dpcore import _core
 from dpcore._internal.dask import compute_all
 from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, decision_labels

@@ -90,6 +90,7 @@ from dpcore._internal.exact import float_up
 from dpcore._internal.validation import check_count, check_delta, check_epsilon, check_sensitivity
 from dpcore._internal.fp import MAX_NOISE_SCALE
 from dpcore._internal.types import ArrayLike, NDArray
+from dpcore.accounting.events import epsilon_delta_event, gaussian_event, zcdp_event
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho
 
 ChaChaRng = _core.ChaChaRng
@@ -228,6 +229,10 @@ class LaplacePlan:
         """``(noise, num, den)`` for the Rust grid sampler: discrete Laplace with scale num/den."""
         return ("laplace", self.scale_num, self.scale_den)
 
+    def dp_event(self):
+        """The dp_accounting event of this release: pure ``ε' = epsilon_used``."""
+        return epsilon_delta_event(float(self.epsilon_used), 0.0)
+
 
 @dataclass(frozen=True)
 class GaussianPlan:
@@ -282,6 +287,12 @@ class GaussianPlan:
                 f"method={self.method!r} (continuous Gaussian with sigma={self.sigma!r} rounded to 2**{self.grid_exponent})"
             )
         return ("gaussian", self.sigma2_units, 1)
+
+    def dp_event(self):
+        """The dp_accounting event of this release: ``GaussianDpEvent(σ/Δ₂)`` (analytic) or ρ-zCDP."""
+        if self.method == "analytic":
+            return gaussian_event(self.sigma, self.sensitivity)
+        return zcdp_event(self.rho_used)
 
 
 def _check_method(method) -> str:
@@ -478,9 +489,8 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
     plan = plan_for(flat.size)
     rng = check_random_state(random_state)
     if accountant is not None:
-        from dpcore.accounting.events import plan_event
 
-        accountant.spend(epsilon, delta, event=plan_event(plan), label=label)
+        accountant.spend(epsilon, delta, event=plan.dp_event(), label=label)
     out = grid_release(flat, plan, rng)
     return float(out[0]) if scalar else out.reshape(shape)
 
