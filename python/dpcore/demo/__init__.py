@@ -102,6 +102,23 @@ def _acc(y, f) -> float:
     return float(np.mean(np.where(np.asarray(f) > 0, 1.0, -1.0) == y))
 
 
+def _metrics(y, scores, labels=None) -> Dict[str, float]:
+    """Accuracy, ROC AUC (from the scores: threshold-free) and balanced accuracy (from the labels; the sign
+    of the scores when no labels are given) — the three numbers every row of the main job reports."""
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    y = np.asarray(y, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    pred = np.where(scores > 0, 1.0, -1.0) if labels is None else np.asarray(labels, dtype=np.float64)
+    auc = float(roc_auc_score(y, scores)) if np.unique(y).size == 2 and np.all(np.isfinite(scores)) else math.nan
+    return dict(accuracy=float(np.mean(pred == y)), auc=auc,
+                balanced_accuracy=float(balanced_accuracy_score(y, pred)))
+
+
+def _fmt(m: Dict[str, float]) -> str:
+    return f"acc {m['accuracy']:.4f} / AUC {m['auc']:.4f} / bal. {m['balanced_accuracy']:.4f}"
+
+
 def run(args) -> Dict[str, Any]:
     import dpcore
     from dpcore.audit import audit
