@@ -87,3 +87,38 @@ assert np.linalg.norm(s.X, axis=1).max() <= 1.0 and set(np.unique(s.y)) == {-1.0
 print(f"load_shuttle('test') from the wheel's package data: X {s.X.shape}")
 print("ok: fresh-virtualenv import and smoke call")
 PY
+
+header "Fresh virtualenv with every extra: pip install 'dpcore[dask,demo,test]', run the documented workflows"
+make_venv "$TMP/venv-extras"
+"$TMP/venv-extras/bin/python" -m pip install --quiet "$WHEEL[dask,demo,test]"
+"$TMP/venv-extras/bin/python" - <<'PY'
+# [dask]: docs/scaling.md §5 end to end on a local Parquet file and an in-process distributed Client
+import os
+import tempfile
+
+import numpy as np
+import pandas as pd
+import dask.dataframe as dd
+from dask.distributed import Client
+
+from dpcore import ldp
+
+proto = ldp.SparseRegressionProtocol(dim=8, n_users=2000, epsilon=2.0, delta=1e-6, projection_dim=4)
+rng = np.random.default_rng(0)
+X = rng.normal(size=(2000, 8)) / 4.0
+X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+y = np.clip(X[:, 0], -1, 1)
+Zr, vr = ldp.simulate(X, y, proto, random_state=0)
+with tempfile.TemporaryDirectory() as tmp, Client(processes=False, n_workers=1, threads_per_worker=1):
+    frame = pd.DataFrame(np.asarray(Zr), columns=[f"z_{j}" for j in range(4)]).assign(v=np.asarray(vr))
+    dd.from_pandas(frame, npartitions=2).to_parquet(os.path.join(tmp, "reports"))
+    reports = dd.read_parquet(os.path.join(tmp, "reports"))
+    Z = reports[[f"z_{j}" for j in range(4)]].to_dask_array().compute_chunk_sizes()
+    v = reports["v"].to_dask_array().compute_chunk_sizes()
+    model = ldp.LDPSparseRegression(proto).fit(Z, v)
+assert np.all(np.isfinite(model.coef_)), model.coef_
+print("ok: [dask] docs/scaling.md §5 (Parquet -> Dask arrays -> LDPSparseRegression) in a fresh virtualenv")
+# [demo]: the plotting backend of the main job; [test]: the test runner and property-based tests
+import matplotlib, sklearn, pytest, hypothesis  # noqa: E401,F401
+print("ok: [demo] and [test] extras import")
+PY
