@@ -95,17 +95,17 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         radius = check_positive(self.radius, "radius")
         scale = check_positive(self.scale, "scale")
-        X = check_data(self, X, reset=not hasattr(self, "n_features_in_")) * scale
-        norms = np.linalg.norm(X, axis=1)
-        if not np.all(np.isfinite(norms)):
-            # a row whose norm overflows float64: divide it by its largest entry first, then clip
-            big = ~np.isfinite(norms)
-            X[big] = X[big] / np.abs(X[big]).max(axis=1, keepdims=True)
-            norms[big] = np.linalg.norm(X[big], axis=1)
-        factor = np.ones_like(norms)
-        long_rows = norms > radius
-        factor[long_rows] = radius * BALL_SHRINK / norms[long_rows]
-        return X * factor[:, None]
+        X = check_data(self, X, reset=not hasattr(self, "n_features_in_"))
+        # ‖scale·x‖ = scale·m·‖x/m‖ with m = max|x_j|: no overflow for any finite row
+        m = np.abs(X).max(axis=1)
+        safe = np.where(m > 0, m, 1.0)
+        unit = X / safe[:, None]
+        unit_norms = np.linalg.norm(unit, axis=1)
+        long_rows = scale * m * unit_norms > radius
+        out = np.empty_like(X)
+        out[~long_rows] = X[~long_rows] * scale  # norm ≤ radius: finite
+        out[long_rows] = unit[long_rows] * (radius * BALL_SHRINK / unit_norms[long_rows])[:, None]
+        return out
 
 
 def _key(value: Any) -> Any:

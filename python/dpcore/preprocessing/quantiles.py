@@ -87,25 +87,33 @@ def _check_quantiles(quantiles: Any) -> np.ndarray:
     return q
 
 
-def _em_quantile_column(x: np.ndarray, lo: float, hi: float, levels: np.ndarray, eps_em: float, n_bins: int,
-                        rng) -> np.ndarray:
-    """One feature: the grid exponential mechanism for each level (module docstring). ``x`` finite."""
+def em_quantile_column(x: np.ndarray, lo: float, hi: float, levels: np.ndarray, eps_em: float, n_bins: int,
+                       rng, n_samples: Optional[int] = None) -> np.ndarray:
+    """One feature: the grid exponential mechanism for each level (module docstring). ``x`` finite.
+
+    Returns the ``k`` released values, or ``(n_samples, k)`` independent releases (audits). No charge here.
+    """
     grid = lo + (hi - lo) * (np.arange(n_bins + 1, dtype=np.float64) / n_bins)
     grid[0], grid[-1] = lo, hi
     xs = np.sort(np.clip(x, lo, hi))
     a = np.searchsorted(xs, grid[:-1], side="left").astype(np.float64)   # #{x < c_k}
     b = np.searchsorted(xs, grid[1:], side="right").astype(np.float64)   # #{x <= c_{k+1}}
     n = xs.shape[0]
-    out = np.empty(levels.shape[0])
+    out = np.empty((1 if n_samples is None else n_samples, levels.shape[0]))
     for k, q in enumerate(levels):
         t = q * n
         dist = np.maximum(np.maximum(a - t, t - b), 0.0)
         scores = np.minimum(0.5 * eps_em * dist, SCORE_CAP)
         p = np.exp(-scores)
         p /= p.sum()
-        j = int(multinomial_draws(p, 1, random_state=rng)[0])
-        out[k] = grid[j] if q < 0.5 else grid[j + 1]
-    return out
+        j = multinomial_draws(p, 1 if n_samples is None else n_samples, shuffle=True, random_state=rng)
+        out[:, k] = grid[j] if q < 0.5 else grid[j + 1]
+    return out[0] if n_samples is None else out
+
+
+def em_epsilon(eps_q: float, n_bins: int) -> float:
+    """``ε_em = ε_q − 5η``: the exponent the mechanism runs at so that it is ``ε_q``-DP (module docstring)."""
+    return eps_q - quantile_em_slack(n_bins)
 
 
 def private_quantiles(X: np.ndarray, levels: np.ndarray, lower: np.ndarray, upper: np.ndarray, epsilon: float,
@@ -113,10 +121,10 @@ def private_quantiles(X: np.ndarray, levels: np.ndarray, lower: np.ndarray, uppe
     """``(k, d)`` private quantiles of the columns of a validated ``X`` (no charge; callers charge first)."""
     d = X.shape[1]
     eps_q = epsilon / (d * levels.shape[0])
-    eps_em = eps_q - quantile_em_slack(n_bins)
+    eps_em = em_epsilon(eps_q, n_bins)
     if not eps_em > 0.0:  # pragma: no cover - guarded by _plan_epsilon
         raise ValueError("epsilon is too small for the quantile grid")
-    return np.stack([_em_quantile_column(X[:, j], float(lower[j]), float(upper[j]), levels, eps_em, n_bins, rng)
+    return np.stack([em_quantile_column(X[:, j], float(lower[j]), float(upper[j]), levels, eps_em, n_bins, rng)
                      for j in range(d)], axis=1)
 
 

@@ -9,15 +9,29 @@ privately estimated quantiles inside it), with centre ``c_k = (a_k + b_k)/2`` an
     m1_k = (1/n) Σ_i (x_ik − c_k) / (2 h_k)   ∈ [−1/2, 1/2],
     m2_k = (1/n) Σ_i (x_ik − c_k)² / h_k²     ∈ [0, 1],
 
-a vector of length ``2d``. Replacing one record (``n`` public) changes each coordinate by at most
-``1/n`` (each summand lies in an interval of length 1), so the vector has L1 sensitivity ``2d/n``
-and L2 sensitivity ``sqrt(2d)/n``. It is released with :func:`dpcore.laplace_mechanism`
-(``noise="laplace"``, pure ε) or :func:`dpcore.gaussian_mechanism` (``noise="gaussian"``, (ε, δ),
+a vector of length ``2d``. With ``u = (x − c)/h ∈ [−1, 1]`` one record contributes
+``(u/2, u²)/n`` to the pair ``(m1_k, m2_k)``; replacing it by ``u'`` (``n`` public, replace-one)
+changes the pair by ``(|u' − u|/2, |u'² − u²|)/n = |u' − u|·(1/2, |u' + u|)/n``, whose
+
+* L1 norm is at most ``25/16 · 1/n`` (maximal at ``u' = 1, u = −1/4``: ``(5/4)·(5/4)``), and
+* squared L2 norm at most ``(71 + 8√2)/64 · 1/n² ≈ 1.28618/n²`` (maximal at ``u' = 1``,
+  ``u = (√2 − 2)/4``).
+
+One record changes every feature, so the vector has L1 sensitivity ``Δ₁ = 25d/(16n)`` and L2
+sensitivity ``Δ₂ = sqrt(1.2863·d)/n``. *Floating point*: ``u`` is clipped to ``[−1, 1]`` after it
+is computed, ``u/2`` is exact and ``u²`` is within a relative ``u_r = 2^-53`` (unit roundoff), and
+each column sum is correctly rounded (``math.fsum``) and divided by ``n`` once, so every computed
+coordinate is within ``2.01·u_r`` of the exact mean of the computed terms: the calibration adds
+``9·d·u_r`` to ``Δ₁`` and ``6·sqrt(d)·u_r`` to ``Δ₂`` (each term ``u²`` moves by ``2u_r`` more, absorbed
+in the rounded-up constant). The vector is released with :func:`dpcore.laplace_mechanism`'s plan
+(``noise="laplace"``, pure ε) or :func:`dpcore.gaussian_mechanism`'s (``noise="gaussian"``, (ε, δ),
 analytic calibration) — exact samplers on a power-of-two grid. Everything after the release is
-post-processing: ``mean = c + 2h·m1``, ``var = h²·m2 − (mean − c)²`` floored at
-``(h·2^-10)²`` (so a constant column gets a finite public-floor scale, never a division by 0).
-With ``estimate_bounds=True`` the clip range costs ``bounds_share·ε`` (pure, :mod:`.quantiles`)
-and the moments the rest: basic composition gives the step's (ε, δ).
+post-processing: ``mean = c + 2h·m1``, ``var = h²·m2 − (mean − c)²``, and the scale
+``sqrt(max(var, h²·τ))`` with the public floor ``τ`` = the noise standard deviation of ``m2``
+(a variance below it is mostly noise; never below ``SCALE_FLOOR²``), so a constant column gets a
+finite scale, never a division by 0. With ``estimate_bounds=True`` the clip range costs
+``bounds_share·ε`` (pure, :mod:`.quantiles`) and the moments the rest: basic composition gives the
+step's (ε, δ).
 
 MinMaxScaler
 ------------
@@ -40,6 +54,7 @@ from sklearn.utils.validation import check_is_fitted
 from dpcore._internal.validation import check_delta, check_int, check_probability, check_scale
 from dpcore.accounting.events import compose_events, epsilon_delta_event, plan_event
 from dpcore.mechanisms.noise import check_random_state, gaussian_plan, grid_release, laplace_plan
+from dpcore._internal.fp import UNIT_ROUNDOFF
 from dpcore.preprocessing._common import (
     charge, check_accountant, check_bounds, check_data, check_epsilon_param, check_random_state_param,
 )
@@ -47,11 +62,35 @@ from dpcore.preprocessing.quantiles import (
     MAX_BINS, _check_quantiles, check_quantile_budget, ordered_bounds, private_quantiles,
 )
 
-__all__ = ["StandardScaler", "MinMaxScaler", "SCALE_FLOOR"]
+__all__ = ["StandardScaler", "MinMaxScaler", "SCALE_FLOOR", "moments_plan", "release_moments"]
 
 #: Public floor of the released scale, relative to the half-width of the clip range.
 SCALE_FLOOR = 2.0**-10
 _NOISES = ("laplace", "gaussian")
+
+
+def moments_plan(noise: str, n: int, d: int, epsilon: float, delta: float):
+    """The Laplace/Gaussian plan of the ``2d`` normalised moments (module docstring: sensitivities)."""
+    u = UNIT_ROUNDOFF
+    if noise == "laplace":
+        return laplace_plan(25.0 * d / (16.0 * n) + 9.0 * d * u, epsilon, 2 * d)
+    return gaussian_plan(math.sqrt(1.2863 * d) / n + 6.0 * math.sqrt(d) * u, epsilon, delta, 2 * d)
+
+
+def moment_terms(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The exact-as-computed normalised moments ``(m1, m2)`` of ``X`` clipped to ``[lower, upper]`` (length 2d)."""
+    c, h = 0.5 * (lower + upper), 0.5 * (upper - lower)
+    v = np.clip((np.clip(X, lower, upper) - c) / h, -1.0, 1.0)
+    n = X.shape[0]
+    m1 = [math.fsum(col) / n for col in (0.5 * v).T]
+    m2 = [math.fsum(col) / n for col in (v * v).T]
+    return np.asarray(m1 + m2, dtype=np.float64)
+
+
+def release_moments(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, plan, rng,
+                    n_samples: Optional[int] = None) -> np.ndarray:
+    """The noisy normalised moments (``n_samples`` independent rows if given: audits). No charge here."""
+    return grid_release(moment_terms(X, lower, upper), plan, rng, n_samples)
 
 
 def _check_bool(value: Any, name: str) -> bool:
@@ -93,8 +132,8 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     bounds_share : float, default=0.3
         Share of ``epsilon`` for the bounds when ``estimate_bounds=True``, in (0, 1).
     noise : {"laplace", "gaussian"}, default="laplace"
-        Laplace: pure ε-DP, L1 sensitivity ``2d/n``. Gaussian: (ε, δ)-DP, L2 sensitivity
-        ``sqrt(2d)/n`` (better for many features).
+        Laplace: pure ε-DP, L1 sensitivity ``25d/(16n)``. Gaussian: (ε, δ)-DP, L2 sensitivity
+        ``sqrt(1.2863·d)/n`` (better for many features).
     n_bins : int, default=1024
         Grid of the quantile mechanism (``estimate_bounds=True``).
     accountant : BudgetAccountant, optional
@@ -181,9 +220,7 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     upper=upper, eps_bounds=eps_bounds, eps_stats=eps_stats, margin=margin)
 
     def _plan(self, p: dict, n: int, d: int):
-        if self.noise == "laplace":
-            return laplace_plan(2.0 * d / n, p["eps_stats"], 2 * d)
-        return gaussian_plan(math.sqrt(2.0 * d) / n, p["eps_stats"], p["delta"], 2 * d)
+        return moments_plan(self.noise, n, d, p["eps_stats"], p["delta"])
 
     # -- fit / transform ---------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> "StandardScaler":
@@ -220,11 +257,8 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             lo_q, hi_q = ordered_bounds(q, lower, upper, p["n_bins"])
             width = hi_q - lo_q
             lower, upper = np.maximum(lo_q - p["margin"] * width, lower), np.minimum(hi_q + p["margin"] * width, upper)
-        Xc = np.clip(X, lower, upper)
         c, h = 0.5 * (lower + upper), 0.5 * (upper - lower)
-        m1 = ((Xc - c) / (2.0 * h)).mean(axis=0)
-        m2 = np.clip(((Xc - c) / h) ** 2, 0.0, 1.0).mean(axis=0)
-        noisy = grid_release(np.concatenate([m1, m2]), plan, rng)
+        noisy = release_moments(X, lower, upper, plan, rng)
         m1n, m2n = np.clip(noisy[:d], -0.5, 0.5), np.clip(noisy[d:], 0.0, 1.0)
         self.lower_, self.upper_ = lower, upper
         self.mean_ = c + 2.0 * h * m1n
