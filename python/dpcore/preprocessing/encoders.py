@@ -101,7 +101,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         safe = np.where(m > 0, m, 1.0)
         unit = X / safe[:, None]
         unit_norms = np.linalg.norm(unit, axis=1)
-        long_rows = scale * m * unit_norms > radius
+        with np.errstate(over="ignore"):  # an infinite product is correctly "long"
+            long_rows = scale * m * unit_norms > radius
         out = np.empty_like(X)
         out[~long_rows] = X[~long_rows] * scale  # norm ≤ radius: finite
         out[long_rows] = unit[long_rows] * (radius * BALL_SHRINK / unit_norms[long_rows])[:, None]
