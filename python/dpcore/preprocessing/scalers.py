@@ -66,6 +66,8 @@ __all__ = ["StandardScaler", "MinMaxScaler", "SCALE_FLOOR", "moments_plan", "rel
 
 #: Public floor of the released scale, relative to the half-width of the clip range.
 SCALE_FLOOR = 2.0**-10
+#: The variance is floored at this multiple of the noise standard deviation of the released variance.
+VAR_FLOOR_NOISE = 1.0
 _NOISES = ("laplace", "gaussian")
 
 
@@ -266,7 +268,7 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # public floor: the noise standard deviation of the released variance (a variance below it is
         # mostly noise), and never below SCALE_FLOOR·h
         noise_sd = float(plan.scale * math.sqrt(2.0) if self.noise == "laplace" else plan.sigma)
-        self.scale_ = np.sqrt(np.maximum(self.var_, h * h * max(noise_sd, SCALE_FLOOR**2)))
+        self.scale_ = np.sqrt(np.maximum(self.var_, h * h * max(VAR_FLOOR_NOISE * noise_sd, SCALE_FLOOR**2)))
         self.noise_scale_ = noise_sd
         return self
 
