@@ -23,7 +23,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 #: Every module whose ``__all__`` is public API (tests/test_docstring_examples.py uses the same list).
 PUBLIC_MODULES = ["dpcore", "dpcore.mechanisms", "dpcore.accounting", "dpcore.accounting.calibrate",
-                  "dpcore.audit", "dpcore.kernels", "dpcore.kernel_learning", "dpcore.glm",
+                  "dpcore.audit", "dpcore.preprocessing", "dpcore.kernels", "dpcore.kernel_learning", "dpcore.glm",
                   "dpcore.private_svm", "dpcore.ldp", "dpcore.datasets", "dpcore.exceptions"]
 
 

@@ -27,7 +27,7 @@ def test_examples_run(name):
 # Every public class and function (the ``__all__`` of these modules; the same list as the API
 # reference, tests/test_docs.py) has an ``Examples`` section, so a new one cannot be added without.
 PUBLIC_MODULES = ["dpcore", "dpcore.mechanisms", "dpcore.accounting", "dpcore.accounting.calibrate",
-                  "dpcore.audit", "dpcore.kernels", "dpcore.kernel_learning", "dpcore.glm",
+                  "dpcore.audit", "dpcore.preprocessing", "dpcore.kernels", "dpcore.kernel_learning", "dpcore.glm",
                   "dpcore.private_svm", "dpcore.ldp", "dpcore.datasets", "dpcore.exceptions"]
 #: Objects whose docstring lives in the Rust bindings (src/bindings/), outside the Python docstrings.
 RUST_DOCSTRINGS = {"dpcore._core.ChaChaRng"}

@@ -10,6 +10,9 @@ subpackage / module      what
 :mod:`dpcore.accounting`  noise calibration (:mod:`~dpcore.accounting.calibrate`) and the budget ledger
                           (:class:`BudgetAccountant`)
 :mod:`dpcore.audit`       empirical lower bounds on ε (Clopper–Pearson) for any mechanism
+:mod:`dpcore.preprocessing`  private preprocessing of raw columns: DP quantiles/bounds, private
+                          standard/min-max scaling, row-norm clipping, one-hot encoding of declared
+                          categories, one budget for a whole pipeline (:func:`make_private_pipeline`)
 :mod:`dpcore.kernels`     the kernel engine (:func:`kernel_matrix`, :func:`kernel_predict`) and
                           :class:`RandomFourierFeatures`
 :mod:`dpcore.kernel_learning`  Jain & Thakurta 2013 (:class:`KernelSVM`, :class:`PINP`, :class:`TDDL`,
@@ -40,7 +43,7 @@ from dpcore.exceptions import (
     SimplexCertificationError,
     StateRollbackError,
 )
-from dpcore import mechanisms, accounting, audit, kernels
+from dpcore import mechanisms, accounting, audit, kernels, preprocessing
 from dpcore.mechanisms import check_random_state, gaussian_mechanism, laplace_mechanism, private_class_weights
 from dpcore.accounting import BudgetAccountant
 from dpcore.kernels import RandomFourierFeatures, feature_map_radius, kernel_matrix, kernel_predict
@@ -61,7 +64,7 @@ from dpcore.private_svm import PrivateSVM
 __all__ = [
     "__version__",
     # subpackages
-    "mechanisms", "accounting", "audit", "kernels", "kernel_learning", "glm", "private_svm", "ldp", "datasets",
+    "mechanisms", "accounting", "audit", "preprocessing", "kernels", "kernel_learning", "glm", "private_svm", "ldp", "datasets",
     "exceptions",
     # functions
     "kernel_matrix", "kernel_predict", "feature_map_radius", "laplace_mechanism", "gaussian_mechanism",

@@ -263,6 +263,25 @@ def bundled_data() -> None:
           letter.X.shape, bound, len(datasets.ADULT_CATEGORIES), len(datasets.SHUTTLE_FEATURES))
 
 
+def preprocessing() -> None:
+    from dpcore import preprocessing as pp
+
+    rng = np.random.default_rng(0)
+    X: NDArray[np.float64] = rng.normal(3.0, 5.0, size=(500, 3))
+    y: NDArray[np.int64] = (X[:, 0] > 3.0).astype(np.int64)
+    q = pp.PrivateQuantiles((0.1, 0.9), bounds=(-50.0, 50.0), epsilon=1.0, random_state=0).fit(X)
+    sc = pp.StandardScaler(epsilon=1.0, bounds=(-50.0, 50.0), random_state=0).fit(X)
+    mm = pp.MinMaxScaler(bounds=(-50.0, 50.0)).fit(X)
+    clip = pp.RowNormClipper(1.0, scale=0.5)
+    enc = pp.OneHotEncoder(categories=[["a", "b"]]).fit(np.array([["a"], ["c"]], dtype=object))
+    pipe: pp.PrivatePipeline = pp.make_private_pipeline(
+        pp.StandardScaler(bounds=(-50.0, 50.0), random_state=0), pp.RowNormClipper(1.0, scale=0.5),
+        dpcore.ObjectivePerturbation(data_norm=1.0, classes=(0, 1), random_state=0), epsilon=1.0, delta=1e-6)
+    pipe.fit(X, y)
+    print(q.quantiles_.shape, sc.transform(X).shape, mm.transform(X).shape, clip.fit_transform(X).shape,
+          enc.transform(np.array([["b"]], dtype=object)).shape, pp.pipeline_dp_event(pipe))
+
+
 def main() -> None:
     mechanisms_and_accounting()
     privacy_audit()
@@ -272,6 +291,7 @@ def main() -> None:
     private_svm()
     local_dp()
     bundled_data()
+    preprocessing()
 
 
 if __name__ == "__main__":
