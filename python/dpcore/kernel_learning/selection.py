@@ -500,8 +500,14 @@ class PrivateGridSearch(BaseEstimator):
         check_verbose(self.verbose)
         scoring = _check_scoring(self.scoring)
         raw = None if self.param_grid is None else self._candidates()
-        if raw is not None:  # resolve every "estimator" entry now (a bad name is refused before the rest)
+        if raw is not None:  # resolve every "estimator" entry and check its parameter names now (cheap refusals)
             raw = [_resolve_estimator(c) for c in raw]
+            for kind, cls, p in raw:
+                if kind == "kernel" and "feature_map" in p:
+                    raise ValueError("param_grid: feature_map applies to the linear candidates (OutputPerturbation) "
+                                     f"only, not to {cls.__name__}")
+                if kind == "linear":
+                    _check_linear_params(cls, {k: v for k, v in p.items() if k != "feature_map"})
         m = len(AUTO_GRID_FACTORS) + 1 if raw is None else len(raw)
         epsilon = check_epsilon(self.epsilon)
         if epsilon > MAX_EPSILON:
@@ -593,9 +599,6 @@ class PrivateGridSearch(BaseEstimator):
         cands = []
         for kind, cls, p in raw:
             if kind == "kernel":
-                if "feature_map" in p:
-                    raise ValueError("param_grid: feature_map applies to the linear candidates (OutputPerturbation) "
-                                     f"only, not to {cls.__name__}")
                 cands.append(_Candidate(kind, cls, dict(base, **p), None))
             else:
                 q = dict(LINEAR_DEFAULTS, **({"classes": base["classes"]} if "classes" in base else {}))
