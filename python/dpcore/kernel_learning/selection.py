@@ -17,6 +17,47 @@ pair (release, noisy score) is ``μ``-GDP with ``μ² = μ_r² + μ_s²`` (``μ_
 validation split is needed: the score is a private statistic of a private release (and, by the
 generalisation property of DP, an unbiased-enough proxy of its test accuracy).
 
+Candidates across families (issue 23)
+-------------------------------------
+A candidate is a kernel learner (:class:`dpcore.KernelSVM` or :class:`dpcore.KernelLogisticRegression`, released
+with TDDL-gp as above) **or** the private linear model :class:`dpcore.OutputPerturbation` with Gaussian noise
+(Output-Gauss, logistic loss and the regularised intercept by default) on the identity map or on public
+:class:`dpcore.RandomFourierFeatures` (``feature_map``; their weights are drawn independently of the data, from
+the map's own ``random_state``, reading only ``X``'s shape). Output-Gauss releases the float minimiser through one
+exact Gaussian mechanism of L2 sensitivity ``Δ = 2LR/(Λn) + 2ρ`` (:mod:`dpcore.glm.perturbation`), i.e. it is
+exactly ``Δ/σ``-GDP; it is calibrated at the same ``(ε_c, δ_c)`` point of the ``0.999·μ_r``-GDP curve as the
+kernel releases, so ``Δ/σ ≤ μ_r`` (checked on its public calibration record) and a linear run (release, then its
+noisy score) is ``μ``-GDP like every other run: the composition above is unchanged.
+:class:`dpcore.ObjectivePerturbation` is refused as a candidate: its (ε, δ) guarantee is not a Gaussian-DP curve.
+Class weights (``class_weight``) and the class-prior threshold apply to the kernel candidates only (the linear
+model has its own intercept and no class weights). ``param_grid=None`` is data-independent: the three kernel
+candidates above plus **one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
+scaling 1), so that where a linear model is better the selection can pick it.
+
+Scores (``scoring``)
+--------------------
+Every run's score is computed on the training rows from the candidate's release ``r`` (given ``r``, a function of
+``D`` alone) and released with exact grid Gaussian noise ``σ = Δ_s/μ_s``:
+
+* ``"accuracy"`` (default): the mean accuracy, ``Δ_s = 1/n`` (one term of the mean changes).
+* ``"roc_auc"``: ``S_auc = Σ_{i∈P} Σ_{j∈N} [1(f_i > f_j) + ½·1(f_i = f_j)] = n₊n₋·AUC`` on the decision
+  values ``f = r(x)``; ``"balanced_accuracy"``: ``S_bal = Σ_{i∈P} Σ_{j∈N} ½[1(ŷ_i = +) + 1(ŷ_j = −)] =
+  ½(n₋·TP + n₊·TN) = n₊n₋·BA`` (``BA = ½(TP/n₊ + TN/n₋)``). *Sensitivity* ``Δ_s = n − 1``: both are sums of
+  one term in ``[0, 1]`` per (positive, negative) pair, each term a function of its two rows only. Replacing row
+  ``k`` leaves every pair without ``k`` unchanged, removes ``k``'s pairs (at most ``n − 1`` terms, sum in
+  ``[0, n − 1]``) and adds the new row's (again ``[0, n − 1]``), so ``|ΔS| ≤ n − 1``; it is attained (one top
+  positive among ``n − 1`` negatives replaced by a negative). Every candidate shares the same ``n₊n₋``, so the
+  arg-max of the noisy ``S`` selects by AUC / balanced accuracy without releasing ``n₊`` (``best_score_`` is the
+  noisy ``S``, never normalised). ``S`` is computed exactly (``2S`` an integer, sort-based ``O(n log n)``).
+  A training set with one class has ``S ≡ 0``: every score is pure noise and the selection is uniform-like —
+  no exception.
+
+*Utility.* The noise on ``S`` has sd ``(n − 1)/μ_s``, i.e. ``(n − 1)/(μ_s n₊n₋) ≈ 1/(μ_s n_min)`` in AUC units
+(``n_min = min(n₊, n₋)``), against ``1/(μ_s n)`` for accuracy; with ``m`` candidates the arg-max loses about
+``σ·sqrt(2 log m)``. At ``n = 20,000``, 5 % positives (``n_min = 1,000``), ε = 1 and the default grid
+(``μ ≈ 0.12``, ``μ_s ≈ 0.026``) that is ≈ 0.04 of AUC per candidate: the AUC score separates candidates that
+differ by a few points of AUC, and a larger ``score_share`` buys a finer selection at the release's expense.
+
 Selection strategies
 --------------------
 ``"exhaustive"`` (default; best for small grids): every one of the ``m`` candidates is run once and
@@ -362,11 +403,18 @@ class PrivateGridSearch(BaseEstimator):
 
     Parameters
     ----------
-    param_grid : dict of lists or None
-        Candidate :class:`dpcore.KernelSVM` parameters (e.g. ``{"lam": [...], "gamma": [...]}``);
-        every combination is a candidate. ``None``: three values of λ, ``C = 1/(nλ)`` at 1/3, 1 and 3
-        times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated at each run's ``μ_r``
-        (:data:`AUTO_GRID_FACTORS`); kernel parameters from ``base_params``.
+    param_grid : dict of lists, list of such dicts, or None
+        Candidate parameters (e.g. ``{"lam": [...], "gamma": [...]}``); every combination is a candidate (of every
+        dict, for a list, as in scikit-learn's ``GridSearchCV``). An ``"estimator"`` entry names the family:
+        ``"KernelSVM"`` (the default), ``"KernelLogisticRegression"`` (both on ``base_params``, released with
+        TDDL-gp) or ``"OutputPerturbation"`` (the private linear model with Gaussian noise, on
+        :data:`LINEAR_DEFAULTS`: logistic loss and intercept; any parameter of it except ``epsilon``, ``delta``,
+        ``data_norm``, ``noise``, ``random_state``, ``accountant``, ``verbose``, ``clip``, plus ``"feature_map"``:
+        ``None`` or a :class:`dpcore.RandomFourierFeatures`, cloned and fitted on ``X``'s shape if unfitted);
+        names or the classes themselves. ``None``: three :class:`dpcore.KernelSVM` values of λ, ``C = 1/(nλ)``
+        at 1/3, 1 and 3 times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated
+        at each run's ``μ_r`` (:data:`AUTO_GRID_FACTORS`; kernel parameters from ``base_params``), plus one
+        ``OutputPerturbation`` at the same rule for the linear map (``R_φ² = data_norm² + 1``).
     epsilon, delta : float
         The guarantee of the whole selection (all runs, the prior and the released model);
         ``0 < epsilon ≤`` :data:`MAX_EPSILON` (1000).
@@ -395,6 +443,11 @@ class PrivateGridSearch(BaseEstimator):
         Public cap ``M`` on the weights (the released weights of ``"balanced"`` lie in ``[1/M, M]``).
     class_weight_epsilon_share : float, default 0.05
         Share of ``epsilon`` spent on the private class weights (``class_weight="balanced"`` only), in ``(0, 1)``.
+    scoring : {"accuracy", "balanced_accuracy", "roc_auc"}, default "accuracy"
+        The private score every run releases (on the training rows, given its release): the mean accuracy
+        (sensitivity ``1/n``), or the pair sums ``S = n₊n₋·BA`` / ``n₊n₋·AUC`` (sensitivity ``n − 1``, see
+        the module docstring and :func:`score_sensitivity`). Prefer ``"roc_auc"`` or ``"balanced_accuracy"``
+        on imbalanced data.
     mean_runs : int, optional
         ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
         :data:`MAX_MEAN_RUNS` (10,000).
@@ -421,11 +474,13 @@ class PrivateGridSearch(BaseEstimator):
     ----------
     best_params_ : dict
     best_score_ : float
-        The selected run's *noisy* training-set accuracy (private).
-    release_ : KernelRelease
-        The selected candidate's private model.
+        The selected run's *noisy* score (private): the training-set accuracy, or the pair sum ``S``
+        (``≈ n₊n₋·metric``; the normaliser ``n₊n₋`` is not released) for ``"roc_auc"`` / ``"balanced_accuracy"``.
+    release_ : KernelRelease, OutputPerturbation or MappedLinearModel
+        The selected candidate's private model (a linear candidate on random features: the map and the model).
     candidates_ : list of dict
-        The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``.
+        The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``; the
+        ``"estimator"`` entries by class name.
     privacy_ : SelectionPrivacy
     class_weight_ : dict
         The (public) class weights every candidate was trained with (all 1 without class weights).
@@ -443,6 +498,15 @@ class PrivateGridSearch(BaseEstimator):
     ...                                base_params={"kernel": "rbf", "gamma": 5.0}, random_state=0).fit(X, y)
     >>> sel.best_params_["lam"] in grid["lam"], sel.score(X, y) > 0.8
     (True, True)
+
+    Kernel and linear candidates together, scored by AUC (the default grid would add a linear candidate too):
+
+    >>> grid = [{"estimator": ["KernelSVM"], "lam": [1e-2], "gamma": [5.0]},
+    ...         {"estimator": ["OutputPerturbation"], "lam": [1e-3]}]
+    >>> sel = dpcore.PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_norm=1.0, scoring="roc_auc",
+    ...                                random_state=0).fit(X, y)
+    >>> sel.best_params_["estimator"], sel.privacy_.score_sensitivity   # XOR: the kernel; Δ = n − 1
+    ('KernelSVM', 1999.0)
     """
 
 
