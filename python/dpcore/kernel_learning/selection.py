@@ -195,7 +195,8 @@ def _check_scoring(scoring) -> str:
     return scoring
 
 
-def twice_pair_score(scoring: str, positive: np.ndarray, *, decision=None, predicted_positive=None) -> int:
+def twice_pair_score(scoring: str, positive: ArrayLike, *, decision: ArrayLike | None = None,
+                     predicted_positive: ArrayLike | None = None) -> int:
     """``2·S`` (an exact integer) of the pair-sum scores, from boolean labels ``positive``.
 
     ``"roc_auc"``: ``2·S_auc = Σ_{i∈P} (2·#{j∈N: f_j < f_i} + #{j∈N: f_j = f_i})`` from the decision values
@@ -915,19 +916,22 @@ class MappedLinearModel:
     See :class:`PrivateGridSearch` (``release_`` when a linear candidate on random features is selected).
     """
 
-    def __init__(self, feature_map, model) -> None:
+    def __init__(self, feature_map: Any, model: Any) -> None:
         self.feature_map = feature_map
         self.model = model
         self.classes_ = model.classes_
 
-    def decision_function(self, X):
-        return self.model.decision_function(self.feature_map.transform(X))
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Decision values of the linear model on the mapped rows."""
+        return np.asarray(self.model.decision_function(self.feature_map.transform(X)), dtype=np.float64)
 
-    def predict(self, X):
-        return self.model.predict(self.feature_map.transform(X))
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Class labels of the linear model on the mapped rows."""
+        return np.asarray(self.model.predict(self.feature_map.transform(X)))
 
-    def score(self, X, y) -> float:
-        return self.model.score(self.feature_map.transform(X), y)
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
+        """Mean accuracy on ``(X, y)``."""
+        return float(self.model.score(self.feature_map.transform(X), y))
 
 
 def _common_classes(cands: list) -> np.ndarray:
