@@ -350,7 +350,7 @@ WEIGHT_CAPS = (3.0, 10.0)               # max_class_weight M of the private bala
 class Row:
     name: str
     kind: str    # "non-private", "private kernel", "private linear"
-    group: str   # for --skip: svm, klr, select, rff, linear, future, after, after-klr
+    group: str   # for --skip: svm, klr, select, rff, linear, future, after, after-klr, select-family
     run: Callable[[Context], Result] = field(repr=False)
 
 
@@ -404,10 +404,18 @@ MODELS: Tuple[Row, ...] = (
     Row("GPService (KernelLogReg, b = 0.5, private weights M = 10, C = auto)", "private kernel", "after-klr",
         gpservice("logistic", "auto", weights=10.0, **BIAS05)),
     Row("PrivateGridSearch (defaults)", "private kernel", "select", grid_search()),
+    # ---- issue 23, item 4: selection across families (default grid: 3 hinge KernelSVM + 1 linear Output-Gauss) ----
+    Row("PrivateGridSearch (defaults, scoring = accuracy)", "selected", "select-family", grid_search()),
+    Row("PrivateGridSearch (defaults, scoring = roc_auc)", "selected", "select-family",
+        grid_search(scoring="roc_auc")),
+    Row("PrivateGridSearch (defaults, scoring = balanced_accuracy)", "selected", "select-family",
+        grid_search(scoring="balanced_accuracy")),
+    Row("PrivateGridSearch (defaults, balanced accuracy, private weights M = 10)", "selected", "select-family",
+        grid_search(scoring="balanced_accuracy", class_weight="balanced", max_class_weight=10.0)),
     Row("PrivateSVM (RFF, tight, C = auto)", "private kernel", "rff", private_svm),
     Row("ObjectivePerturbation (linear logistic, intercept)", "private linear", "linear", linear),
 )
-GROUPS = ("svm", "klr", "future", "select", "rff", "linear", "after", "after-klr")
+GROUPS = ("svm", "klr", "future", "select", "rff", "linear", "after", "after-klr", "select-family")
 
 
 # ------------------------------------------------------------------------------------------------

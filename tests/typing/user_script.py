@@ -161,7 +161,8 @@ def kernel_learning() -> None:
     tdil_cal: TDILCalibration = tdil.privacy_
 
     search = dpcore.PrivateGridSearch({"lam": [0.1, 0.01]}, 2.0, 1e-6, Z=Z, data_norm=1.0,
-                                      base_params={"gamma": 1.0, "tol": 1e-8}, random_state=0).fit(X, y)
+                                      base_params={"gamma": 1.0, "tol": 1e-8}, scoring="roc_auc",
+                                      random_state=0).fit(X, y)
     sel_pred: NDArray[np.float64] = search.predict(Z)
     sel_score: float = search.score(Z, yz)
     sel_priv: SelectionPrivacy = search.privacy_

@@ -17,6 +17,47 @@ pair (release, noisy score) is ``μ``-GDP with ``μ² = μ_r² + μ_s²`` (``μ_
 validation split is needed: the score is a private statistic of a private release (and, by the
 generalisation property of DP, an unbiased-enough proxy of its test accuracy).
 
+Candidates across families (issue 23)
+-------------------------------------
+A candidate is a kernel learner (:class:`dpcore.KernelSVM` or :class:`dpcore.KernelLogisticRegression`, released
+with TDDL-gp as above) **or** the private linear model :class:`dpcore.OutputPerturbation` with Gaussian noise
+(Output-Gauss, logistic loss and the regularised intercept by default) on the identity map or on public
+:class:`dpcore.RandomFourierFeatures` (``feature_map``; their weights are drawn independently of the data, from
+the map's own ``random_state``, reading only ``X``'s shape). Output-Gauss releases the float minimiser through one
+exact Gaussian mechanism of L2 sensitivity ``Δ = 2LR/(Λn) + 2ρ`` (:mod:`dpcore.glm.perturbation`), i.e. it is
+exactly ``Δ/σ``-GDP; it is calibrated at the same ``(ε_c, δ_c)`` point of the ``0.999·μ_r``-GDP curve as the
+kernel releases, so ``Δ/σ ≤ μ_r`` (checked on its public calibration record) and a linear run (release, then its
+noisy score) is ``μ``-GDP like every other run: the composition above is unchanged.
+:class:`dpcore.ObjectivePerturbation` is refused as a candidate: its (ε, δ) guarantee is not a Gaussian-DP curve.
+Class weights (``class_weight``) and the class-prior threshold apply to the kernel candidates only (the linear
+model has its own intercept and no class weights). ``param_grid=None`` is data-independent: the three kernel
+candidates above plus **one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
+scaling 1), so that where a linear model is better the selection can pick it.
+
+Scores (``scoring``)
+--------------------
+Every run's score is computed on the training rows from the candidate's release ``r`` (given ``r``, a function of
+``D`` alone) and released with exact grid Gaussian noise ``σ = Δ_s/μ_s``:
+
+* ``"accuracy"`` (default): the mean accuracy, ``Δ_s = 1/n`` (one term of the mean changes).
+* ``"roc_auc"``: ``S_auc = Σ_{i∈P} Σ_{j∈N} [1(f_i > f_j) + ½·1(f_i = f_j)] = n₊n₋·AUC`` on the decision
+  values ``f = r(x)``; ``"balanced_accuracy"``: ``S_bal = Σ_{i∈P} Σ_{j∈N} ½[1(ŷ_i = +) + 1(ŷ_j = −)] =
+  ½(n₋·TP + n₊·TN) = n₊n₋·BA`` (``BA = ½(TP/n₊ + TN/n₋)``). *Sensitivity* ``Δ_s = n − 1``: both are sums of
+  one term in ``[0, 1]`` per (positive, negative) pair, each term a function of its two rows only. Replacing row
+  ``k`` leaves every pair without ``k`` unchanged, removes ``k``'s pairs (at most ``n − 1`` terms, sum in
+  ``[0, n − 1]``) and adds the new row's (again ``[0, n − 1]``), so ``|ΔS| ≤ n − 1``; it is attained (one top
+  positive among ``n − 1`` negatives replaced by a negative). Every candidate shares the same ``n₊n₋``, so the
+  arg-max of the noisy ``S`` selects by AUC / balanced accuracy without releasing ``n₊`` (``best_score_`` is the
+  noisy ``S``, never normalised). ``S`` is computed exactly (``2S`` an integer, sort-based ``O(n log n)``).
+  A training set with one class has ``S ≡ 0``: every score is pure noise and the selection is uniform-like —
+  no exception.
+
+*Utility.* The noise on ``S`` has sd ``(n − 1)/μ_s``, i.e. ``(n − 1)/(μ_s n₊n₋) ≈ 1/(μ_s n_min)`` in AUC units
+(``n_min = min(n₊, n₋)``), against ``1/(μ_s n)`` for accuracy; with ``m`` candidates the arg-max loses about
+``σ·sqrt(2 log m)``. At ``n = 20,000``, 5 % positives (``n_min = 1,000``), ε = 1 and the default grid
+(``μ ≈ 0.12``, ``μ_s ≈ 0.026``) that is ≈ 0.04 of AUC per candidate: the AUC score separates candidates that
+differ by a few points of AUC, and a larger ``score_share`` buys a finer selection at the release's expense.
+
 Selection strategies
 --------------------
 ``"exhaustive"`` (default; best for small grids): every one of the ``m`` candidates is run once and
@@ -93,7 +134,7 @@ from dpcore.accounting.events import compose_events, epsilon_delta_event, make_a
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
 from dpcore.exceptions import NotFittedError
-from dpcore.kernel_learning.svm import KernelSVM
+from dpcore.kernel_learning.svm import KernelLogisticRegression, KernelSVM
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
@@ -104,11 +145,84 @@ from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu"]
+__all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu", "score_sensitivity"]
 
 _STRATEGIES = ("exhaustive", "repeat_and_select")
 #: ``param_grid=None``: C = auto·f for these f (``dpcore.kernel_learning.gp.auto_lam``'s rule at the run's μ_r).
 AUTO_GRID_FACTORS = (1.0 / 3.0, 1.0, 3.0)
+
+#: The private scores :class:`PrivateGridSearch` can select by (``scoring=``).
+SCORINGS = ("accuracy", "balanced_accuracy", "roc_auc")
+
+#: The families a candidate may come from (``"estimator"`` in ``param_grid``): the kernel learners, released with
+#: TDDL-gp, and the linear Output-Gauss GLM (:class:`dpcore.OutputPerturbation`, Gaussian noise).
+KERNEL_ESTIMATORS = ("KernelSVM", "KernelLogisticRegression")
+LINEAR_ESTIMATORS = ("OutputPerturbation",)
+
+#: Parameters of a linear candidate that the selection sets itself (its share of the budget, the declared domain,
+#: the Gaussian noise that makes the run μ-GDP, the randomness) and that a grid may therefore not set.
+_LINEAR_RESERVED = ("epsilon", "delta", "data_norm", "noise", "random_state", "accountant", "verbose", "clip")
+#: Defaults of a linear candidate (the loss that ranks best under noise, with the regularised intercept).
+LINEAR_DEFAULTS = {"loss": "logistic", "fit_intercept": True}
+
+
+def score_sensitivity(scoring: str, n: int) -> float:
+    """Replace-one sensitivity of the (unnormalised) private score of ``n`` scored rows, given the release.
+
+    ``"accuracy"``: the mean accuracy, ``1/n``. ``"balanced_accuracy"`` and ``"roc_auc"``: the pair sums
+    ``S_bal = ½(n₋·TP + n₊·TN) = n₊n₋·BA`` and ``S_auc = Σ_{i∈P} Σ_{j∈N} [1(f_i > f_j) + ½·1(f_i = f_j)] =
+    n₊n₋·AUC``, sums of one term in ``[0, 1]`` per (positive, negative) pair; replacing one row removes its own
+    terms (at most ``n − 1``, all ``≥ 0``) and adds at most ``n − 1`` new ones, so ``|ΔS| ≤ n − 1`` (tight).
+    ``n = 1``: ``S ≡ 0``; 1 is returned (any positive value is safe).
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.selection import score_sensitivity
+    >>> score_sensitivity("accuracy", 1000), score_sensitivity("roc_auc", 1000)
+    (0.001, 999.0)
+    """
+    scoring = _check_scoring(scoring)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if scoring == "accuracy":
+        return 1.0 / int(n)
+    return float(max(int(n) - 1, 1))
+
+
+def _check_scoring(scoring) -> str:
+    if not isinstance(scoring, str) or scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r:.60}")
+    return scoring
+
+
+def twice_pair_score(scoring: str, positive: ArrayLike, *, decision: ArrayLike | None = None,
+                     predicted_positive: ArrayLike | None = None) -> int:
+    """``2·S`` (an exact integer) of the pair-sum scores, from boolean labels ``positive``.
+
+    ``"roc_auc"``: ``2·S_auc = Σ_{i∈P} (2·#{j∈N: f_j < f_i} + #{j∈N: f_j = f_i})`` from the decision values
+    (sort-based, ``O(n log n)``). ``"balanced_accuracy"``: ``2·S_bal = n₋·TP + n₊·TN`` from the predicted
+    labels. A single-class ``positive`` gives 0 (no pair).
+    """
+    positive = np.asarray(positive, dtype=bool)
+    n_pos = int(positive.sum())
+    n_neg = int(positive.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        return 0
+    if scoring == "roc_auc":
+        f = np.asarray(decision, dtype=np.float64)
+        if not np.all(np.isfinite(f)):  # a release's decision values are finite; defensive
+            raise RuntimeError("a candidate's decision values are not finite")
+        neg = np.sort(f[~positive])
+        fp = f[positive]
+        below = np.searchsorted(neg, fp, side="left").astype(np.int64)
+        at_or_below = np.searchsorted(neg, fp, side="right").astype(np.int64)
+        return int(below.sum()) + int(at_or_below.sum())
+    if scoring == "balanced_accuracy":
+        pp = np.asarray(predicted_positive, dtype=bool)
+        tp = int(np.count_nonzero(pp & positive))
+        tn = int(np.count_nonzero(~pp & ~positive))
+        return n_neg * tp + n_pos * tn
+    raise ValueError(f"scoring must be 'roc_auc' or 'balanced_accuracy' here, got {scoring!r}")
 
 
 def _selection_event(mu: float, strategy: str, n_candidates: int, mean_runs: float, prior_epsilon: float):
@@ -279,6 +393,8 @@ class SelectionPrivacy:
     candidate_delta: float
     prior_epsilon: float
     class_weight_epsilon: float = 0.0
+    scoring: str = "accuracy"
+    score_sensitivity: float = math.nan
 
 
 class PrivateGridSearch(BaseEstimator):
@@ -288,11 +404,18 @@ class PrivateGridSearch(BaseEstimator):
 
     Parameters
     ----------
-    param_grid : dict of lists or None
-        Candidate :class:`dpcore.KernelSVM` parameters (e.g. ``{"lam": [...], "gamma": [...]}``);
-        every combination is a candidate. ``None``: three values of λ, ``C = 1/(nλ)`` at 1/3, 1 and 3
-        times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated at each run's ``μ_r``
-        (:data:`AUTO_GRID_FACTORS`); kernel parameters from ``base_params``.
+    param_grid : dict of lists, list of such dicts, or None
+        Candidate parameters (e.g. ``{"lam": [...], "gamma": [...]}``); every combination is a candidate (of every
+        dict, for a list, as in scikit-learn's ``GridSearchCV``). An ``"estimator"`` entry names the family:
+        ``"KernelSVM"`` (the default), ``"KernelLogisticRegression"`` (both on ``base_params``, released with
+        TDDL-gp) or ``"OutputPerturbation"`` (the private linear model with Gaussian noise, on
+        :data:`LINEAR_DEFAULTS`: logistic loss and intercept; any parameter of it except ``epsilon``, ``delta``,
+        ``data_norm``, ``noise``, ``random_state``, ``accountant``, ``verbose``, ``clip``, plus ``"feature_map"``:
+        ``None`` or a :class:`dpcore.RandomFourierFeatures`, cloned and fitted on ``X``'s shape if unfitted);
+        names or the classes themselves. ``None``: three :class:`dpcore.KernelSVM` values of λ, ``C = 1/(nλ)``
+        at 1/3, 1 and 3 times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated
+        at each run's ``μ_r`` (:data:`AUTO_GRID_FACTORS`; kernel parameters from ``base_params``), plus one
+        ``OutputPerturbation`` at the same rule for the linear map (``R_φ² = data_norm² + 1``).
     epsilon, delta : float
         The guarantee of the whole selection (all runs, the prior and the released model);
         ``0 < epsilon ≤`` :data:`MAX_EPSILON` (1000).
@@ -321,6 +444,11 @@ class PrivateGridSearch(BaseEstimator):
         Public cap ``M`` on the weights (the released weights of ``"balanced"`` lie in ``[1/M, M]``).
     class_weight_epsilon_share : float, default 0.05
         Share of ``epsilon`` spent on the private class weights (``class_weight="balanced"`` only), in ``(0, 1)``.
+    scoring : {"accuracy", "balanced_accuracy", "roc_auc"}, default "accuracy"
+        The private score every run releases (on the training rows, given its release): the mean accuracy
+        (sensitivity ``1/n``), or the pair sums ``S = n₊n₋·BA`` / ``n₊n₋·AUC`` (sensitivity ``n − 1``, see
+        the module docstring and :func:`score_sensitivity`). Prefer ``"roc_auc"`` or ``"balanced_accuracy"``
+        on imbalanced data.
     mean_runs : int, optional
         ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
         :data:`MAX_MEAN_RUNS` (10,000).
@@ -347,11 +475,13 @@ class PrivateGridSearch(BaseEstimator):
     ----------
     best_params_ : dict
     best_score_ : float
-        The selected run's *noisy* training-set accuracy (private).
-    release_ : KernelRelease
-        The selected candidate's private model.
+        The selected run's *noisy* score (private): the training-set accuracy, or the pair sum ``S``
+        (``≈ n₊n₋·metric``; the normaliser ``n₊n₋`` is not released) for ``"roc_auc"`` / ``"balanced_accuracy"``.
+    release_ : KernelRelease, OutputPerturbation or MappedLinearModel
+        The selected candidate's private model (a linear candidate on random features: the map and the model).
     candidates_ : list of dict
-        The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``.
+        The (public) grid actually searched, e.g. the data-independent one for ``param_grid=None``; the
+        ``"estimator"`` entries by class name.
     privacy_ : SelectionPrivacy
     class_weight_ : dict
         The (public) class weights every candidate was trained with (all 1 without class weights).
@@ -369,6 +499,15 @@ class PrivateGridSearch(BaseEstimator):
     ...                                base_params={"kernel": "rbf", "gamma": 5.0}, random_state=0).fit(X, y)
     >>> sel.best_params_["lam"] in grid["lam"], sel.score(X, y) > 0.8
     (True, True)
+
+    Kernel and linear candidates together, scored by AUC (the default grid would add a linear candidate too):
+
+    >>> grid = [{"estimator": ["KernelSVM"], "lam": [1e-2], "gamma": [5.0]},
+    ...         {"estimator": ["OutputPerturbation"], "lam": [1e-3]}]
+    >>> sel = dpcore.PrivateGridSearch(grid, 2.0, 1e-6, Z=Z, data_norm=1.0, scoring="roc_auc",
+    ...                                random_state=0).fit(X, y)
+    >>> sel.best_params_["estimator"], sel.privacy_.score_sensitivity   # XOR: the kernel; Δ = n − 1
+    ('KernelSVM', 1999.0)
     """
 
 
@@ -378,7 +517,7 @@ class PrivateGridSearch(BaseEstimator):
     def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
                  score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, class_weight=None,
                  max_class_weight=DEFAULT_MAX_CLASS_WEIGHT, class_weight_epsilon_share=0.05,
-                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
+                 scoring="accuracy", verbose: bool | int = False, random_state=None, accountant=None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta
@@ -392,19 +531,31 @@ class PrivateGridSearch(BaseEstimator):
         self.class_weight = class_weight
         self.max_class_weight = max_class_weight
         self.class_weight_epsilon_share = class_weight_epsilon_share
+        self.scoring = scoring
         self.verbose = verbose
         self.random_state = random_state
         self.accountant = accountant
 
     def _candidates(self) -> list:
+        """Every combination of the grid(s): a list of dicts (``"estimator"`` a name or class where given)."""
         grid = self.param_grid
-        if not isinstance(grid, dict) or not grid:
-            raise ValueError("param_grid must be a non-empty dict of lists")
-        keys = sorted(grid)
-        for k in keys:
-            if not isinstance(grid[k], (list, tuple)) or not grid[k]:
-                raise ValueError(f"param_grid[{k!r}] must be a non-empty list")
-        return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))]
+        grids = [grid] if isinstance(grid, dict) else grid
+        if not isinstance(grids, (list, tuple)) or not grids:
+            raise ValueError("param_grid must be a non-empty dict of lists, a non-empty list of such dicts, or None; "
+                             f"got {type(grid).__name__}")
+        out = []
+        for g in grids:
+            if not isinstance(g, dict) or not g:
+                raise ValueError("param_grid must be a non-empty dict of lists (or a list of such dicts)")
+            for k in g:
+                if not isinstance(k, str):
+                    raise ValueError(f"param_grid: parameter names must be strings, got {k!r:.40}")
+            keys = sorted(g)
+            for k in keys:
+                if not isinstance(g[k], (list, tuple)) or not g[k]:
+                    raise ValueError(f"param_grid[{k!r}] must be a non-empty list")
+            out += [dict(zip(keys, vals)) for vals in itertools.product(*(g[k] for k in keys))]
+        return out
 
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
@@ -412,8 +563,17 @@ class PrivateGridSearch(BaseEstimator):
         # -- everything public (and X's shape/domain/labels: refusing out-of-domain input is covered, the bounds
         #    are declared) is validated and calibrated here, before anything is charged
         check_verbose(self.verbose)
-        cands = None if self.param_grid is None else self._candidates()
-        m = len(AUTO_GRID_FACTORS) if cands is None else len(cands)
+        scoring = _check_scoring(self.scoring)
+        raw = None if self.param_grid is None else self._candidates()
+        if raw is not None:  # resolve every "estimator" entry and check its parameter names now (cheap refusals)
+            raw = [_resolve_estimator(c) for c in raw]
+            for kind, cls, p in raw:
+                if kind == "kernel" and "feature_map" in p:
+                    raise ValueError("param_grid: feature_map applies to the linear candidates (OutputPerturbation) "
+                                     f"only, not to {cls.__name__}")
+                if kind == "linear":
+                    _check_linear_params(cls, {k: v for k, v in p.items() if k != "feature_map"})
+        m = len(AUTO_GRID_FACTORS) + 1 if raw is None else len(raw)
         epsilon = check_epsilon(self.epsilon)
         if epsilon > MAX_EPSILON:
             raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
@@ -442,7 +602,8 @@ class PrivateGridSearch(BaseEstimator):
         X = check_in_domain(X, radius, "X", clip=False)
         base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
         rng = check_random_state(self.random_state)
-        # -- class weights (public dict, or "balanced": released privately with ε_w, basic composition)
+        # -- class weights (public dict, or "balanced": released privately with ε_w, basic composition); they
+        #    apply to the kernel candidates (OutputPerturbation has no class weights)
         cw_max = check_max_class_weight(self.max_class_weight)
         cw_balanced = isinstance(self.class_weight, str) and self.class_weight == "balanced"
         cw_eps = 0.0
@@ -455,7 +616,7 @@ class PrivateGridSearch(BaseEstimator):
                 raise ValueError(f"class_weight_epsilon_share must lie in (0, 1), got {share!r:.40}")
             cw_eps = float(share) * epsilon
             class_count_noise_scale(cw_eps)  # calibratable (public), else refused here
-            if "class_weight" in base or (cands is not None and any("class_weight" in c for c in cands)):
+            if "class_weight" in base or (raw is not None and any("class_weight" in c[2] for c in raw)):
                 raise ValueError("class_weight='balanced' (released privately) conflicts with a class_weight in "
                                  "base_params or param_grid; declare it in one place")
         elif self.class_weight is not None:  # validated with every candidate below (_public_lipschitz)
@@ -476,43 +637,71 @@ class PrivateGridSearch(BaseEstimator):
         mu_s = mu * math.sqrt(float(self.score_share))
         mu_r = math.sqrt(mu * mu - mu_s * mu_s)
         # the candidate release: (ε_c, δ_c) of a μ_c-GDP curve with μ_c < μ_r; checked below on the
-        # actual calibration (both TDDL stages together)
+        # actual calibration (both TDDL stages together; the Output-Gauss GLM's single Gaussian release)
         cand_delta = 1e-10
         cand_eps = _gdp_epsilon(mu_r * 0.999, cand_delta)
-        score_sigma = _representable_sigma(n, mu_s)
-        if cands is None:  # the data-independent grid around dpcore.kernel_learning.gp.auto_lam at this run's μ_r
+        sens = score_sensitivity(scoring, n)
+        score_sigma = _representable_sigma(sens, mu_s)
+        if raw is None:  # the data-independent grid: around gp.auto_lam at this run's μ_r, plus one linear model
             probe = KernelSVM(**base)
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
-            l0 = cw_max if cw_balanced else _public_lipschitz(base, _common_classes([base]))
+            l0 = cw_max if cw_balanced else _public_lipschitz(KernelSVM, base, _common_classes([(KernelSVM, base)]))
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
                                                         n_features=X.shape[1],
                                                         intercept_scaling=probe.intercept_scaling), l0)
-            cands = [{"lam": 1.0 / (n * c0 * f)} for f in AUTO_GRID_FACTORS]
-        # every candidate's solver tolerance must be certifiable for the declared domain (public
-        # floor KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
-        # before anything is charged, instead of refusing in the middle of the runs
-        cands = [dict(base, **p) for p in cands]
-        # each candidate's class weights must be public (a declared dict, or "balanced" released privately
-        # below); its Lipschitz constant max_k w_k (M for the privately released weights) enters the float floor
-        classes_ = _common_classes(cands)
-        lips = [cw_max if cw_balanced else _public_lipschitz(p, classes_) for p in cands]
-        cands = [_certifiable(p, radius, X.shape[1], lipschitz=L) for p, L in zip(cands, lips)]
+            c_lin = auto_C_for_mu(mu_r, feature_radius_sq(radius, "linear", None, 3, 0.0, intercept_scaling=1.0), 1.0)
+            raw = [("kernel", KernelSVM, {"lam": 1.0 / (n * c0 * f)}) for f in AUTO_GRID_FACTORS]
+            raw.append(("linear", _output_perturbation(), {"lam": 1.0 / (n * c_lin)}))
+            public_keys = {"estimator", "lam"}
+        else:
+            public_keys = set().union(*(set(g) for g in ([self.param_grid] if isinstance(self.param_grid, dict)
+                                                           else self.param_grid)))
+        # the candidates' public grid (what candidates_ shows): estimators by name
+        shown = [{k: (cls.__name__ if k == "estimator" else v) for k, v in dict(p, estimator=cls).items()
+                  if k in public_keys} for _, cls, p in raw]
+        # full parameters: kernel candidates on base_params; linear ones on LINEAR_DEFAULTS (+ base's classes)
+        cands = []
+        for kind, cls, p in raw:
+            if kind == "kernel":
+                cands.append(_Candidate(kind, cls, dict(base, **p), None))
+            else:
+                q = dict(LINEAR_DEFAULTS, **({"classes": base["classes"]} if "classes" in base else {}))
+                q.update({k: v for k, v in p.items() if k != "feature_map"})
+                cands.append(_Candidate(kind, cls, _check_linear_params(cls, q), p.get("feature_map")))
         # one declared label set for every candidate; y's labels checked against it (an input error about a
         # record only); the prior is released for classes_[1] of the SORTED set — the class calibrate_prior and
         # every release predict for f > 0 (dpcore._internal.labels: one convention, whatever the declared order)
+        classes_ = _common_classes([(c.cls, c.params) for c in cands])
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
         encode_binary_labels(y, classes_, n)
         positive = classes_[1]
-        # every candidate's TDDL-gp calibration, on a public stand-in of its model (declared parameters and the
-        # validated X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
-        # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
-        for p, L in zip(cands, lips):
-            cal = TDDL(_public_stand_in(p, X, lipschitz=L), cand_eps, cand_delta, data_norm=radius,
-                       noise="gp").prepare(Z)["cal"]
-            _check_candidate_gdp(cal, mu_r)
+        for i, c in enumerate(cands):
+            if c.kind == "kernel":
+                # its class weights must be public (a declared dict, or "balanced" released privately below); its
+                # Lipschitz constant max_k w_k (M for the privately released weights) enters the float floor;
+                # every solver tolerance must be certifiable for the declared domain (public floor
+                # KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
+                # before anything is charged, instead of refusing in the middle of the runs
+                L = cw_max if cw_balanced else _public_lipschitz(c.cls, c.params, classes_)
+                c.params = _certifiable(c.cls, c.params, radius, X.shape[1], lipschitz=L)
+                # its TDDL-gp calibration, on a public stand-in of its model (declared parameters and the validated
+                # X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
+                # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
+                cal = TDDL(_public_stand_in(c.cls, c.params, X, lipschitz=L), cand_eps, cand_delta,
+                           data_norm=radius, noise="gp").prepare(Z)["cal"]
+                _check_candidate_gdp(cal, mu_r)
+            else:
+                # the public feature map (fitted on X's shape only), the features, and the GLM's whole calibration
+                # (its _prepare: parameters, the features' domain, labels; no noise, no charge)
+                c.feature_map, F = _fit_feature_map(c.feature_map, X, i)
+                c.features = F
+                glm = c.cls(**c.params, epsilon=cand_eps, delta=cand_delta, noise="gaussian",
+                            data_norm=radius if c.feature_map is None else RFF_FEATURE_NORM)
+                _check_linear_gdp(glm._prepare(F, y).cal, mu_r)
+                c.params = glm.get_params()
         # the runs' event as calibrated; the class proportion (exact grid Laplace) as its ε (accounting.events)
         self.dp_event_ = _selection_event(mu, strategy, m, mean_runs, 0.0)
         if prior_eps > 0:
@@ -521,23 +710,44 @@ class PrivateGridSearch(BaseEstimator):
             self.dp_event_ = compose_events(epsilon_delta_event(cw_eps), self.dp_event_)
         if self.accountant is not None:
             self.accountant.spend(epsilon, delta, event=self.dp_event_,
-                                  label=f"PrivateGridSearch({m} candidates, {strategy})")
-        logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s)", epsilon, delta,
-                    m, strategy)
-        if cw_balanced:  # ε_w-DP public weights (post-processing gives every candidate the same dict)
+                                  label=f"PrivateGridSearch({m} candidates, {strategy}, {scoring})")
+        logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s, %s)", epsilon,
+                    delta, m, strategy, scoring)
+        if cw_balanced:  # ε_w-DP public weights (post-processing gives every kernel candidate the same dict)
             weights = dict(private_class_weights(y, classes_.tolist(), cw_eps, max_class_weight=cw_max,
                                                  random_state=rng))
-            cands = [dict(c, class_weight=weights, max_class_weight=cw_max) for c in cands]
+            for c in cands:
+                if c.kind == "kernel":
+                    c.params = dict(c.params, class_weight=weights, max_class_weight=cw_max)
         p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None
+        is_pos = y == positive
+
+        def score_of(decision, predicted, rows_x):
+            """The candidate's private score statistic on the training rows (given the release)."""
+            if scoring == "accuracy":
+                return float(np.mean(predicted == y))
+            return 0.5 * twice_pair_score(scoring, is_pos, decision=decision if scoring == "roc_auc" else None,
+                                          predicted_positive=(predicted == positive) if scoring != "roc_auc"
+                                          else None)
 
         def run(i):
-            model = KernelSVM(**cands[i]).fit(X, y)
-            tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
-            _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
-            release = tddl.fit(Z).release_
-            if p_hat is not None:  # post-processing of (p_hat, release) with public points
-                release = release.calibrate_prior(p_hat)
-            return _noisy_score(release.score(X, y), score_sigma, rng), release
+            c = cands[i]
+            if c.kind == "kernel":
+                model = c.cls(**c.params).fit(X, y)
+                tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
+                _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
+                release = tddl.fit(Z).release_
+                if p_hat is not None:  # post-processing of (p_hat, release) with public points
+                    release = release.calibrate_prior(p_hat)
+                dec = release.decision_function(X) if scoring == "roc_auc" else None
+                pred = None if scoring == "roc_auc" else release.predict(X)
+            else:
+                glm = c.cls(**dict(c.params, random_state=rng)).fit(c.features, y)
+                _check_linear_gdp(glm.privacy_, mu_r)
+                dec = glm.decision_function(c.features) if scoring == "roc_auc" else None
+                pred = None if scoring == "roc_auc" else glm.predict(c.features)
+                release = glm if c.feature_map is None else MappedLinearModel(c.feature_map, glm)
+            return _noisy_score(score_of(dec, pred, X), score_sigma, rng), release
 
         if strategy == "exhaustive":
             with progress_bar(self.verbose, total=m, desc="PrivateGridSearch candidates", unit="cand") as bar:
@@ -552,18 +762,20 @@ class PrivateGridSearch(BaseEstimator):
             with progress_bar(self.verbose, desc="PrivateGridSearch (repeat and select)",
                               bar_format="{desc}: {elapsed}"):
                 score, best_i, release = _repeat_and_select(rng, m, mean_runs, run)
-        keys = {"lam"} if self.param_grid is None else set(self.param_grid)
+        for c in cands:  # the features are a copy of the training rows' image: not kept
+            c.features = None
         self.best_score_ = score
-        self.candidates_ = [{k: v for k, v in c.items() if k in keys} for c in cands]  # public grid
+        self.candidates_ = shown  # public grid
         self.best_params_ = dict(self.candidates_[best_i])
         self.release_ = release
         self.privacy_ = SelectionPrivacy(
             epsilon=epsilon, delta=delta, strategy=strategy, mu=mu, release_mu=mu_r, score_mu=mu_s,
             score_sigma=score_sigma, mean_runs=int(mean_runs), epsilon_accounted=eps_acc, n_candidates=m,
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=prior_eps,
-            class_weight_epsilon=cw_eps)
-        best = cands[best_i]  # its class weights: public (declared, or released privately above)
-        self.class_weight_ = resolve_class_weight(best.get("class_weight"), classes_, None, max_class_weight=best.get(
+            class_weight_epsilon=cw_eps, scoring=scoring, score_sensitivity=sens)
+        best = cands[best_i]  # its class weights: public (declared, or released privately above; 1 for linear)
+        cw_best = best.params.get("class_weight") if best.kind == "kernel" else None
+        self.class_weight_ = resolve_class_weight(cw_best, classes_, None, max_class_weight=best.params.get(
             "max_class_weight", DEFAULT_MAX_CLASS_WEIGHT))[0]
         return self
 
@@ -602,17 +814,129 @@ def _check_candidate_gdp(cal, mu_r: float) -> None:
         raise RuntimeError(f"candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
 
 
-def _representable_sigma(n: int, mu_s: float) -> float:
-    sigma = 1.0 / (n * mu_s)
+def _representable_sigma(sensitivity: float, mu_s: float) -> float:
+    sigma = sensitivity / mu_s
     if not (math.isfinite(sigma) and sigma > 0.0 and math.isfinite(math.log2(sigma))):
-        raise ValueError(f"epsilon: the score noise sigma = 1/(n*mu_s) = {sigma!r} is not representable; "
+        raise ValueError(f"epsilon: the score noise sigma = sensitivity/mu_s = {sigma!r} is not representable; "
                          "use a larger epsilon or score_share")
     return sigma
 
 
+class _Candidate:
+    """One candidate: its family (``"kernel"`` / ``"linear"``), estimator class, full parameters, public feature
+    map (linear only) and, during ``fit`` only, the training rows' features."""
+
+    def __init__(self, kind: str, cls: type, params: dict, feature_map) -> None:
+        self.kind, self.cls, self.params, self.feature_map = kind, cls, params, feature_map
+        self.features = None
+
+
+def _output_perturbation() -> type:
+    # dpcore.glm sits above dpcore.kernel_learning (glm._solver uses KernelSVM): imported where needed
+    from dpcore.glm.perturbation import OutputPerturbation
+    return OutputPerturbation
+
+
+def _resolve_estimator(params: dict) -> tuple:
+    """``(kind, class, params without "estimator")`` of one grid entry; the estimator is a class or its name."""
+    spec = params.get("estimator", KernelSVM)
+    rest = {k: v for k, v in params.items() if k != "estimator"}
+    kernels = {"KernelSVM": KernelSVM, "KernelLogisticRegression": KernelLogisticRegression}
+    linear = {"OutputPerturbation": _output_perturbation()}
+    for table, kind in ((kernels, "kernel"), (linear, "linear")):
+        for name, cls in table.items():
+            if spec is cls or (isinstance(spec, str) and spec == name):
+                return kind, cls, rest
+    if (isinstance(spec, str) and spec == "ObjectivePerturbation") or getattr(spec, "__name__", None) == \
+            "ObjectivePerturbation":
+        raise ValueError("param_grid['estimator']: ObjectivePerturbation cannot be a candidate: its (ε, δ) guarantee "
+                         "is not a Gaussian-DP curve, so its runs do not compose in the selection's GDP accounting; "
+                         "use 'OutputPerturbation' (Gaussian output noise, exactly μ-GDP)")
+    raise ValueError(f"param_grid['estimator'] must be one of {KERNEL_ESTIMATORS + LINEAR_ESTIMATORS} (a name or "
+                     f"the class), got {spec!r:.60}")
+
+
+def _check_linear_params(cls: type, params: dict) -> dict:
+    """A linear candidate's parameters: known to ``cls``, none of the reserved ones, ``noise`` Gaussian."""
+    reserved = sorted(k for k in params if k in _LINEAR_RESERVED)
+    if reserved:
+        raise ValueError(f"param_grid: {reserved} of a linear candidate are set by PrivateGridSearch (its share of "
+                         "the budget, the declared data_norm, Gaussian noise, the randomness); remove them")
+    known = set(cls().get_params())
+    unknown = sorted(k for k in params if k not in known)
+    if unknown:
+        raise ValueError(f"param_grid: {unknown} are not parameters of {cls.__name__} (a linear candidate; "
+                         "class_weight applies to the kernel candidates only)")
+    return dict(params)
+
+
+#: Public bound on the norm of a :class:`dpcore.RandomFourierFeatures` row (``κ = 1``; the GLM accepts computed
+#: norms up to a relative ``RADIUS_TOL`` above it).
+RFF_FEATURE_NORM = 1.0
+
+
+def _fit_feature_map(feature_map, X: np.ndarray, i: int):
+    """``(fitted map or None, features of X)``: ``None`` (the identity) or a :class:`dpcore.RandomFourierFeatures`
+    (its public weights are drawn from its own ``random_state``, reading X's shape only; a fitted one is used as
+    is)."""
+    if feature_map is None:
+        return None, X
+    from sklearn.base import clone
+
+    from dpcore.kernels.random_features import RandomFourierFeatures
+    if not isinstance(feature_map, RandomFourierFeatures):
+        raise ValueError(f"param_grid['feature_map'] (candidate {i}) must be None or a dpcore.RandomFourierFeatures, "
+                         f"got {type(feature_map).__name__}")
+    if hasattr(feature_map, "random_weights_"):
+        if feature_map.n_features_in_ != X.shape[1]:
+            raise ValueError(f"param_grid['feature_map'] (candidate {i}) was fitted on {feature_map.n_features_in_} "
+                             f"features, X has {X.shape[1]}")
+        fm = feature_map
+    else:
+        fm = clone(feature_map).fit(X[:1])
+    return fm, np.ascontiguousarray(fm.transform(X))
+
+
+def _check_linear_gdp(cal, mu_r: float) -> None:
+    """The Output-Gauss release (one Gaussian mechanism on the float minimiser) is at most ``mu_r``-GDP."""
+    if not (cal.mechanism == "output" and cal.noise == "gaussian"):
+        raise RuntimeError("a linear candidate must be Output-Gauss")
+    mu_c = cal.residual_sensitivity / cal.release_scale
+    if not mu_c <= mu_r:  # cannot happen with the 0.999 margin
+        raise RuntimeError(f"linear candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
+
+
+class MappedLinearModel:
+    """A selected linear candidate on a public feature map: ``model`` applied to ``feature_map.transform(X)``.
+
+    Both parts are public or private releases (the map's weights are drawn independently of the data).
+
+    Examples
+    --------
+    See :class:`PrivateGridSearch` (``release_`` when a linear candidate on random features is selected).
+    """
+
+    def __init__(self, feature_map: Any, model: Any) -> None:
+        self.feature_map = feature_map
+        self.model = model
+        self.classes_ = model.classes_
+
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Decision values of the linear model on the mapped rows."""
+        return np.asarray(self.model.decision_function(self.feature_map.transform(X)), dtype=np.float64)
+
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
+        """Class labels of the linear model on the mapped rows."""
+        return np.asarray(self.model.predict(self.feature_map.transform(X)))
+
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
+        """Mean accuracy on ``(X, y)``."""
+        return float(self.model.score(self.feature_map.transform(X), y))
+
+
 def _common_classes(cands: list) -> np.ndarray:
-    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every candidate."""
-    sets = [check_classes(KernelSVM(**p).classes) for p in cands]
+    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every ``(class, params)``."""
+    sets = [check_classes(cls(**p).classes) for cls, p in cands]
     for s in sets[1:]:
         if not np.array_equal(s, sets[0]):
             raise ValueError(f"param_grid: every candidate must declare the same classes, got {sets[0].tolist()!r} "
@@ -620,9 +944,9 @@ def _common_classes(cands: list) -> np.ndarray:
     return sets[0]
 
 
-def _public_lipschitz(params: dict, classes_: np.ndarray) -> float:
+def _public_lipschitz(cls: type, params: dict, classes_: np.ndarray) -> float:
     """``max_k w_k`` of a candidate's declared class weights; ``"balanced"`` (read off the data) is refused."""
-    probe = KernelSVM(**params)
+    probe = cls(**params)
     cw, public, _, w_max = resolve_class_weight(probe.class_weight, classes_, None,
                                                 max_class_weight=probe.max_class_weight)
     if not public:
@@ -633,12 +957,12 @@ def _public_lipschitz(params: dict, classes_: np.ndarray) -> float:
     return float(w_max)
 
 
-def _public_stand_in(params: dict, X: np.ndarray, *, lipschitz: float = 1.0) -> KernelSVM:
+def _public_stand_in(cls: type, params: dict, X: np.ndarray, *, lipschitz: float = 1.0) -> KernelSVM:
     """A :class:`KernelSVM` with ``params`` carrying only what :meth:`TDDL.prepare` checks before any noise: the
     declared parameters (validated as ``KernelSVM.fit`` validates them, with its overflow check of ``X``), the
     validated ``X`` (shape and domain) and no solution (``mu_ = 0``, certificate 0, ``lipschitz_ = 1`` as
     ``KernelSVM.fit`` sets it). The TDDL calibration is a function of these public quantities only."""
-    model = KernelSVM(**params)
+    model = cls(**params)
     n, d = X.shape
     _, _, _, _, name, gamma, degree, coef0 = model._validate_params(d)
     b = check_intercept_scaling(model.intercept_scaling)
@@ -650,7 +974,7 @@ def _public_stand_in(params: dict, X: np.ndarray, *, lipschitz: float = 1.0) -> 
     return model
 
 
-def _certifiable(params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0) -> dict:
+def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0) -> dict:
     """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²·L²/λ`` where needed (public; ``L`` the
     largest class weight).
 
@@ -658,7 +982,7 @@ def _certifiable(params: dict, radius: float, n_features: int, *, lipschitz: flo
     constants overflow (``gamma·(2·data_norm)²``, ``R_φ²``), and a tolerance (raised or declared) ``≥ 1`` — the
     hinge loss's duality gap at ``w = 0`` on every dataset, so the solver would stop at the zero model.
     """
-    probe = KernelSVM(**params)
+    probe = cls(**params)
     lam = check_scale(probe.lam, "lam")
     tol = check_positive(probe.tol, "tol")
     coef0 = probe.coef0
