@@ -169,7 +169,7 @@ class MulticlassTDDL:
     >>> centers = np.array([[0.5, 0.0], [-0.25, 0.43], [-0.25, -0.43]])
     >>> y = rng.integers(0, 3, size=3000)
     >>> X = np.clip(centers[y] + 0.1 * rng.standard_normal((3000, 2)), -0.7, 0.7)
-    >>> m = MulticlassKernelLogisticRegression(lam=1e-3, gamma=2.0, classes=[0, 1, 2], tol=1e-6).fit(X, y)
+    >>> m = MulticlassKernelLogisticRegression(lam=1e-2, gamma=2.0, classes=[0, 1, 2], tol=1e-6).fit(X, y)
     >>> Z = rng.uniform(-0.7, 0.7, size=(100, 2))
     >>> rel = MulticlassTDDL(m, epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0).fit(Z)
     >>> rel.coef_.shape, float(rel.score(X, y)) > 0.9
