@@ -13,8 +13,8 @@ module             what (proof sketch in each module's docstring and in docs/pri
                    :func:`auto_lam` (data-independent λ)
 ``gp_service``     :class:`GPService` — interactive, unlimited queries on one lazily sampled GP path
 ``selection``      :class:`PrivateGridSearch` — private selection of C / kernel parameters
-``multiclass``     :class:`MulticlassKernelLogisticRegression` — certified K-class kernel model in ``H^K``
-``multiclass_release`` :class:`MulticlassTDDL` — joint K-class GP release (one factor, K paths)
+``multiclass``     :class:`MulticlassKernelLogisticRegression` — certified K-class kernel model in ``H^K``;
+                   ``multiclass_release``: :class:`MulticlassTDDL`, the joint K-class GP release
 ``_model``         shared certified-model plumbing (public error bounds, persistence)
 =================  ==================================================================================
 """
