@@ -58,6 +58,7 @@ from dpcore.kernel_learning import (
     KernelSVM,
     PrivateGridSearch,
 )
+from dpcore.kernel_learning import MulticlassKernelLogisticRegression, MulticlassTDDL
 from dpcore.glm import ObjectivePerturbation, OutputPerturbation, PrivateFTRL, SimplexERM
 from dpcore.private_svm import PrivateSVM
 
@@ -72,7 +73,7 @@ __all__ = [
     # estimators, services, releases
     "BudgetAccountant", "KernelSVM", "KernelLogisticRegression", "PINP", "TDDL", "TDIL", "KernelRelease",
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",
-    "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM",
+    "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
     # exceptions
     "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
     "ConvergenceError", "SimplexCertificationError",

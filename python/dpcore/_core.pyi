@@ -233,6 +233,48 @@ def erm_certificate(
 
 # ---- end erm ----
 
+# ---- multiclass (issue 24) ----
+# Certified multinomial kernel logistic regression F in H^K (src/kernel_learning/multiclass.rs).
+
+def multiclass_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.int64],
+    n_classes: int,
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    intercept_scaling: float,
+    lam: float,
+    tol: float,
+    max_iter: int,
+    cache_bytes: int,
+    progress: Optional[Callable[[int, float, bool, int], object]] = None,
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+) -> dict:
+    """Fit ``(1/n) sum_i s_i [lse(z_i) - z_i,y_i] + lam/2 sum_k ||f_k||^2`` (``y`` class indices in
+    ``[0, n_classes)``) by Newton-CG without the GIL; ``progress(kernel_products, gap, exact, n)`` after every
+    kernel product (Ctrl-C abandons the solve). Returns ``{"p", "mu", "decision", "primal", "dual", "gap",
+    "slack", "f_norm", "n_iter", "n_matvec", "converged", "stop_reason", "history", "full_gram"}`` (``p`` the
+    dual point, rows in the simplex; ``mu`` (n, K) the coefficients; ``gap`` certified from ``p`` alone)."""
+
+def multiclass_certificate(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.int64],
+    p: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    intercept_scaling: float,
+    lam: float,
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+) -> dict:
+    """Certificate of the dual point ``p`` (n, K): ``{"mu", "decision", "primal", "dual", "gap", "slack",
+    "f_norm"}``."""
+
+# ---- end multiclass ----
+
 # ---- expmech ----
 # Exponential mechanism over the nu-net of the ball {||z|| <= radius} in R^d (src/mechanisms/expmech/),
 # streamed with floating-point-safe Gumbel-max; the building block of TDIL (Jain & Thakurta 2013,

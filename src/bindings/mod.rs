@@ -79,5 +79,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mechanisms::noise::register(m)?;
     kernel_learning::pinp::register(m)?;
     kernels::random_features::register(m)?;
+    kernel_learning::multiclass::register(m)?;
     Ok(())
 }

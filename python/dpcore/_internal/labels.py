@@ -27,7 +27,8 @@ from sklearn.utils.multiclass import type_of_target
 
 from dpcore._internal.validation import as_1d_target
 
-__all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels", "decision_labels"]
+__all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels", "decision_labels", "check_multiclass_classes",
+           "encode_multiclass_labels"]
 
 #: The declared label set used when ``classes`` is not given: the ±1 convention of the papers and
 #: of ``dpcore.datasets``.
@@ -131,3 +132,67 @@ def _scalar_eq(v, label) -> bool:
         return bool(v == label)
     except Exception:  # noqa: BLE001 - exotic objects compare as "not this label"
         return False
+
+
+# ----------------------------------------------------------------------------------------------
+# K-class label sets (issue 24): the same rule as the binary one above, for K >= 2 declared labels
+# ----------------------------------------------------------------------------------------------
+def check_multiclass_classes(classes: Sequence[Any], name: str = "classes") -> np.ndarray:
+    """Validate a declared label set of ``K >= 2`` distinct labels and return it sorted (``classes_``).
+
+    The set is a public parameter, never read off the data (module docstring): ``None`` is refused
+    (``TypeError``) rather than inferred. Labels must be numbers (bools count as numbers) or strings,
+    all of one kind, none missing/NaN/infinite. Raises ``ValueError``/``TypeError`` naming ``name``.
+    """
+    if classes is None or isinstance(classes, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of K >= 2 labels declared in advance, e.g. "
+                        f"classes=[0, 1, 2], got {classes!r} (the label set is a public parameter)")
+    try:
+        items = list(classes)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of K >= 2 labels, e.g. (0, 1, 2), got {classes!r}") from None
+    if len(items) < 2:
+        raise ValueError(f"{name} must list at least two labels, got {len(items)}: {classes!r}")
+    for c in items:
+        if c is None or (isinstance(c, (float, np.floating)) and not np.isfinite(c)):
+            raise ValueError(f"{name} must not contain None, NaN or infinite labels, got {classes!r}")
+    kinds = {"number" if isinstance(c, (numbers.Real, np.number, np.bool_)) else
+             "string" if isinstance(c, (str, np.str_)) else type(c).__name__ for c in items}
+    if len(kinds) != 1 or not kinds <= {"number", "string"}:
+        raise TypeError(f"{name} must hold numbers or strings (all of one kind), got {classes!r}")
+    arr = np.asarray(items)
+    if arr.ndim != 1 or arr.dtype.kind not in "biufUS":
+        raise TypeError(f"{name} must hold labels of one kind, got {classes!r} (dtype {arr.dtype})")
+    arr = np.sort(arr)
+    if np.any(arr[1:] == arr[:-1]):
+        raise ValueError(f"{name} must list distinct labels, got {classes!r}")
+    return arr
+
+
+def encode_multiclass_labels(y, classes: Sequence[Any], n: int, *, name: str = "y",
+                             classes_name: str = "classes") -> Tuple[np.ndarray, np.ndarray]:
+    """Map ``y`` onto class indices ``0..K-1`` of the declared, sorted ``classes_``.
+
+    Returns ``(classes_, idx)`` with ``classes_[idx[i]] == y[i]``. A label outside ``classes`` is a
+    ``ValueError`` naming ``name`` (about that record only); any subset of the classes is accepted,
+    including a single one — nothing depends on which labels happen to occur.
+    """
+    classes_ = check_multiclass_classes(classes, classes_name)
+    y = as_1d_target(y, name)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of labels, got shape {y.shape}")
+    if y.shape[0] != n:
+        raise ValueError(f"{name} must have length {n} (the number of rows of X), got {y.shape[0]}")
+    idx = np.full(y.shape[0], -1, dtype=np.int64)
+    for k, c in enumerate(classes_):
+        idx[_equals(y, c)] = k
+    unknown = idx < 0
+    if unknown.any():
+        bad = y[unknown][:3].tolist()
+        note = " (Unknown label type: continuous; a regression target?)" if _label_kind_note(y).startswith(
+            " (Unknown") else ""
+        raise ValueError(
+            f"{name} contains {int(unknown.sum())} label(s) outside the declared {classes_name}="
+            f"{classes_.tolist()!r} (e.g. {bad!r}); the label set is a public parameter — pass "
+            f"{classes_name}=[...] listing every label your data may use{note}")
+    return classes_, idx

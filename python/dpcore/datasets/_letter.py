@@ -217,8 +217,8 @@ def encode_letter_labels(letters) -> np.ndarray:
     return np.where(np.isin(s, LETTER_POSITIVE), 1.0, -1.0)
 
 
-def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = True) -> "Bunch":
-    """Load UCI Letter Recognition, binarised A–M (−1) vs N–Z (+1), encoded into the unit ball.
+def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = True, binary: bool = True) -> "Bunch":
+    """Load UCI Letter Recognition, binarised A–M (−1) vs N–Z (+1) (or its 26 letters), encoded into the unit ball.
 
     Parameters
     ----------
@@ -234,12 +234,16 @@ def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = T
         Clip values to the declared range ``[0, 15]`` (public pre-processing, see
         :func:`encode_letter`). With ``clip=False`` an out-of-range value raises (the bundled data
         lies inside the declared range, so both settings give the same result on it).
+    binary : bool, default=True
+        ``True``: the binarised labels of the existing experiments. ``False`` (issue 24): the original
+        26 classes, ``y`` the letters ``'A'``..``'Z'`` (declare ``classes=LETTER_CLASSES`` /
+        ``list(string.ascii_uppercase)``); ``classes`` in the bunch lists them.
 
     Returns
     -------
     Bunch
         ``X`` (n, 16) float64 with ``||x||_2 <= 1`` per row; ``y`` (n,) in ``{-1.0, +1.0}``
-        (N–Z = +1); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
+        (N–Z = +1), or the letters with ``binary=False``; ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
         ``norm_bound`` = 4 (the public bound the rows were divided by); ``subset``;
         ``description`` (with licence and attribution).
 
@@ -249,11 +253,28 @@ def load_letter(subset: str = "train", *, as_frame: bool = False, clip: bool = T
     >>> data = load_letter("train")
     >>> data.X.shape, data.data_norm
     ((16000, 16), 1.0)
+    >>> letters = load_letter("test", binary=False)
+    >>> letters.y[:3].tolist(), len(letters.classes)
+    (['J', 'F', 'W'], 26)
     """
     _check_subset(subset)
+    if not isinstance(binary, (bool, np.bool_)):
+        raise TypeError(f"binary must be a bool, got {binary!r}")
     values, letters, _ = _rows(subset)
     X = encode_letter(values, clip=clip)
-    y = encode_letter_labels(letters)
     names = list(LETTER_FEATURES)
-    return encoded_bunch(X, y, names, label_name="letter_N_to_Z", as_frame=as_frame, data_norm=1.0,
-                         norm_bound=LETTER_NORM_BOUND, subset=subset, description=LETTER_DESCRIPTION)
+    if binary:
+        y = encode_letter_labels(letters)
+        label_name = "letter_N_to_Z"
+    else:
+        y = np.asarray(letters).astype(str)
+        label_name = "letter"
+    out = encoded_bunch(X, y, names, label_name=label_name, as_frame=as_frame, data_norm=1.0,
+                        norm_bound=LETTER_NORM_BOUND, subset=subset, description=LETTER_DESCRIPTION)
+    if not binary:
+        out["classes"] = np.array(LETTER_CLASSES)
+    return out
+
+
+#: The 26 declared classes of :func:`load_letter` with ``binary=False``.
+LETTER_CLASSES = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -2,4 +2,5 @@
 
 pub(super) mod erm;
 pub(super) mod gp;
+pub(super) mod multiclass;
 pub(super) mod pinp;
