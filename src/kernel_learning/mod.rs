@@ -11,4 +11,5 @@
 pub mod erm;
 pub mod gp;
 pub mod kernel_cache;
+pub(crate) mod klr_newton;
 pub mod pinp;
