@@ -14,4 +14,5 @@ pub mod erm;
 pub mod gp;
 pub mod kernel_cache;
 pub mod multiclass;
+pub(crate) mod klr_newton;
 pub mod pinp;

@@ -1018,6 +1018,87 @@ fn predict_impl(
     Ok(out)
 }
 
+/// `F[:, k] = K(Z, X) V[:, k]` for `k` weight vectors at once (`vs[k]` of length `n`; returns `k`
+/// output vectors of length `m`): each `TILE_ROWS × TILE_COLS` kernel block is evaluated **once**
+/// (GEMM + kernel map, shift included) and multiplied by every vector, so a few vectors cost about
+/// as much as one (the kernel map dominates). Parallel over query tiles; deterministic (fixed
+/// blocks, each output accumulated over support chunks in increasing order with [`dot`]'s fixed
+/// tree) — but not bit-for-bit [`kernel_predict`] (which fuses the map and the product and adds
+/// the shift separately); same documented accuracy ([`crate::fp::KERNEL_SUM_REL_ERROR`]). The
+/// linear kernel takes [`kernel_predict`]'s `O((m + n) d)` path per vector. Polls `cancel` before
+/// every block.
+///
+/// # Errors
+/// [`DpError::Interrupted`] once `cancel` is set (no partial result).
+///
+/// # Panics
+/// If the feature counts differ or a vector's length is not `x.nrows()`.
+pub fn kernel_matvecs_cancellable(
+    z: ArrayView2<'_, f64>,
+    x: ArrayView2<'_, f64>,
+    vs: &[&[f64]],
+    kernel: &Kernel,
+    cancel: &Cancel,
+) -> DpResult<Vec<Vec<f64>>> {
+    assert_shapes(&z, &x);
+    let (m, n) = (z.nrows(), x.nrows());
+    assert!(vs.iter().all(|v| v.len() == n), "kernel_matvecs: vectors must have length x.nrows()");
+    let nv = vs.len();
+    if m == 0 || n == 0 || nv == 0 {
+        return Ok(vec![vec![0.0; m]; nv]);
+    }
+    if let KernelKind::Linear = kernel.kind {
+        return vs
+            .iter()
+            .map(|v| {
+                cancel.check()?;
+                let mu = ArrayView1::from(*v);
+                Ok(predict_impl(z, x, mu, kernel, None, cancel)?.to_vec())
+            })
+            .collect();
+    }
+    let plan = Plan::new(z, x, *kernel, false);
+    // output tile t holds rows r0..r0+rows, vector-major: out[k * rows + i]
+    let tiles: Vec<Vec<f64>> = (0..m.div_ceil(TILE_ROWS))
+        .into_par_iter()
+        .map_init(
+            || vec![0.0f64; TILE_ROWS * TILE_COLS],
+            |buf, t| {
+                let r0 = t * TILE_ROWS;
+                let rows = TILE_ROWS.min(m - r0);
+                let mut acc = vec![0.0f64; nv * rows];
+                let mut c0 = 0;
+                while c0 < n {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
+                    let cols = TILE_COLS.min(n - c0);
+                    let mut blk = ArrayViewMut2::from_shape((rows, cols), &mut buf[..rows * cols])
+                        .expect("buffer");
+                    plan.block_into(r0, c0, &mut blk);
+                    for (i, row) in buf[..rows * cols].chunks_exact(cols).enumerate() {
+                        for (k, v) in vs.iter().enumerate() {
+                            acc[k * rows + i] += dot(row, &v[c0..c0 + cols]);
+                        }
+                    }
+                    c0 += cols;
+                }
+                acc
+            },
+        )
+        .collect();
+    cancel.check()?;
+    let mut out = vec![vec![0.0f64; m]; nv];
+    for (t, acc) in tiles.iter().enumerate() {
+        let r0 = t * TILE_ROWS;
+        let rows = acc.len() / nv;
+        for (k, o) in out.iter_mut().enumerate() {
+            o[r0..r0 + rows].copy_from_slice(&acc[k * rows..(k + 1) * rows]);
+        }
+    }
+    Ok(out)
+}
+
 /// `Σ v_i` by recursive pairwise summation (error `≤ γ_{⌈log₂ n⌉+8}·Σ|v_i|`: 8-term leaves; deterministic).
 pub(crate) fn pairwise_sum(v: &[f64]) -> f64 {
     if v.len() <= 8 {

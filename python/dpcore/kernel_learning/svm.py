@@ -36,13 +36,16 @@ stops on the exactly recomputed gap, never on a projected-gradient heuristic; if
 reached first, the honest (larger) gap is reported and a :class:`ConvergenceWarning` is issued.
 
 Solvers (Rust core, ``src/kernel_learning/erm.rs``): greedy dual coordinate descent with second-order coordinate
-selection and LIBSVM-style shrinking for the hinge loss; the dual coordinate descent of Yu, Huang
-& Lin (2011) for the logistic loss (logit-parameterised, Newton sub-problems safeguarded by
-bisection). Kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept
-in an LRU cache of ``cache_size`` MB (all rows when the Gram matrix fits). The hinge solver
-caches rows in float32 (as LIBSVM) and keeps its gradient in float64; every exact check and the
-final certificate recompute the decision values in float64 from the dual point, and the solver
-switches to float64 rows if float32 rounding ever limits the gap.
+selection and LIBSVM-style shrinking for the hinge loss; for the logistic loss a damped Newton method on the primal
+(the mode of a Gaussian-process classifier, Rasmussen & Williams, GPML Algorithm 3.1) whose linear systems are
+solved by conjugate gradients with a pivoted-Cholesky (Nyström) preconditioner, one kernel matrix-vector product per
+CG step (``src/kernel_learning/klr_newton.rs``); the dual point ``a = w_{y_i} sigma(-u_i)`` of every Newton iterate is
+checked exactly. Hinge: kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept
+in an LRU cache of ``cache_size`` MB (all rows when the Gram matrix fits); rows are cached in float32 (as LIBSVM)
+and the gradient kept in float64. Logistic: the Gram matrix is held when it fits ``cache_size`` (float64, else
+float32 for the CG products only), otherwise every product is computed by the fused kernel engine without an
+``n x n`` matrix. Every exact check and the final certificate recompute the decision values in float64 from the
+dual point.
 """
 
 from __future__ import annotations
@@ -371,11 +374,13 @@ class KernelSVM(KernelERM):
         ``b = 0`` or ``0.5`` (slack 6.5e-11 / 8.2e-11) but not at ``b = 1`` (1.3e-10). The private releases refuse
         a ``tol`` below twice the public floor ``1e-12·R_phi'**2·L/lam`` before anything is charged.
     max_iter : int, optional
-        Maximum number of coordinate updates; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule).
+        Maximum number of iterations; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule). For the hinge loss an
+        iteration is a coordinate update; for :class:`KernelLogisticRegression` it is one product with the kernel
+        matrix (an exact gap check or a conjugate-gradient step; typically 10-100 in all).
     cache_size : float, default=200
-        Kernel-row cache in MB (LRU; rows of ``4 n`` bytes (float32; ``8 n`` for the logistic
-        loss) are computed on demand, only for coordinates that move, and never evicted when the
-        Gram matrix fits).
+        Kernel memory budget in MB. Hinge: an LRU cache of float32 rows of ``4 n`` bytes, computed on demand, only
+        for coordinates that move, never evicted when the Gram matrix fits. Logistic: the whole Gram matrix when
+        it fits (``8 n**2`` bytes, else ``4 n**2`` in float32), otherwise none (fused products).
     shrinking : bool, default=True
         Temporarily remove bounded variables that are predicted to stay bounded; the full problem
         is always re-checked exactly before stopping.
@@ -514,8 +519,8 @@ class KernelLogisticRegression(KernelERM):
     Same parameters and attributes as :class:`KernelSVM`, including the regularised bias of
     ``intercept_scaling`` (kernel ``K + b**2``, ``R_phi'**2 = R_phi**2 + b**2`` in every private release) (here
     ``0 < box_duals_ < w_{y_i}`` and every training point has ``mu_i != 0``; with class weights the dual is the
-    weighted conjugate, see ``src/kernel_learning/erm.rs``). Solved by the dual coordinate descent of Yu, Huang & Lin
-    (2011), kernelised, with the same certified duality gap.
+    weighted conjugate, see ``src/kernel_learning/erm.rs``). Solved by a preconditioned Newton-CG method (GPML
+    Algorithm 3.1; ``n_iter_`` counts kernel matrix-vector products), with the same certified duality gap.
 
     Methods ``predict_proba`` returns ``sigma(f(z))`` for ``classes_[1]``.
 
