@@ -461,7 +461,7 @@ _CASES = [
     ("x_nan", ObjectivePerturbation, {}, _bad_x_nan, "X"),
     ("y_nan", OutputPerturbation, {}, _bad_y_nan, "y"),
     ("y_3classes", OutputPerturbation, {}, lambda: (_X, np.arange(40) % 3), "y contains .* outside the declared classes"),
-    ("y_01_undeclared", ObjectivePerturbation, {}, lambda: (_X, np.arange(40) % 2), "y contains .* pass classes="),
+    ("y_02_undeclared", ObjectivePerturbation, {}, lambda: (_X, 2 * (np.arange(40) % 2)), "y contains .* pass classes="),
     ("outside_ball", OutputPerturbation, {}, lambda: (_X * 2.0, _Y), "data_norm.*outside|outside.*data_norm"),
     ("length_mismatch", ObjectivePerturbation, {}, lambda: (_X, _Y[:-1]), "y must have length"),
     ("x_1d", OutputPerturbation, {}, lambda: (_X[:, 0], _Y), "X must be a 2-D"),

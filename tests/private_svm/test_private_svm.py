@@ -467,7 +467,7 @@ def test_data_validation():
         PrivateSVM(random_state=0).fit(Xn, y)
     y3 = y.copy()
     y3[:3] = [0, 5, 7]
-    with pytest.raises(ValueError, match="y contains 3 label.*outside the declared classes"):
+    with pytest.raises(ValueError, match="y contains 2 label.*outside the declared classes"):
         PrivateSVM(random_state=0).fit(X, y3)
     with pytest.raises(ValueError, match="y must have length"):
         PrivateSVM(random_state=0).fit(X, y[:-1])

@@ -134,7 +134,7 @@ from dpcore.glm._solver import (
     solve_hinge, solve_smooth,
 )
 from dpcore._internal.dask import is_dask_collection
-from dpcore._internal.labels import DEFAULT_CLASSES, check_classes
+from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, default_classes
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
     as_1d_target, check_X, check_delta, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
@@ -553,7 +553,10 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             raise TypeError(f"X must be a Dask array or DataFrame when y is a Dask collection, got {type(X).__name__}")
         spec = BlockSpec(loss=loss, classes=self.classes, data_norm=p["R"], clip=p["clip"],
                          scaling=p["scaling"] if p["fit_intercept"] else None)
-        classes = check_classes(self.classes, "classes") if loss.classification else None
+        classes = None
+        if loss.classification:
+            classes = (check_classes(self.classes, "classes") if self.classes is not None
+                       else default_classes(getattr(y, "dtype", np.asarray(y).dtype)))
         design = dask_design(X, y, spec)
         design.validate()
         n, d, dim = design.n, design.d, design.dim
@@ -769,7 +772,12 @@ _COMMON_PARAMS_DOC = """
         Declared B with ``|y| ≤ B`` (required for ``loss="squared"``).
     clip : bool, default False
         Project rows outside the ball onto it (and clip labels to ``[−B, B]``) instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         The declared (public) label set of the classification losses; ``classes_[1]`` is +1.
         Labels outside it are refused; a training set with only one of the two classes trains
         normally. Never inferred from ``y`` (that would leak through refusals and relabelling).

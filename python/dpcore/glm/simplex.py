@@ -233,7 +233,12 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         accountant is still charged the declared ``(ε, δ)``).
     clip : bool, default False
         Clip entries to ``[−R∞, R∞]`` (and regression targets to ``[−B, B]``) instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         Classification: the declared (public) label set; ``classes_[1]`` is +1. Labels outside it
         are refused; a training set with only one class trains normally (never inferred from ``y``).
     verbose : bool or int, default=False

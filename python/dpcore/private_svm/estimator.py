@@ -370,7 +370,12 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         fallback, see ``_DCD_MAX_EPOCHS``).
     clip : bool, default False
         ``kernel="linear"``: project rows outside the ball onto it instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         The declared (public) label set; ``classes_[1]`` is +1. Labels outside it are refused; a
         training set with only one of the two classes trains normally (never inferred from ``y``).
     verbose : bool or int, default=False
