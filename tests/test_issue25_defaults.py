@@ -87,3 +87,64 @@ def test_declared_classes_still_return_the_declared_labels():
     assert set(est.fit(X, y01).predict(X).tolist()) <= {0, 1}
     with pytest.raises(ValueError, match="classes"):
         est.fit(X, 2 * y01 - 1)  # -1 is outside the declared pair
+
+
+# -- 7. exact budgets (item 3, first bullet) --------------------------------------------------------
+
+from fractions import Fraction  # noqa: E402
+
+from dpcore._internal.fp import BUDGET_GRID_BITS, budget_grid_down  # noqa: E402
+from dpcore.accounting import BudgetAccountant  # noqa: E402
+from dpcore.exceptions import BudgetExceededError  # noqa: E402
+
+
+def _on_grid(x):
+    import math
+
+    m, _ = math.frexp(x)
+    return math.ldexp(m, BUDGET_GRID_BITS).is_integer()
+
+
+@pytest.mark.parametrize("accounting", ["basic", "filter"])
+def test_ten_laplace_releases_of_epsilon_01_fit_a_budget_of_1(accounting):
+    acc = BudgetAccountant(1.0, accounting=accounting)
+    for seed in range(10):
+        dpcore.laplace_mechanism(0.0, sensitivity=1.0, epsilon=0.1, accountant=acc, random_state=seed)
+    with pytest.raises(BudgetExceededError):
+        dpcore.laplace_mechanism(0.0, sensitivity=1.0, epsilon=1e-9, accountant=acc, random_state=0)
+
+
+@pytest.mark.parametrize("budget, spends", [
+    (1.0, [0.1] * 10), (1.0, [0.2] * 5), (1.0, [0.1, 0.2, 0.7]), (1.0, [0.01] * 100), (0.3, [0.1, 0.2]),
+    (0.3, [0.25, 0.05]), (2.0, [0.3] * 6 + [0.2]), (0.7, [0.1] * 7), (1.0, [1 / 3] * 3)])
+def test_budgets_that_add_up_fit_when_estimators_spend(budget, spends):
+    X, y01 = _data(n=200)
+    acc = BudgetAccountant(budget, 1e-5, accounting="basic")
+    for eps in spends:
+        dpcore.PrivateSVM(epsilon=eps, kernel="linear", data_norm=1.0, accountant=acc, random_state=0).fit(X, y01)
+    assert acc.remaining()[0] < 1e-9
+
+
+def test_budget_grid_is_idempotent_never_larger_and_exact_sums_fit():
+    rng = np.random.default_rng(0)
+    for x in np.concatenate([rng.uniform(1e-6, 10, 2000), [0.1, 0.3, 1 / 3, 0.5, 1.0, 1e-300, 7.0]]):
+        g = budget_grid_down(float(x))
+        assert 0 < g <= x and _on_grid(g) and budget_grid_down(g) == g
+        assert g == x or Fraction(g) <= Fraction(float(x)) * (1 - Fraction(1, 2 ** 40))
+        assert g >= x * (1 - 2.0 ** -38)
+    # every split of a k/100 budget into decimals with two places fits exactly
+    for total in range(1, 201):
+        E = total / 100
+        for a in range(1, total):
+            parts = [budget_grid_down(a / 100), budget_grid_down((total - a) / 100)]
+            assert sum(Fraction(p) for p in parts) <= Fraction(E), (E, a)
+
+
+def test_direct_spends_stay_exact_and_the_refusal_explains_the_float():
+    """The accountant charges what it is told (it cannot know how an outside mechanism was calibrated)."""
+    acc = BudgetAccountant(1.0, accounting="basic")
+    for _ in range(9):
+        acc.spend(0.1)
+    with pytest.raises(BudgetExceededError, match="budget_grid_down|grid"):
+        acc.spend(0.1)
+    acc.spend(budget_grid_down(0.1))

@@ -318,7 +318,7 @@ def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePla
     LaplacePlan
     """
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)  # a plan is calibrated for what it is given (see laplace_mechanism)
     dim = _check_dim(dim)
     b = sensitivity / epsilon
     if not math.isfinite(b) or b == 0.0:
@@ -378,8 +378,8 @@ def gaussian_plan(
     """
 
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     dim = _check_dim(dim)
     method = _check_method(method)
     if method == "analytic":
@@ -480,7 +480,8 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
     if accountant is not None:
         from dpcore.accounting.events import plan_event
 
-        accountant.spend(epsilon, delta, event=plan_event(plan), label=label)
+        # charge what the plan is calibrated for: ε and δ on the budget grid (check_epsilon/check_delta)
+        accountant.spend(plan.epsilon, getattr(plan, "delta", delta), event=plan_event(plan), label=label)
     out = grid_release(flat, plan, rng)
     return float(out[0]) if scalar else out.reshape(shape)
 
@@ -560,6 +561,7 @@ def laplace_mechanism(
     >>> bool(abs(noisy - 0.42) < 0.1), acc.remaining()
     (True, (0.5, 0.0))
     """
+    epsilon = check_epsilon(epsilon)  # onto the budget grid: calibrated for and charged (budgets that add up fit)
     return _release(
         value,
         lambda dim: laplace_plan(sensitivity, epsilon, dim),
@@ -626,6 +628,7 @@ def gaussian_mechanism(
     ((3,), True)
     """
     _check_method(method)
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta, allow_zero=False)  # the budget grid, as Laplace
     return _release(
         value,
         lambda dim: gaussian_plan(sensitivity, epsilon, delta, dim, method=method),
