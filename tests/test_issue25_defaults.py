@@ -148,3 +148,40 @@ def test_direct_spends_stay_exact_and_the_refusal_explains_the_float():
     with pytest.raises(BudgetExceededError, match="budget_grid_down|grid"):
         acc.spend(0.1)
     acc.spend(budget_grid_down(0.1))
+
+
+# -- 3. GPService follows scikit-learn -------------------------------------------------------------
+
+def test_gpservice_predict_labels_decision_function_values_and_score():
+    import warnings
+
+    from sklearn.metrics import accuracy_score
+
+    X, y01 = _data(n=300)
+    svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y01)
+    svc = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+    f = svc.decision_function(X[:40])
+    assert f.dtype == np.float64 and len(set(f.tolist())) > 2
+    labels = svc.predict(X[:40])
+    assert labels.tolist() == np.where(f > 0, svm.classes_[1], svm.classes_[0]).tolist()
+    y_pm = 2 * y01[:40] - 1
+    assert accuracy_score(y_pm, labels) == svc.score(X[:40], y01[:40]) == svc.score(X[:40], y_pm)
+    with pytest.warns(DeprecationWarning, match="predict_labels"):
+        assert np.array_equal(svc.predict_labels(X[:40]), labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        svc.predict(X[:3]), svc.decision_function(X[:3])
+
+
+# -- 4. PrivateSVM's default calibration is the proven tight one ----------------------------------------
+
+def test_private_svm_defaults_to_the_tight_calibration():
+    X, y01 = _data(n=300)
+    default = dpcore.PrivateSVM(epsilon=1.0, random_state=0).fit(X, y01)
+    spec = dpcore.PrivateSVM(epsilon=1.0, calibration="spec", random_state=0).fit(X, y01)
+    assert default.calibration == "tight" and default.privacy_.calibration == "tight"
+    # under C="auto" the tight calibration doubles C at the same noise-to-margin ratio (spec halves it)
+    assert default.privacy_.C == pytest.approx(2 * spec.privacy_.C, rel=1e-12)
+    fixed_t = dpcore.PrivateSVM(C=0.1, epsilon=1.0, random_state=0).fit(X, y01).privacy_
+    fixed_s = dpcore.PrivateSVM(C=0.1, epsilon=1.0, calibration="spec", random_state=0).fit(X, y01).privacy_
+    assert fixed_t.sensitivity_l1 < 0.51 * fixed_s.sensitivity_l1 + 1e-9
