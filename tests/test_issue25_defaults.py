@@ -185,3 +185,28 @@ def test_private_svm_defaults_to_the_tight_calibration():
     fixed_t = dpcore.PrivateSVM(C=0.1, epsilon=1.0, random_state=0).fit(X, y01).privacy_
     fixed_s = dpcore.PrivateSVM(C=0.1, epsilon=1.0, calibration="spec", random_state=0).fit(X, y01).privacy_
     assert fixed_t.sensitivity_l1 < 0.51 * fixed_s.sensitivity_l1 + 1e-9
+
+
+# -- 2. every missing required public parameter in one message ---------------------------------------
+
+@pytest.mark.parametrize("cls", [dpcore.ObjectivePerturbation, dpcore.OutputPerturbation])
+def test_all_missing_parameters_are_reported_at_once(cls):
+    X, y01 = _data(n=50)
+    acc = dpcore.BudgetAccountant(10.0, 1e-3)
+    with pytest.raises(ValueError, match=r"^delta, data_norm must be given: .*delta: .*data_norm: ") as e:
+        cls(accountant=acc).fit(X, y01)
+    assert "classes" not in str(e.value)  # 0/1 labels need no declaration any more
+    with pytest.raises(ValueError, match=r"^delta, data_norm, label_bound must be given"):
+        cls(loss="squared", accountant=acc).fit(X, y01.astype(float))
+    with pytest.raises(ValueError, match=r"^data_norm must be given"):
+        cls(delta=1e-6, accountant=acc).fit(X, y01)
+    assert acc.spent == (0.0, 0.0)  # refused before anything is charged
+    cls(delta=1e-6, data_norm=1.0, accountant=acc).fit(X, y01)
+
+
+def test_missing_parameters_private_svm_and_simplex():
+    X, y01 = _data(n=50)
+    with pytest.raises(ValueError, match=r"^data_norm must be given: PrivateSVM"):
+        dpcore.PrivateSVM(kernel="linear").fit(X, y01)
+    with pytest.raises(ValueError, match=r"^label_bound must be given: SimplexERM"):
+        dpcore.SimplexERM(1.0, lam=1.0, data_norm_inf=1.0, task="regression").fit(X, y01.astype(float))

@@ -11,7 +11,7 @@ import math
 import numbers
 import warnings
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.utils.validation import validate_data
@@ -50,6 +50,24 @@ def _as_real(value, name: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
+
+
+def check_required(owner: str, missing: Sequence[Tuple[str, str]]) -> None:
+    """Raise one ``ValueError`` naming *every* required public parameter that was not given.
+
+    ``missing`` lists ``(name, why)`` for each parameter left at ``None`` that has no safe
+    data-independent default (a declared bound on the data, a δ); empty: nothing to report. Called
+    at the start of parameter validation, before any budget is charged, so a user fixing a
+    constructor sees the whole list at once instead of one error per attempt.
+    """
+    if not missing:
+        return
+    names = ", ".join(name for name, _ in missing)
+    parts = "; ".join(f"{name}: {why}" for name, why in missing)
+    example = ", ".join(f"{name}=..." for name, _ in missing)
+    raise ValueError(f"{names} must be given: {owner} has no safe data-independent default for "
+                     f"{'it' if len(missing) == 1 else f'these {len(missing)} public parameters'} ({parts}). "
+                     f"Declare {'it' if len(missing) == 1 else 'them'}, e.g. {owner}({example}, ...)")
 
 
 def check_epsilon(epsilon, name: str = "epsilon", *, grid: bool = True) -> float:

@@ -137,7 +137,7 @@ from dpcore._internal.dask import is_dask_collection
 from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, default_classes
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    as_1d_target, check_X, check_delta, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+    as_1d_target, check_X, check_delta, check_required, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
 )
 from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
@@ -428,6 +428,15 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> dict:
+        missing = []
+        if self.noise == "gaussian" and self.delta is None:
+            missing.append(("delta", "δ in (0, 1) for noise='gaussian', well below 1/n, e.g. 1e-6"))
+        if self.data_norm is None:
+            missing.append(("data_norm", "the declared bound R on ||x||, public and never derived from the data"))
+        if self.loss == "squared" and self.label_bound is None:
+            missing.append(("label_bound", "the declared bound B on |y| for loss='squared', public; it enters the "
+                                           "sensitivity"))
+        check_required(type(self).__name__, missing)
         epsilon = check_epsilon(self.epsilon)
         if not isinstance(self.loss, str) or self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")

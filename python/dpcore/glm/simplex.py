@@ -146,7 +146,7 @@ from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    as_1d_target, check_X, check_feature_names, check_positive, record_feature_names,
+    as_1d_target, check_X, check_feature_names, check_positive, check_required, record_feature_names,
 )
 from dpcore.exceptions import SimplexCertificationError
 
@@ -435,8 +435,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         r_inf = check_positive(self.data_norm_inf, "data_norm_inf")
         if not isinstance(self.clip, (bool, np.bool_)):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
-        if task == "regression" and self.label_bound is None:
-            raise ValueError("label_bound is required for regression (declared bound |y| <= label_bound)")
+        check_required(type(self).__name__, [("label_bound", "for regression, the declared bound |y| <= label_bound, "
+                                                             "public")] if task == "regression" and self.label_bound is None else [])
         if task == "regression":
             check_positive(self.label_bound, "label_bound")
         Xc = self._check_X(X, r_inf, bool(self.clip))

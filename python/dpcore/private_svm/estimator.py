@@ -125,7 +125,7 @@ from dpcore.glm._solver import (
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    check_array, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+    check_array, check_epsilon, check_required, check_feature_names, check_positive, check_scale, record_feature_names,
 )
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
@@ -477,11 +477,9 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
         p = dict(C=C, epsilon=epsilon, kernel=self.kernel, calibration=self.calibration)
         if self.kernel == "linear":
-            if self.data_norm is None:
-                raise ValueError(
-                    "data_norm must be given for kernel='linear': the declared bound R on ||x|| is public and is "
-                    "never derived from the data"
-                )
+            check_required(type(self).__name__, [("data_norm", "for kernel='linear', the declared bound R on ||x||, "
+                                                               "public and never derived from the data")]
+                           if self.data_norm is None else [])
             p["R"] = check_positive(self.data_norm, "data_norm")
             p["D"] = 0
         else:
