@@ -210,3 +210,23 @@ def test_missing_parameters_private_svm_and_simplex():
         dpcore.PrivateSVM(kernel="linear").fit(X, y01)
     with pytest.raises(ValueError, match=r"^label_bound must be given: SimplexERM"):
         dpcore.SimplexERM(1.0, lam=1.0, data_norm_inf=1.0, task="regression").fit(X, y01.astype(float))
+
+
+def test_class_weight_keys_in_the_users_encoding_under_the_default_rule():
+    X, y01 = _data(n=200)
+    a = dpcore.KernelSVM(class_weight={0: 3.0, 1: 1.0}).fit(X, y01)
+    b = dpcore.KernelSVM(class_weight={-1: 3.0, 1: 1.0}).fit(X, 2 * y01 - 1)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    assert a.classes_.tolist() == [-1, 1]
+
+
+def test_private_grid_search_with_01_labels():
+    X, y01 = _data(n=300)
+    Z = X[:40]
+    def fit(y):
+        return dpcore.PrivateGridSearch({"lam": [1e-2, 1e-3]}, 1.0, 1e-6, Z=Z, data_norm=1.0,
+                                        base_params=dict(kernel="rbf", gamma=1.0, tol=1e-8), random_state=0).fit(X, y)
+
+    a, b = fit(y01), fit(2 * y01 - 1)  # the default rule: the same labels in two encodings, the same release
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    assert a.score(X, y01) == b.score(X, 2 * y01 - 1)

@@ -84,7 +84,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.labels import check_classes, encode_binary_labels
+from dpcore._internal.labels import check_classes, default_classes, encode_binary_labels
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale
 from dpcore.kernel_learning._model import check_in_domain
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
@@ -484,7 +484,7 @@ class PrivateGridSearch(BaseEstimator):
             probe = KernelSVM(**base)
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
-            l0 = cw_max if cw_balanced else _public_lipschitz(base, _common_classes([base]))
+            l0 = cw_max if cw_balanced else _public_lipschitz(base, _common_classes([base], y))
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
                                                         n_features=X.shape[1],
                                                         intercept_scaling=probe.intercept_scaling), l0)
@@ -495,7 +495,7 @@ class PrivateGridSearch(BaseEstimator):
         cands = [dict(base, **p) for p in cands]
         # each candidate's class weights must be public (a declared dict, or "balanced" released privately
         # below); its Lipschitz constant max_k w_k (M for the privately released weights) enters the float floor
-        classes_ = _common_classes(cands)
+        classes_ = _common_classes(cands, y)
         lips = [cw_max if cw_balanced else _public_lipschitz(p, classes_) for p in cands]
         cands = [_certifiable(p, radius, X.shape[1], lipschitz=L) for p, L in zip(cands, lips)]
         # one declared label set for every candidate; y's labels checked against it (an input error about a
@@ -504,7 +504,11 @@ class PrivateGridSearch(BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
-        encode_binary_labels(y, classes_, n)
+        declared = KernelSVM(**cands[0]).classes
+        _, y_pm = encode_binary_labels(y, classes_ if declared is not None else None, n)
+        # y in the encoding of classes_ (the default rule maps 0/-1/False and 1/True per label), so the private
+        # class weights, the prior and every candidate's fit read the same two labels
+        y = np.where(y_pm > 0, classes_[1], classes_[0])
         positive = classes_[1]
         # every candidate's TDDL-gp calibration, on a public stand-in of its model (declared parameters and the
         # validated X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
@@ -610,9 +614,12 @@ def _representable_sigma(n: int, mu_s: float) -> float:
     return sigma
 
 
-def _common_classes(cands: list) -> np.ndarray:
-    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every candidate."""
-    sets = [check_classes(KernelSVM(**p).classes) for p in cands]
+def _common_classes(cands: list, y) -> np.ndarray:
+    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every candidate; ``classes=None`` is
+    the default rule, whose ``classes_`` follows the dtype of ``y`` only (never its values)."""
+    dtype = np.asarray(y).dtype
+    sets = [default_classes(dtype) if KernelSVM(**p).classes is None else check_classes(KernelSVM(**p).classes)
+            for p in cands]
     for s in sets[1:]:
         if not np.array_equal(s, sets[0]):
             raise ValueError(f"param_grid: every candidate must declare the same classes, got {sets[0].tolist()!r} "
