@@ -830,8 +830,8 @@ _COMMON_PARAMS_DOC = """
     >>> y = np.where(X[:, 0] > 0, "yes", "no")
     >>> clf = ObjectivePerturbation(epsilon=1.0, delta=1e-6, lam=0.01, data_norm=1.0, classes=["no", "yes"],
     ...                             random_state=0).fit(X, y)
-    >>> clf.privacy_.epsilon, clf.privacy_.delta
-    (1.0, 1e-06)
+    >>> clf.privacy_.epsilon, clf.privacy_.delta  # as calibrated: rounded down onto the budget grid (docs/privacy.md)
+    (1.0, 9.999999999975306e-07)
     >>> hasattr(clf, "certificate_")  # data-dependent diagnostics are not released
     False
 """

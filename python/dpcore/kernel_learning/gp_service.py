@@ -123,8 +123,8 @@ class GPServiceCalibration:
     >>> y = np.where(X[:, 0] > 0, 1, -1)
     >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
     >>> cal = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
-    >>> cal.epsilon, cal.delta, cal.n
-    (1.0, 1e-06, 300)
+    >>> cal.epsilon, cal.delta, cal.n  # ε, δ as calibrated: rounded down onto the budget grid (docs/privacy.md)
+    (1.0, 9.999999999975306e-07, 300)
     """
 
     epsilon: float
