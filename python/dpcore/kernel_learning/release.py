@@ -159,8 +159,8 @@ class KernelRelease:
         kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
         if b != 0.0:  # stored only when used: a b = 0 release (and its file) is exactly the pre-issue-23 one
             kern["intercept_scaling"] = b
-        epsilon = check_epsilon(epsilon)
-        delta = check_delta(delta)
+        epsilon = check_epsilon(epsilon, grid=False)  # a release records what it was calibrated for
+        delta = check_delta(delta, grid=False)
         radius = check_positive(data_norm, "data_norm")
         intercept = _as_finite(intercept, "intercept")
         labels = check_classes(PM_CLASSES if classes is None else classes)
