@@ -112,7 +112,7 @@ def pipeline() -> None:
                 dpcore.PrivateGridSearch(grid, 1.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=0,
                                          accountant=acc).fit(X, y)
             elif i == 3:
-                dpcore.GPService(model, 0.5, 1e-7, data_norm=1.0, random_state=0, accountant=acc).predict(Q)
+                dpcore.GPService(model, 0.5, 1e-7, data_norm=1.0, random_state=0, accountant=acc).decision_function(Q)
             else:
                 dpcore.ObjectivePerturbation(epsilon=0.5, delta=1e-7, data_norm=1.0, random_state=0,
                                              accountant=acc).fit(X, y)

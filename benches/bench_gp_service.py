@@ -51,7 +51,7 @@ def main() -> None:
     del K
     service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, max_exact_queries=args.m + args.singles, random_state=0)
     t = time.perf_counter()
-    service.predict(Q)
+    service.decision_function(Q)
     t_service = time.perf_counter() - t
     floor = t_pred + t_chol
     print(f"batch of m={args.m} new points: kernel_predict {t_pred:.2f} s + kernel matrix & Cholesky {t_chol:.2f} s "
@@ -60,7 +60,7 @@ def main() -> None:
     singles /= np.maximum(1.0, np.linalg.norm(singles, axis=1))[:, None] * 1.0001
     t = time.perf_counter()
     for i in range(args.singles):
-        service.predict(singles[i:i + 1])
+        service.decision_function(singles[i:i + 1])
     t_single = (time.perf_counter() - t) / args.singles
     t = time.perf_counter()
     dpcore.kernel_predict(singles[:1], Xs, mu, kernel="rbf", gamma=1.0)
@@ -68,7 +68,7 @@ def main() -> None:
     print(f"single new query after t={args.m} answered points: {1e3 * t_single:.1f} ms each "
           f"(its kernel prediction alone: {1e3 * t_one_pred:.2f} ms; the rest is the O(t²) solve and bookkeeping)")
     t = time.perf_counter()
-    service.predict(Q[:100])
+    service.decision_function(Q[:100])
     print(f"100 repeated queries: {1e3 * (time.perf_counter() - t):.2f} ms")
 
 

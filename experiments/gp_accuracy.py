@@ -102,7 +102,7 @@ def run(args):
 
                 svc = dpcore.GPService(svm, eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0],
                                        random_state=seed("GPService"))
-                rows["GPService"].append(metrics(yq, svc.predict(Q)))
+                rows["GPService"].append(metrics(yq, svc.decision_function(Q)))
                 for noise in ("gp", "gaussian"):
                     rel = dpcore.TDDL(svm, eps, args.delta, data_norm=1.0, noise=noise,
                                       random_state=seed(f"TDDL-{noise}")).fit(Z)

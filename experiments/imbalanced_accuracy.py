@@ -24,7 +24,7 @@ Models: one row per ``(name, constructor)`` in :data:`MODELS`. A row whose const
 library does not have yet (e.g. ``intercept_scaling``, ``class_weight`` of issue 23) is marked "n/a (not
 implemented)" instead of failing, so the script runs unchanged before and after those land. AUC of a private
 release or service is computed from its (noisy) decision values; balanced accuracy and accuracy from its labels
-(``predict``; ``GPService.predict_labels``, which honours ``calibrate_prior``). The decision-value stage
+(``predict``, which for GPService honours ``calibrate_prior``). The decision-value stage
 compares the spread (sd over the scored test rows) of the non-private hinge and logistic decision functions at
 the same C with the GP noise sd of ``GPService`` at that ε.
 
@@ -311,7 +311,7 @@ def gpservice(loss: str, C, *, prior: bool = False, weights: Optional[float] = N
                    random_state=c.seed("GPService", loss, C, prior, *wseed))
         if prior:
             svc.calibrate_prior(c.proportion(PRIOR_SHARE * c.eps), c.Z)
-        return svc.decision_function(c.Q), svc.predict_labels(c.Q)
+        return svc.decision_function(c.Q), svc.predict(c.Q)
     return run
 
 

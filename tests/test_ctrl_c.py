@@ -206,7 +206,7 @@ def test_gp_service_many_new_points_is_interrupted_and_the_path_unchanged(python
     y = np.where(X[:, 0] > 0, 1, -1)
     model = dpcore.KernelSVM(lam=0.05, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
     svc = dpcore.GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=12_000, random_state=0)
-    first = svc.predict(X[:4])
+    first = svc.decision_function(X[:4])
     Z = rng.uniform(-0.5, 0.5, size=(9_000, 3))
-    assert _latency_of_interrupt(lambda: svc.predict(Z), delay=0.5) < LATENCY_BOUND
-    assert svc.n_distinct == 4 and np.array_equal(svc.predict(X[:4]), first)
+    assert _latency_of_interrupt(lambda: svc.decision_function(Z), delay=0.5) < LATENCY_BOUND
+    assert svc.n_distinct == 4 and np.array_equal(svc.decision_function(X[:4]), first)

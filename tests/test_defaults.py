@@ -45,7 +45,7 @@ def test_kernel_releases_with_data_independent_C_beat_the_majority_class(adult):
     tddl = dpcore.TDDL(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).fit(Z)
     assert tddl.score(Q, yq) > majority + 0.01
     svc = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, max_exact_queries=Q.shape[0], random_state=0)
-    assert np.mean(svc.predict_labels(Q) == yq) > majority + 0.01
+    assert np.mean(svc.predict(Q) == yq) > majority + 0.01
     sel = dpcore.PrivateGridSearch(None, 1.0, 1e-6, Z=Z, data_norm=1.0, base_params=dict(tol=1e-8, **kern),
                                    random_state=0).fit(X[:n], y[:n])
     assert sel.score(Q, yq) > majority + 0.01

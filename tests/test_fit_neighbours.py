@@ -180,9 +180,10 @@ def test_label_outside_the_declared_set_is_an_input_error_naming_y():
     for other in (y012, np.where(np.arange(24) == 0, 2, 1), np.where(np.arange(24) == 0, 2, 0)):
         with pytest.raises(ValueError, match=r"^y contains 1 label\(s\) outside the declared classes=\[0, 1\]"):
             OutputPerturbation(epsilon=1.0, delta=1e-5, lam=0.1, data_norm=R, classes=[0, 1]).fit(X, other)
-    # the default declared set is {-1, +1}: 0/1 labels are refused with the fix in the message
-    with pytest.raises(ValueError, match="pass classes="):
-        OutputPerturbation(epsilon=1.0, delta=1e-5, lam=0.1, data_norm=R).fit(X, y01)
+    # the default rule (issue 25) reads 0/1 labels per label; a 2 is refused with the fix in the message
+    OutputPerturbation(epsilon=1.0, delta=1e-5, lam=0.1, data_norm=R).fit(X, y01)
+    with pytest.raises(ValueError, match=r"^y contains 1 label\(s\) outside the declared classes=None.*pass classes="):
+        OutputPerturbation(epsilon=1.0, delta=1e-5, lam=0.1, data_norm=R).fit(X, y012)
 
 
 @pytest.mark.parametrize("bad", [[None] * 24, ["a"] * 24, [1.5] * 24])
@@ -194,7 +195,7 @@ def test_odd_label_values_give_a_value_error_naming_y(bad):
             est.fit(X, np.array(bad, dtype=object))
 
 
-@pytest.mark.parametrize("classes", [[1], [1, 1], [1, 2, 3], "ab", None, [np.nan, 1], [1, "a"]])
+@pytest.mark.parametrize("classes", [[1], [1, 1], [1, 2, 3], "ab", [np.nan, 1], [1, "a"]])
 def test_bad_declared_classes(classes):
     X, y = _base()
     with pytest.raises((ValueError, TypeError), match="^classes"):

@@ -105,7 +105,11 @@ def test_gaussian_mechanism_charges_its_gaussian_event():
     acc = BudgetAccountant(1.0, 1e-5)
     for i in range(30):
         gaussian_mechanism(1.0, 2.0, 0.1, 1e-7, random_state=i, accountant=acc)
-    assert acc.log[0].event == ev.gaussian_event(cal.gaussian_sigma(2.0, 0.1, 1e-7), 2.0)
+    # calibrated for ε and δ on the budget grid (issue 25)
+    from dpcore._internal.fp import budget_grid_down as g
+
+    assert acc.log[0].event == ev.gaussian_event(cal.gaussian_sigma(2.0, g(0.1), g(1e-7)), 2.0)
+    assert (acc.log[0].epsilon, acc.log[0].delta) == (g(0.1), g(1e-7))
     assert acc.spent[0] < 0.8  # the filter; basic composition: 3.0
 
 

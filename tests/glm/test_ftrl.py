@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from dpcore import BudgetAccountant, BudgetExceededError
+from dpcore._internal.fp import budget_grid_down
 from dpcore.audit import audit
 from dpcore.accounting.calibrate import per_step_epsilon
 from dpcore.glm.ftrl import FTRLHorizonExceeded, PrivateFTRL, ftrl_calibration
@@ -32,7 +33,7 @@ def test_lambda_calibration_pure_advanced_and_explicit():
     assert cal.per_round_epsilon <= cal.epsilon_step and cal.per_round_epsilon >= 4.0 / cal.lam
     assert 10 * cal.per_round_epsilon <= 1.0
     adv = ftrl_calibration(horizon=10_000, epsilon=1.0, delta=1e-6, data_norm_inf=0.5, n_features=5)
-    step = per_step_epsilon(1.0, 10_000, 1e-6)
+    step = per_step_epsilon(1.0, 10_000, budget_grid_down(1e-6))  # δ on the budget grid (issue 25)
     assert adv.composition == "advanced" and adv.epsilon_step == step and step > 1e-4
     assert adv.lam == pytest.approx(4 * 0.5 / step, rel=1e-6) and adv.lam >= 4 * 0.5 / step
     # explicit λ: larger is fine, smaller than the minimum is refused with the minimum in the message

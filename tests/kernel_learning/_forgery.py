@@ -214,7 +214,7 @@ def make_state(kind: str, directory, mode: str, tag: str = "s", state_key=None):
         svc = dpcore.GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, state_path=path,
                                state_key=state_key, random_state=1)
         for _ in range(3):
-            svc.predict(unit_ball(rng, 4, 3))
+            svc.decision_function(unit_ball(rng, 4, 3))
         fmt = GP_FMT
     svc.close()
     key = resolve_key(state_key, os.path.realpath(path), create=False)

@@ -183,7 +183,7 @@ def run_gp_kill_sweep(n_kills: int, directory, *, backend: str = "file", seed: i
                 assert now[0] >= n_d and now[1] >= seq, (i, head, now)
                 Z = np.array([float(v) for v in qs.split()]).reshape(-1, 3)
                 a = np.array([float(v) for v in ans.split()])
-                assert np.array_equal(svc.predict(Z), a), (i, "answers changed after reload")
+                assert np.array_equal(svc.decision_function(Z), a), (i, "answers changed after reload")
                 assert svc.state_seq == now[1]  # cached answers commit nothing
                 stats["checked_answers"] += a.size
             if prev is not None:

@@ -116,7 +116,7 @@ def main_gp(path: str, mode: str, seed: int, backend: str) -> None:
     print("READY", flush=True)
     while True:
         Z = unit_ball(rng, 3, 3)
-        a = svc.predict(Z)
+        a = svc.decision_function(Z)
         print(f"{svc.n_distinct} {svc.state_seq} | " + " ".join(repr(float(v)) for v in Z.ravel()) + " | "
               + " ".join(repr(float(v)) for v in a), flush=True)
 

@@ -140,7 +140,7 @@ def test_interactive_services_refuse_dask(problem):
     assert session.remaining_queries == 10  # nothing answered, nothing spent
     session.close()
     service = GPService(svm, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, random_state=0)
-    for call in (service.predict, service.decision_function, service.predict_labels):
+    for call in (service.predict, service.decision_function):
         with pytest.raises(TypeError, match="^X is a Dask Array, not supported here: GPService answers"):
             call(Qd)
     with pytest.raises(TypeError, match="^points is a Dask Array"):

@@ -19,6 +19,7 @@ from scipy import linalg, stats
 import dpcore
 from dpcore import TDDL
 from dpcore.audit import audit
+from dpcore._internal.fp import budget_grid_down
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.kernel_learning.gp import gp_factor, gp_residual_bound
 
@@ -56,7 +57,7 @@ def test_calibration_numbers():
     assert cal.noise == "gp" and cal.norm_bound_mode == "none" and cal.epsilon_norm == 0.0
     dw = cal.weight_sensitivity
     assert dw == pytest.approx(2 * 1.0 / (mA.lam * 40), rel=1e-9)  # 2 L R_φ/(λ n), exact model: err = 0
-    eps1, d1 = cal.epsilon_predictions * (1 - 1e-3), 1e-6 * (1 - 1e-3)
+    eps1, d1 = cal.epsilon_predictions * (1 - 1e-3), budget_grid_down(1e-6) * (1 - 1e-3)  # δ on the budget grid
     assert cal.noise_scale == gaussian_sigma_analytic(dw, eps1, d1)
     assert cal.epsilon_residual == pytest.approx(1e-3 * cal.epsilon_predictions, rel=1e-9)
     assert cal.epsilon_residual + eps1 <= 1.0 and cal.delta_residual + d1 <= 1e-6

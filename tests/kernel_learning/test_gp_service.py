@@ -53,9 +53,9 @@ def test_calibration_is_the_gdp_split_of_the_analytic_sigma(model):
 def test_repeated_queries_are_identical_and_batches_extend_one_path(model):
     s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=100, random_state=1)
     Q = W.unit_ball(np.random.default_rng(0), 10, 3)
-    a = s.predict(Q)
-    assert np.array_equal(s.predict(Q[::-1]), a[::-1])  # cached, in the caller's order
-    b = s.predict(np.vstack([Q[3:4], W.unit_ball(np.random.default_rng(1), 5, 3), Q[3:4]]))
+    a = s.decision_function(Q)
+    assert np.array_equal(s.decision_function(Q[::-1]), a[::-1])  # cached, in the caller's order
+    b = s.decision_function(np.vstack([Q[3:4], W.unit_ball(np.random.default_rng(1), 5, 3), Q[3:4]]))
     assert b[0] == a[3] == b[-1] and s.n_distinct == 15 and s.n_answered == 27
     # the stored path is one Gaussian vector: whitened noise is consistent with the factor
     assert s._L.shape == (15, 15) and np.allclose(np.tril(s._L), s._L)
@@ -69,7 +69,7 @@ def test_incremental_answers_have_covariance_sigma2_LLt(model):
     rows = []
     for seed in range(3000):
         s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=4, random_state=seed)
-        rows.append([s.predict(Q[i:i + 1])[0] for i in range(4)])
+        rows.append([s.decision_function(Q[i:i + 1])[0] for i in range(4)])
     Y = np.asarray(rows)
     Wh = linalg.solve_triangular(s._L, (Y - v).T, lower=True).T / s.privacy_.noise_scale
     for j in range(4):
@@ -81,13 +81,13 @@ def test_incremental_answers_have_covariance_sigma2_LLt(model):
 def test_posterior_mean_phase_adds_no_noise(model):
     s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=20, random_state=2)
     Q = W.unit_ball(np.random.default_rng(3), 20, 3)
-    s.predict(Q)
+    s.decision_function(Q)
     new = W.unit_ball(np.random.default_rng(4), 7, 3)
-    a = s.predict(new)
-    b = s.predict(new)  # deterministic: a function of the released path only
+    a = s.decision_function(new)
+    b = s.decision_function(new)  # deterministic: a function of the released path only
     assert np.array_equal(a, b) and s.n_distinct == 20
     # on an answered point the posterior mean is (almost) the released answer
-    assert np.allclose(s._posterior_mean(Q[:3]), s.predict(Q[:3]), atol=1e-3)
+    assert np.allclose(s._posterior_mean(Q[:3]), s.decision_function(Q[:3]), atol=1e-3)
 
 
 def test_validation_memory_and_budget(model):
@@ -99,9 +99,9 @@ def test_validation_memory_and_budget(model):
         GPService(model, 1.0, 0.0, data_norm=1.0)
     s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, random_state=0)
     with pytest.raises(ValueError, match="outside the declared domain"):
-        s.predict(np.array([[2.0, 0.0, 0.0]]))
+        s.decision_function(np.array([[2.0, 0.0, 0.0]]))
     with pytest.raises(ValueError, match="X contains NaN"):
-        s.predict(np.array([[np.nan, 0.0, 0.0]]))
+        s.decision_function(np.array([[np.nan, 0.0, 0.0]]))
     assert s.n_distinct == 0  # refused queries consume nothing
     acc = BudgetAccountant(1.5, 1e-5, accounting="basic")  # the declared (ε, δ) are charged
     GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, accountant=acc)
@@ -112,13 +112,13 @@ def test_state_survives_reload_and_continues_the_same_path(model, tmp_path):
     path = tmp_path / "gp.json"
     s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, state_path=path, random_state=5)
     Q1 = W.unit_ball(np.random.default_rng(6), 8, 3)
-    a1 = s.predict(Q1)
+    a1 = s.decision_function(Q1)
     seq = s.state_seq
     s.close()
     r = GPService.load(path, model, min_seq=seq, random_state=7)
-    assert np.array_equal(r.predict(Q1), a1) and r.n_distinct == 8
+    assert np.array_equal(r.decision_function(Q1), a1) and r.n_distinct == 8
     Q2 = W.unit_ball(np.random.default_rng(8), 4, 3)
-    r.predict(Q2)
+    r.decision_function(Q2)
     assert r.n_distinct == 12 and r.state_seq == seq + 1
     r.close()
     with pytest.raises(dpcore.StateRollbackError, match="min_seq"):
@@ -134,7 +134,7 @@ def test_concurrent_callers_are_serialised(model):
 
     def work(i):
         try:
-            out[i] = s.predict(Q)
+            out[i] = s.decision_function(Q)
         except Exception as e:  # pragma: no cover
             errors.append(e)
 
@@ -191,7 +191,7 @@ def test_session_sampler_matches_real_sessions(model):
     """The audit's vectorised sampler has the law of real sessions (two-sample KS, α = 1e-6)."""
     q = W.unit_ball(np.random.default_rng(12), 2, 3)
     X = np.vstack([q, q[:1]])
-    real = np.array([GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=s).predict(X)
+    real = np.array([GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=s).decision_function(X)
                      for s in range(2000)])
     fake = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5)._sample_sessions(X, 20_000, 3)
     assert np.array_equal(fake[:, 0], fake[:, 2]) and np.array_equal(real[:, 0], real[:, 2])
@@ -203,12 +203,12 @@ def test_calibrate_prior_sets_a_post_processing_threshold(model):
     s = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=200, random_state=4)
     P = W.unit_ball(np.random.default_rng(5), 100, 3)
     assert getattr(s, "threshold_", 0.0) == 0.0
-    f = s.predict(P)
+    f = s.decision_function(P)
     s.calibrate_prior(0.2, P)
     assert s.n_distinct == 100  # the calibration points were already on the path: nothing new released
     assert s.threshold_ == pytest.approx(np.quantile(f, 0.8))
-    labels = s.predict_labels(P)
+    labels = s.predict(P)
     assert np.mean(labels == s.classes_[1]) == pytest.approx(0.2, abs=0.011)
-    assert np.array_equal(s.predict(P), f)  # decision values unchanged
+    assert np.array_equal(s.decision_function(P), f)  # decision values unchanged
     with pytest.raises(ValueError, match="proportion"):
         s.calibrate_prior(1.5, P)

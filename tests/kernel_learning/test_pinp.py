@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import dpcore
+from dpcore._internal.fp import budget_grid_down
 from dpcore import PINP, PINPBudgetExhausted, BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
 from dpcore.kernel_learning.pinp import pinp_calibration
@@ -236,13 +237,13 @@ def test_query_limit(model):
 def test_accountant_charged_once_before_any_answer(model):
     acc = BudgetAccountant(1.5e8, 1e-5)
     p = PINP(model, **SESSION, accountant=acc, random_state=0)
-    assert acc.spent == (1e8, 1e-6)
+    assert acc.spent == (1e8, budget_grid_down(1e-6))  # charged as calibrated: on the budget grid (issue 25)
     p.predict(queries(20))
     p.predict(queries(20))
-    assert acc.spent == (1e8, 1e-6)
+    assert acc.spent == (1e8, budget_grid_down(1e-6))  # charged as calibrated: on the budget grid (issue 25)
     with pytest.raises(BudgetExceededError):
         PINP(model, **SESSION, accountant=acc)
-    assert acc.spent == (1e8, 1e-6)
+    assert acc.spent == (1e8, budget_grid_down(1e-6))  # charged as calibrated: on the budget grid (issue 25)
 
 
 # ------------------------------------------------------------------------------- durable state

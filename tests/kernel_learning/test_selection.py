@@ -263,7 +263,8 @@ def test_hostile_values_are_refused_naming_the_parameter_with_nothing_charged(pa
             assert param in msg, (param, v, type(e).__name__, msg)
             assert acc.spent == (0.0, 0.0) and len(acc) == 0, (param, v, acc.spent)
         else:  # accepted: a valid value (None is the documented default of these) — and then it ran
-            assert (v is None and param in ("mean_runs", "param_grid", "base_params", "random_state", "accountant")
+            assert (v is None and param in ("mean_runs", "param_grid", "base_params", "random_state", "accountant",
+                                            "classes")  # classes=None: the default label rule (issue 25)
                     ) or param in ("verbose", "score_share", "prior_epsilon_share", "lam", "gamma", "coef0", "tol",
                                    "data_norm", "epsilon"), (param, v)
 

@@ -85,23 +85,23 @@ def test_gp_service_fault_at_every_write_stage_never_answers_a_point_twice(model
     path = _path(tmp_path, backend)
     svc = _make("GPService", model, path)
     rng = np.random.default_rng(0)
-    svc.predict(unit_ball(rng, 3, 3))
+    svc.decision_function(unit_ball(rng, 3, 3))
     Z = unit_ball(rng, 4, 3)
     before = svc.n_distinct
     hook = fault(stage, exc)
     with pytest.raises(type(exc)):
-        svc.predict(Z)
+        svc.decision_function(Z)
     assert hook.fired
     _state.FAULT_HOOK = None
     # durable commit: kept (charged); otherwise rolled back (never returned, never charged)
     assert svc.n_distinct == before + (4 if durable else 0)
-    a = svc.predict(Z)  # the retry: the stored answers if the commit landed, else one fresh answer
-    assert np.array_equal(svc.predict(Z), a)
+    a = svc.decision_function(Z)  # the retry: the stored answers if the commit landed, else one fresh answer
+    assert np.array_equal(svc.decision_function(Z), a)
     seq, n = svc.state_seq, svc.n_distinct
     svc.close()
     again = GPService.load(path, model, min_seq=seq)
     assert again.n_distinct == n  # memory and disk agree
-    assert np.array_equal(again.predict(Z), a)  # one answer per point, the one returned
+    assert np.array_equal(again.decision_function(Z), a)  # one answer per point, the one returned
     again.close()
 
 
@@ -241,7 +241,7 @@ def test_a_removed_or_replaced_state_stops_the_live_session(model, tmp_path, bac
 def test_gp_service_standby_is_refused_before_rebuilding_the_factor(model, tmp_path, monkeypatch):
     path = _path(tmp_path, "file")
     svc = _make("GPService", model, path)
-    svc.predict(unit_ball(np.random.default_rng(0), 6, 3))
+    svc.decision_function(unit_ball(np.random.default_rng(0), 6, 3))
 
     def no_rebuild(*a, **k):
         raise AssertionError("the factor was rebuilt before the lock was checked")
@@ -307,13 +307,13 @@ def test_user_key_and_keyed_fingerprint(model, tmp_path):
     path = _path(tmp_path, "sqlite")
     svc = _make("GPService", model, path, state_key=key)
     Z = unit_ball(np.random.default_rng(0), 3, 3)
-    a = svc.predict(Z)
+    a = svc.decision_function(Z)
     svc.close()
     assert not os.path.exists(path + ".key")
     with pytest.raises(FileNotFoundError, match="key file"):
         GPService.load(path, model)  # the default key file does not exist: the user's key is needed
     r = GPService.load(path, model, state_key=key)
-    assert np.array_equal(r.predict(Z), a)
+    assert np.array_equal(r.decision_function(Z), a)
     r.close()
     with pytest.raises(ValueError, match="at least 32 bytes"):
         _make("GPService", model, _path(tmp_path, "file", "short"), state_key=b"short")
@@ -324,8 +324,8 @@ def test_user_key_and_keyed_fingerprint(model, tmp_path):
 def test_gp_service_signed_zero_is_one_point(model):
     svc = GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=10, random_state=0)
     z = np.array([[0.0, 0.25, -0.0]])
-    a = svc.predict(z)
-    b = svc.predict(np.array([[-0.0, 0.25, 0.0]]))
+    a = svc.decision_function(z)
+    b = svc.decision_function(np.array([[-0.0, 0.25, 0.0]]))
     assert svc.n_distinct == 1 and np.array_equal(a, b)
 
 
@@ -436,7 +436,7 @@ def test_norm_errors_print_enough_digits(model):
     """Issue 25: a row of norm 1.0000000026 (float32 input) was reported as 'norm 1'."""
     X = np.array([[1.0000000026, 0.0, 0.0]])
     with pytest.raises(ValueError, match=r"1\.00000000"):
-        GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=0).predict(X)
+        GPService(model, 1.0, 1e-6, data_norm=1.0, max_exact_queries=5, random_state=0).decision_function(X)
 
 
 def test_docs_say_live_services_cannot_be_cloned():

@@ -284,7 +284,7 @@ def test_invalid_data():
         KernelSVM().fit(X[0], y)
     with pytest.raises(ValueError, match="^y"):
         KernelSVM().fit(X, y[:-1])
-    with pytest.raises(ValueError, match=r"^y contains .*outside the declared classes=\[-1, 1\]"):
+    with pytest.raises(ValueError, match=r"^y contains .*outside the declared classes=None"):
         KernelSVM().fit(X, np.arange(20) % 3)
     with pytest.raises(ValueError, match="^y contains 1 label"):
         KernelSVM().fit(X, np.where(np.arange(20) == 7, 2, y))

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import optimize
 
+from dpcore._internal.fp import budget_grid_down
 import dpcore
 from dpcore import TDDL, BudgetAccountant, BudgetExceededError, KernelRelease
 from dpcore.audit import audit
@@ -138,7 +139,8 @@ def test_calibration_numbers():
     assert gau.lambda_max_upper == pytest.approx(8.0, rel=1e-9) and gau.lambda_max_upper >= 8.0
     assert gau.sensitivity == pytest.approx(math.sqrt(8) * S, rel=1e-9)
     assert gau.epsilon_norm == pytest.approx(0.25) and gau.epsilon_predictions == pytest.approx(0.75)
-    plan = dpcore.mechanisms.noise.gaussian_plan(gau.sensitivity, gau.epsilon_predictions, 1e-6, dim=8)
+    # δ is calibrated for on the budget grid (issue 25: dpcore._internal.fp.budget_grid_down)
+    plan = dpcore.mechanisms.noise.gaussian_plan(gau.sensitivity, gau.epsilon_predictions, budget_grid_down(1e-6), dim=8)
     assert gau.noise_scale == plan.sigma
     # public norm bound: min(2 L R/λ, sqrt(2 ℓ(0)/λ)) + err
     assert gau.norm_bound_public == pytest.approx(min(2 / 2.0, math.sqrt(2 / 2.0)), rel=1e-6)
@@ -260,7 +262,7 @@ def test_save_load_round_trip_and_tamper(svm, tmp_path):
     t.save(p)
     r = TDDL.load(p)
     assert isinstance(r, KernelRelease) and r.mechanism == "TDDL"
-    assert (r.epsilon, r.delta) == (2.0, 1e-6)
+    assert (r.epsilon, r.delta) == (2.0, budget_grid_down(1e-6))  # as calibrated and charged (the budget grid)
     assert r.calibration["noise"] == "gp" and r.calibration["norm_bound_mode"] == "none"  # the default
     Q = W.unit_ball(np.random.default_rng(7), 50, 3)
     np.testing.assert_array_equal(r.decision_function(Q), t.decision_function(Q))

@@ -137,7 +137,7 @@ def kernel_learning() -> None:
     pinp.close()
 
     gps = dpcore.GPService(svm_auto, 1.0, 1e-6, data_norm=1.0, max_exact_queries=40, random_state=0)
-    gp_pred: NDArray[np.float64] = gps.predict(Z)
+    gp_pred: NDArray[np.float64] = gps.decision_function(Z)
     gp_dec: NDArray[np.float64] = gps.decision_function(Z)
     gp_cal: GPServiceCalibration = gps.privacy_
     gps.close()

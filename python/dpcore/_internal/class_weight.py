@@ -20,6 +20,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from dpcore._internal.labels import is_rule_pair
+
 __all__ = ["DEFAULT_MAX_CLASS_WEIGHT", "check_max_class_weight", "resolve_class_weight", "check_public_weights"]
 
 #: Default public cap on a declared class weight (the sensitivity grows linearly with the largest weight).
@@ -43,6 +45,14 @@ def _as_key(label: Any, classes_: np.ndarray) -> Optional[int]:
                 return k
         except Exception:  # incomparable types: not this class
             continue
+    # the default label rule (classes=None, dpcore._internal.labels): keys in the user's binary encoding
+    # (0/-1/False negative, 1/True positive) name the classes of a rule pair such as [-1, 1]
+    if is_rule_pair(classes_) and isinstance(label, (numbers.Real, np.number, np.bool_)) and not (
+            isinstance(label, float) and math.isnan(label)):
+        if label == 1:
+            return 1
+        if label == 0 or label == -1:
+            return 0
     return None
 
 

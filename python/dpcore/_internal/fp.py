@@ -36,6 +36,10 @@ RADIUS_TOL         2⁻⁴⁰          a record may exceed its declared L2 bound
                                  for the bound inflated by (1 + RADIUS_TOL), so nothing is lost
 BALL_SHRINK        1 − 2⁻⁴⁰      clipping / rescaling into a ball lands this far inside it, so the
                                  recomputed norm (any summation order, ≤ γ_d relative) stays ≤ radius
+BUDGET_GRID_BITS   40            privacy parameters a mechanism calibrates for (ε, δ) are first rounded
+                                 *down* onto floats of 40 significant bits (:func:`budget_grid_down`),
+                                 off-grid values by at least 2⁻⁴⁰ relative, so budgets that add up in
+                                 decimals fit (10 × 0.1 in 1.0) although ``float(0.1) > 1/10``
 SLACK              1e-12         relative slack for rounding a privacy-relevant scalar (a noise scale,
                                  a sensitivity) in the safe direction after a few float operations
                                  (each ≤ u relative: 1e-12 ≫ 10·u); see :func:`round_up`
@@ -59,6 +63,8 @@ import math
 
 __all__ = [
     "UNIT_ROUNDOFF",
+    "BUDGET_GRID_BITS",
+    "budget_grid_down",
     "gamma_k",
     "LIBM_LN_ULPS",
     "NUMPY_EXP_ULPS",
@@ -153,3 +159,39 @@ def round_up(x: float, rel: float = SLACK) -> float:
 def round_down(x: float, rel: float = SLACK) -> float:
     """``x·(1 − rel)`` rounded down by one more ulp: a safe lower bound of a positive computed scalar."""
     return math.nextafter(float(x) * (1.0 - rel), -math.inf)
+
+
+#: Significant bits of the grid onto which dpcore's mechanisms round the ε and δ they calibrate for.
+BUDGET_GRID_BITS = 40
+
+
+def budget_grid_down(x: float) -> float:
+    """``x`` rounded *down* onto the budget grid (floats of :data:`BUDGET_GRID_BITS` significant bits).
+
+    A value already on the grid is returned unchanged (so the rounding is idempotent: a parameter
+    validated twice is calibrated and charged at the same value); any other ``x > 0`` becomes the
+    largest grid float ``<= x·(1 − 2⁻⁴⁰)`` (exact rational arithmetic). Never larger than ``x``, so a
+    mechanism calibrated at the result is at least as private as one calibrated at ``x``; the noise
+    grows by a relative 2⁻³⁹ at most.
+
+    Why: ``float(0.1) = 0.1000000000000000055…`` and ten of them exceed 1.0 in exact arithmetic; an
+    exact accountant must refuse the tenth spend of a mechanism calibrated at ``float(0.1)``. On the
+    grid, an off-grid spend ``fl(q)`` of a decimal ``q`` is charged at most ``q·(1 − 2⁻⁴⁰)(1 + 2⁻⁵³)
+    < q``, so spends whose decimals add up to a budget on the grid (1, 2, 0.5, 10, …) always fit, and
+    to an off-grid budget ``fl(Q)`` whenever the off-grid spends make up at least ``2⁻¹² Q``
+    (the 2⁻⁴⁰ shortfall then covers the ≤ 2⁻⁵³ relative rounding of ``Q``).
+
+    >>> budget_grid_down(0.5), budget_grid_down(0.1) < 0.1, budget_grid_down(budget_grid_down(0.1)) == budget_grid_down(0.1)
+    (0.5, True, True)
+    """
+    from fractions import Fraction
+
+    x = float(x)
+    if not (x > 0.0) or math.isinf(x):
+        return x
+    m, e = math.frexp(x)                      # x = m·2^e, 0.5 <= m < 1
+    scaled = math.ldexp(m, BUDGET_GRID_BITS)  # exact
+    if scaled == math.floor(scaled):
+        return x
+    k = math.floor(Fraction(x) * (1 - Fraction(1, 2 ** BUDGET_GRID_BITS)) * Fraction(2) ** (BUDGET_GRID_BITS - e))
+    return math.ldexp(float(k), e - BUDGET_GRID_BITS)

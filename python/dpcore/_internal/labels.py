@@ -9,12 +9,32 @@ two classes") — the refusal alone distinguishes the two with certainty (ε = �
 one record from 0 to 2 would turn the inferred set {0, 1} into {1, 2} and flip every other label.
 
 So every binary classifier in dpcore takes ``classes`` — the two admissible label values — as a
-declared, data-independent parameter (default :data:`DEFAULT_CLASSES`, the ±1 convention of the
-bundled data sets and of the papers). The ±1 encoding is fixed by ``classes`` alone: with
+declared, data-independent parameter. The ±1 encoding is fixed by ``classes`` alone: with
 ``classes_ = np.sort(classes)``, ``classes_[1]`` is +1 and ``classes_[0]`` is −1. A label outside
 the declared set is an input error about that record only (the set of admissible datasets is
 fixed in advance, so the refusal does not depend on the other records); a training set that
 happens to contain only one of the two classes is admissible and trains like any other.
+
+The default rule (``classes=None``, :data:`DEFAULT_CLASSES`)
+-------------------------------------------------------------
+Without a declared pair, the usual binary encodings are accepted by a fixed rule that looks at
+each label alone: a label equal to ``1`` (or ``True``, or ``1.0``) is the positive class (+1); a
+label equal to ``0``, ``-1`` (or ``False``, ``0.0``, ``-1.0``) is the negative class (−1); any
+other label is refused with an error naming ``classes``. So y in {0, 1}, {−1, 1} and
+{False, True} train unchanged, the mapping never depends on which labels occur (neighbouring
+datasets see the same mapping; a single-class training set trains like any other), and a dataset
+that mixes 0 and −1 is simply read as negatives.
+
+``classes_`` (what ``predict`` returns) must not depend on the labels either — "does y contain a
+−1 or a 0?" is a fact about the records (an all-positive dataset is a neighbour of one holding a
+0 *and* of one holding a −1), so it cannot choose the negative label. It is fixed by the *dtype*
+of ``y`` (a public property of the column, the same for neighbouring datasets):
+:func:`default_classes` gives ``[False, True]`` for a boolean ``y``, ``[0, 1]`` for an unsigned
+integer ``y`` (which cannot hold −1), and ``[-1, 1]`` (in ``y``'s dtype) otherwise — dpcore's and
+the papers' ±1 convention. So with a signed-integer or float ``y`` in {0, 1}, ``predict`` answers
+−1 for the negative class; ``score`` (and therefore ``cross_val_score``/``GridSearchCV`` with
+their default scoring) compares through the same rule and is right for either encoding. Declare
+``classes=(0, 1)`` to get 0/1 predictions back (e.g. for ``accuracy_score(y, clf.predict(X))``).
 """
 
 from __future__ import annotations
@@ -27,12 +47,46 @@ from sklearn.utils.multiclass import type_of_target
 
 from dpcore._internal.validation import as_1d_target
 
-__all__ = ["DEFAULT_CLASSES", "check_classes", "encode_binary_labels", "decision_labels", "check_multiclass_classes",
-           "encode_multiclass_labels"]
+__all__ = ["DEFAULT_CLASSES", "PM_CLASSES", "check_classes", "default_classes", "encode_binary_labels",
+           "decision_labels", "default_rule_codes", "check_multiclass_classes", "encode_multiclass_labels"]
 
-#: The declared label set used when ``classes`` is not given: the ±1 convention of the papers and
-#: of ``dpcore.datasets``.
-DEFAULT_CLASSES: Tuple[int, int] = (-1, 1)
+#: The default of every classifier's ``classes``: ``None``, the fixed default rule (1/True positive; 0, −1, False
+#: negative; ``classes_`` by the dtype of ``y``, see :func:`default_classes`).
+DEFAULT_CLASSES = None
+#: The ±1 convention of the papers and of ``dpcore.datasets`` (``classes_`` of a numeric signed ``y`` under the
+#: default rule, and of a kernel release that declares none).
+PM_CLASSES: Tuple[int, int] = (-1, 1)
+#: The wording of the default rule in error messages and docs.
+DEFAULT_RULE_DOC = "classes=None: a label equal to 1 or True is positive; 0, -1 or False negative"
+
+
+def default_classes(dtype) -> np.ndarray:
+    """``classes_`` under the default rule, from the dtype of ``y`` only (never its values).
+
+    ``[False, True]`` for a boolean dtype, ``[0, 1]`` for an unsigned integer dtype, otherwise
+    ``[-1, 1]`` — in ``y``'s dtype for signed integers and floats, as ``int64`` for anything else
+    (object arrays, lists of Python ints).
+
+    >>> default_classes(np.dtype(bool)).tolist(), default_classes(np.dtype(np.uint8)).tolist()
+    ([False, True], [0, 1])
+    >>> default_classes(np.dtype(np.float32))
+    array([-1.,  1.], dtype=float32)
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.array([False, True])
+    if dtype.kind == "u":
+        return np.array([0, 1], dtype=dtype)
+    if dtype.kind in "if":
+        return np.array([-1, 1], dtype=dtype)
+    return np.array([-1, 1], dtype=np.int64)
+
+
+def default_rule_codes(y: np.ndarray) -> np.ndarray:
+    """±1 codes of ``y`` under the default rule (``nan`` for a label the rule does not know)."""
+    is_pos = _equals(y, 1)
+    is_neg = _equals(y, 0) | _equals(y, -1)
+    return np.where(is_pos, 1.0, np.where(is_neg, -1.0, np.nan))
 
 
 def check_classes(classes: Sequence[Any], name: str = "classes") -> np.ndarray:
@@ -73,20 +127,32 @@ def decision_labels(f: np.ndarray, classes: np.ndarray, threshold: float = 0.0) 
 
 def encode_binary_labels(y, classes: Sequence[Any], n: int, *, name: str = "y",
                          classes_name: str = "classes") -> Tuple[np.ndarray, np.ndarray]:
-    """Map ``y`` onto ±1 through the declared label set.
+    """Map ``y`` onto ±1 through the declared label set (or, with ``classes=None``, the default rule).
 
     Returns ``(classes_, y_pm)`` with ``classes_ = np.sort(classes)`` and ``y_pm[i] = +1`` iff
     ``y[i] == classes_[1]``. ``y`` must be 1-D (or a column vector of shape ``(n, 1)``) of length
     ``n``; every label must belong to ``classes`` — otherwise ``ValueError`` naming ``name`` (with
     a few offending values and the fix). Any subset of ``classes`` is accepted, including a single
-    class. Nothing here depends on which labels happen to occur.
+    class. Nothing here depends on which labels happen to occur. With ``classes=None``: the default
+    rule (module docstring), ``classes_ = default_classes(y.dtype)``.
     """
-    classes_ = check_classes(classes, classes_name)
+    classes_ = None if classes is None else check_classes(classes, classes_name)
     y = as_1d_target(y, name)
     if y.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of labels, got shape {y.shape}")
     if y.shape[0] != n:
         raise ValueError(f"{name} must have length {n} (the number of rows of X), got {y.shape[0]}")
+    if classes_ is None:
+        codes = default_rule_codes(y)
+        unknown = np.isnan(codes)
+        if unknown.any():
+            bad = y[unknown][:3].tolist()
+            raise ValueError(
+                f"{name} contains {int(unknown.sum())} label(s) outside the declared {classes_name}=None, the "
+                f"default label rule (e.g. {bad!r}; {DEFAULT_RULE_DOC}); the label set is a public parameter — pass "
+                f"{classes_name}=[a, b] listing the two labels your data use" + _label_kind_note(y)
+            )
+        return default_classes(y.dtype), codes
     is_pos = _equals(y, classes_[1])
     is_neg = _equals(y, classes_[0])
     known = is_pos | is_neg
@@ -132,6 +198,29 @@ def _scalar_eq(v, label) -> bool:
         return bool(v == label)
     except Exception:  # noqa: BLE001 - exotic objects compare as "not this label"
         return False
+
+
+def is_rule_pair(classes_) -> bool:
+    """Whether ``classes_`` is one the default rule produces (a numeric/boolean pair ``[0 or -1, 1]``)."""
+    c = np.asarray(classes_)
+    return (c.shape == (2,) and c.dtype.kind in "biuf" and bool(c[1] == 1) and bool(c[0] == 0 or c[0] == -1))
+
+
+def label_agreement(pred: np.ndarray, y, classes_) -> np.ndarray:
+    """Element-wise "the predicted label is the true one", as ``score`` counts it.
+
+    For a ``classes_`` of the default rule (``[-1, 1]``, ``[0, 1]``, ``[False, True]``) labels are
+    compared through the rule (1/True positive; 0, −1, False negative), so a model fitted with the
+    default on 0/1 labels scores right although it predicts −1 for the negative class; otherwise
+    labels are compared as they are.
+    """
+    pred = np.asarray(pred)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if is_rule_pair(classes_):
+        return default_rule_codes(pred.reshape(-1)) == default_rule_codes(y.reshape(-1))
+    return np.asarray(pred == y)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 
 from dpcore._internal.dask import is_dask_collection, map_row_blocks, require_dask
+from dpcore._internal.labels import label_agreement
 from dpcore._internal.validation import as_dask_target, check_feature_names, check_rows
 from dpcore.exceptions import NotFittedError
 
@@ -157,13 +158,14 @@ class LinearPredictorMixin:
             da = require_dask()
             y = as_dask_target(y, pred.chunks[0])
             if hasattr(self, "classes_"):
-                return float(da.mean(pred == y).compute())
+                agree = da.map_blocks(label_agreement, pred, y, self.classes_, dtype=bool)
+                return float(da.mean(agree).compute())
             y = y.astype(np.float64)
             ss_res, ss_tot = (float(v) for v in da.compute(((y - pred) ** 2).sum(), ((y - y.mean()) ** 2).sum()))
         else:
             y = np.asarray(y)
             if hasattr(self, "classes_"):
-                return float(np.mean(pred == y))
+                return float(np.mean(label_agreement(pred, y, self.classes_)))
             y = y.astype(np.float64)
             ss_res = float(np.sum((y - pred) ** 2))
             ss_tot = float(np.sum((y - y.mean()) ** 2))

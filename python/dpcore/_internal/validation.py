@@ -11,14 +11,14 @@ import math
 import numbers
 import warnings
 from functools import partial
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 from sklearn.exceptions import DataConversionWarning
 
 from dpcore._internal.dask import as_dask_array, column_schema, is_dask_collection, map_row_blocks, require_dask
-from dpcore._internal.fp import PARAM_RANGE
+from dpcore._internal.fp import PARAM_RANGE, budget_grid_down
 from dpcore._internal.types import DaskArray, NDArray
 from dpcore import _core
 
@@ -52,21 +52,46 @@ def _as_real(value, name: str) -> float:
     return value
 
 
-def check_epsilon(epsilon, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float; it must be finite and strictly positive."""
+def check_required(owner: str, missing: Sequence[Tuple[str, str]]) -> None:
+    """Raise one ``ValueError`` naming *every* required public parameter that was not given.
+
+    ``missing`` lists ``(name, why)`` for each parameter left at ``None`` that has no safe
+    data-independent default (a declared bound on the data, a δ); empty: nothing to report. Called
+    at the start of parameter validation, before any budget is charged, so a user fixing a
+    constructor sees the whole list at once instead of one error per attempt.
+    """
+    if not missing:
+        return
+    names = ", ".join(name for name, _ in missing)
+    parts = "; ".join(f"{name}: {why}" for name, why in missing)
+    example = ", ".join(f"{name}=..." for name, _ in missing)
+    raise ValueError(f"{names} must be given: {owner} has no safe data-independent default for "
+                     f"{'it' if len(missing) == 1 else f'these {len(missing)} public parameters'} ({parts}). "
+                     f"Declare {'it' if len(missing) == 1 else 'them'}, e.g. {owner}({example}, ...)")
+
+
+def check_epsilon(epsilon, name: str = "epsilon", *, grid: bool = True) -> float:
+    """Return ``epsilon`` as a float; it must be finite and strictly positive.
+
+    ``grid=True`` (what a mechanism calibrates for and charges): rounded *down* onto the budget grid
+    (:func:`dpcore._internal.fp.budget_grid_down`, idempotent), so that budgets that add up, fit.
+    ``grid=False`` (a budget, a composition of spends already made, an event describing a mechanism
+    run elsewhere): the value as given — rounding those down would understate a privacy loss.
+    """
     value = _as_real(epsilon, name)
     if value <= 0.0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
-    return value
+    return budget_grid_down(value) if grid else value
 
 
-def check_delta(delta, name: str = "delta", *, allow_zero: bool = True) -> float:
-    """Return ``delta`` as a float; it must lie in [0, 1) (or (0, 1) when ``allow_zero`` is False)."""
+def check_delta(delta, name: str = "delta", *, allow_zero: bool = True, grid: bool = True) -> float:
+    """Return ``delta`` as a float; it must lie in [0, 1) (or (0, 1) when ``allow_zero`` is False).
+    ``grid``: as in :func:`check_epsilon`."""
     value = _as_real(delta, name)
     if not (0.0 <= value < 1.0) or (not allow_zero and value == 0.0):
         interval = "[0, 1)" if allow_zero else "(0, 1)"
         raise ValueError(f"{name} must lie in {interval}, got {value!r}")
-    return value
+    return budget_grid_down(value) if grid else value
 
 
 def check_scale(value, name: str) -> float:

@@ -563,8 +563,8 @@ class BudgetAccountant:
 
     def __init__(self, epsilon: float, delta: float = 0.0, *, accounting: str = "filter",
                  ledger: Any = None, rdp_delta: Optional[float] = None, _must_exist: bool = False) -> None:
-        self._epsilon = check_epsilon(epsilon, "epsilon")
-        self._delta = check_delta(delta, "delta")
+        self._epsilon = check_epsilon(epsilon, "epsilon", grid=False)
+        self._delta = check_delta(delta, "delta", grid=False)
         self._accounting = _check_accounting(accounting)
         if rdp_delta is None:
             rdp = Fraction(self._delta) / 2
@@ -572,7 +572,7 @@ class BudgetAccountant:
             if self._accounting != "filter":
                 raise ValueError(f"rdp_delta applies to accounting='filter' only, got accounting={accounting!r}")
             rdp = (rdp_delta if isinstance(rdp_delta, Fraction)  # exact, from a pickle
-                   else Fraction(check_delta(rdp_delta, "rdp_delta", allow_zero=False)))
+                   else Fraction(check_delta(rdp_delta, "rdp_delta", allow_zero=False, grid=False)))
             if not Fraction(0) < rdp <= Fraction(self._delta):
                 raise ValueError(f"rdp_delta must be in (0, delta]; got rdp_delta={float(rdp)!r}, "
                                  f"delta={self._delta!r}")
@@ -744,7 +744,7 @@ class BudgetAccountant:
 
     # ------------------------------------------------------------------ core
     def _validate(self, epsilon, delta, event, label) -> Tuple[float, float, Any, str, Optional[str]]:
-        epsilon, delta = check_epsilon(epsilon, "epsilon"), check_delta(delta, "delta")
+        epsilon, delta = check_epsilon(epsilon, "epsilon", grid=False), check_delta(delta, "delta", grid=False)
         if event is None:
             event = EpsilonDeltaDpEvent(epsilon, delta)
         elif not isinstance(event, _dpe.DpEvent):
@@ -888,8 +888,8 @@ class BudgetAccountant:
                                      "declare it as (epsilon, delta, event)")
                 items.append((item, None, None))
             elif isinstance(item, tuple) and len(item) == 3:
-                e = check_epsilon(item[0], f"spends[{i}] epsilon")
-                d = check_delta(item[1], f"spends[{i}] delta")
+                e = check_epsilon(item[0], f"spends[{i}] epsilon", grid=False)
+                d = check_delta(item[1], f"spends[{i}] delta", grid=False)
                 event = EpsilonDeltaDpEvent(e, d) if item[2] is None else item[2]
                 if not isinstance(event, _dpe.DpEvent):
                     raise TypeError(f"spends[{i}] event must be a DpEvent or None, got {type(event).__name__}")

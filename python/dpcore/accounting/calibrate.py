@@ -160,7 +160,7 @@ def laplace_scale(sensitivity, epsilon) -> float:
     2.0
     """
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)
     return _representable(sensitivity / epsilon, "Laplace scale sensitivity/epsilon",
                           sensitivity=sensitivity, epsilon=epsilon)
 
@@ -199,8 +199,8 @@ def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
     9.6896
     """
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     if epsilon >= 1.0:
         raise ValueError(
             f"epsilon must be < 1 for the classic Gaussian mechanism (the bound "
@@ -292,7 +292,7 @@ def gaussian_delta(sigma, sensitivity, epsilon) -> float:
     """
     sigma = check_positive(sigma, "sigma")
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)
     return math.exp(_log_gaussian_delta(sigma, sensitivity, epsilon))
 
 
@@ -330,8 +330,8 @@ def gaussian_sigma_analytic(sensitivity, epsilon, delta) -> float:
     1.9938
     """
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     log_target = math.log(delta)
 
     def ok(s: float) -> bool:
@@ -424,7 +424,7 @@ def zcdp_delta(rho, epsilon) -> float:
     '4.325e-06'
     """
     rho = check_positive(rho, "rho")
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)
     return math.exp(_zcdp_log_delta(rho, epsilon))
 
 
@@ -455,8 +455,8 @@ def zcdp_rho(epsilon, delta) -> float:
     >>> round(rho, 5), bool(zcdp_delta(rho, 1.0) <= 1e-6)
     (0.02436, True)
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     log_target = math.log(delta)
 
     def ok(rho: float) -> bool:
@@ -509,7 +509,7 @@ def zcdp_epsilon(rho, delta) -> float:
     True
     """
     rho = check_positive(rho, "rho")
-    delta = check_delta(delta, allow_zero=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     log_target = math.log(delta)
 
     def ok(eps: float) -> bool:
@@ -599,13 +599,13 @@ def compose_basic(epsilons: Iterable[float], deltas: Optional[Iterable[float]] =
         raise TypeError(f"epsilons must be a sequence of floats, got {type(epsilons).__name__}")
     if deltas is not None and (isinstance(deltas, (str, bytes)) or not hasattr(deltas, "__iter__")):
         raise TypeError(f"deltas must be a sequence of floats, got {type(deltas).__name__}")
-    eps_list = [check_epsilon(e, f"epsilons[{i}]") for i, e in enumerate(epsilons)]
+    eps_list = [check_epsilon(e, f"epsilons[{i}]", grid=False) for i, e in enumerate(epsilons)]
     if not eps_list:
         raise ValueError("epsilons must contain at least one value")
     if deltas is None:
         delta_list = [0.0] * len(eps_list)
     else:
-        delta_list = [check_delta(d, f"deltas[{i}]") for i, d in enumerate(deltas)]
+        delta_list = [check_delta(d, f"deltas[{i}]", grid=False) for i, d in enumerate(deltas)]
         if len(delta_list) != len(eps_list):
             raise ValueError(
                 f"deltas must have the same length as epsilons ({len(eps_list)}), "
@@ -667,10 +667,10 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
     >>> round(eps, 4), delta  # basic composition would give ε = 10
     (1.7628, 1e-06)
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, grid=False)
     k = _check_k(k)
-    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
+    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False, grid=False)
     basic_exact = k * Fraction(epsilon)
     basic_eps = float_up(basic_exact) if basic_exact <= Fraction(sys.float_info.max) else math.inf
     adv = _advanced_epsilon(epsilon, k, delta_prime)
@@ -710,9 +710,9 @@ def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
     >>> round(eps0, 6), bool(compose_advanced(eps0, 0.0, 1000, 1e-6)[0] <= 1.0)
     (0.005812, True)
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)
     k = _check_k(k)
-    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False)
+    delta_prime = check_delta(delta_prime, "delta_prime", allow_zero=False, grid=False)
 
     def ok(e0: float) -> bool:
         return _advanced_epsilon(e0, k, delta_prime) <= epsilon
@@ -760,7 +760,7 @@ def per_step_epsilon(epsilon, k, delta_prime=None) -> float:
     >>> bool(per_step_epsilon(1.0, 1000, delta_prime=1e-6) > 1.0 / 1000)  # advanced composition wins
     True
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)
     k = _check_k(k)
     basic = _div_down(epsilon, k)
     if basic == 0.0:

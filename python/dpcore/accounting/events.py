@@ -135,7 +135,7 @@ def epsilon_delta_event(epsilon: float, delta: float = 0.0) -> EpsilonDeltaDpEve
     >>> epsilon_delta_event(1.0)
     EpsilonDeltaDpEvent(epsilon=1.0, delta=0.0)
     """
-    return EpsilonDeltaDpEvent(check_epsilon(epsilon), check_delta(delta))
+    return EpsilonDeltaDpEvent(check_epsilon(epsilon, grid=False), check_delta(delta, grid=False))
 
 
 def gaussian_event(sigma: float, sensitivity: float) -> _dpe.GaussianDpEvent:

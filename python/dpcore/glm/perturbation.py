@@ -134,10 +134,10 @@ from dpcore.glm._solver import (
     solve_hinge, solve_smooth,
 )
 from dpcore._internal.dask import is_dask_collection
-from dpcore._internal.labels import DEFAULT_CLASSES, check_classes
+from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, default_classes
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    as_1d_target, check_X, check_delta, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+    as_1d_target, check_X, check_delta, check_required, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
 )
 from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
@@ -428,6 +428,15 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> dict:
+        missing = []
+        if self.noise == "gaussian" and self.delta is None:
+            missing.append(("delta", "δ in (0, 1) for noise='gaussian', well below 1/n, e.g. 1e-6"))
+        if self.data_norm is None:
+            missing.append(("data_norm", "the declared bound R on ||x||, public and never derived from the data"))
+        if self.loss == "squared" and self.label_bound is None:
+            missing.append(("label_bound", "the declared bound B on |y| for loss='squared', public; it enters the "
+                                           "sensitivity"))
+        check_required(type(self).__name__, missing)
         epsilon = check_epsilon(self.epsilon)
         if not isinstance(self.loss, str) or self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
@@ -553,7 +562,10 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             raise TypeError(f"X must be a Dask array or DataFrame when y is a Dask collection, got {type(X).__name__}")
         spec = BlockSpec(loss=loss, classes=self.classes, data_norm=p["R"], clip=p["clip"],
                          scaling=p["scaling"] if p["fit_intercept"] else None)
-        classes = check_classes(self.classes, "classes") if loss.classification else None
+        classes = None
+        if loss.classification:
+            classes = (check_classes(self.classes, "classes") if self.classes is not None
+                       else default_classes(getattr(y, "dtype", np.asarray(y).dtype)))
         design = dask_design(X, y, spec)
         design.validate()
         n, d, dim = design.n, design.d, design.dim
@@ -769,7 +781,12 @@ _COMMON_PARAMS_DOC = """
         Declared B with ``|y| ≤ B`` (required for ``loss="squared"``).
     clip : bool, default False
         Project rows outside the ball onto it (and clip labels to ``[−B, B]``) instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         The declared (public) label set of the classification losses; ``classes_[1]`` is +1.
         Labels outside it are refused; a training set with only one of the two classes trains
         normally. Never inferred from ``y`` (that would leak through refusals and relabelling).
@@ -813,8 +830,8 @@ _COMMON_PARAMS_DOC = """
     >>> y = np.where(X[:, 0] > 0, "yes", "no")
     >>> clf = ObjectivePerturbation(epsilon=1.0, delta=1e-6, lam=0.01, data_norm=1.0, classes=["no", "yes"],
     ...                             random_state=0).fit(X, y)
-    >>> clf.privacy_.epsilon, clf.privacy_.delta
-    (1.0, 1e-06)
+    >>> clf.privacy_.epsilon, clf.privacy_.delta  # as calibrated: rounded down onto the budget grid (docs/privacy.md)
+    (1.0, 9.999999999975306e-07)
     >>> hasattr(clf, "certificate_")  # data-dependent diagnostics are not released
     False
 """

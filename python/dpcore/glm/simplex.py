@@ -146,7 +146,7 @@ from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    as_1d_target, check_X, check_feature_names, check_positive, record_feature_names,
+    as_1d_target, check_X, check_feature_names, check_positive, check_required, record_feature_names,
 )
 from dpcore.exceptions import SimplexCertificationError
 
@@ -233,7 +233,12 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         accountant is still charged the declared ``(ε, δ)``).
     clip : bool, default False
         Clip entries to ``[−R∞, R∞]`` (and regression targets to ``[−B, B]``) instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         Classification: the declared (public) label set; ``classes_[1]`` is +1. Labels outside it
         are refused; a training set with only one class trains normally (never inferred from ``y``).
     verbose : bool or int, default=False
@@ -430,8 +435,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         r_inf = check_positive(self.data_norm_inf, "data_norm_inf")
         if not isinstance(self.clip, (bool, np.bool_)):
             raise ValueError(f"clip must be a bool, got {self.clip!r}")
-        if task == "regression" and self.label_bound is None:
-            raise ValueError("label_bound is required for regression (declared bound |y| <= label_bound)")
+        check_required(type(self).__name__, [("label_bound", "for regression, the declared bound |y| <= label_bound, "
+                                                             "public")] if task == "regression" and self.label_bound is None else [])
         if task == "regression":
             check_positive(self.label_bound, "label_bound")
         Xc = self._check_X(X, r_inf, bool(self.clip))

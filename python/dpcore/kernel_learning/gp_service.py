@@ -64,6 +64,7 @@ import hashlib
 import logging
 import math
 import threading
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -78,7 +79,7 @@ from dpcore.kernel_learning._model import (
     kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
 from dpcore._internal.dask import refuse_dask
-from dpcore._internal.labels import decision_labels
+from dpcore._internal.labels import decision_labels, label_agreement
 from dpcore._internal.sealing import KEYFILE
 from dpcore._internal.state import DurableSession, check_params_doc
 from dpcore.exceptions import StateAuthenticationError
@@ -122,8 +123,8 @@ class GPServiceCalibration:
     >>> y = np.where(X[:, 0] > 0, 1, -1)
     >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
     >>> cal = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).privacy_
-    >>> cal.epsilon, cal.delta, cal.n
-    (1.0, 1e-06, 300)
+    >>> cal.epsilon, cal.delta, cal.n  # ε, δ as calibrated: rounded down onto the budget grid (docs/privacy.md)
+    (1.0, 9.999999999975306e-07, 300)
     """
 
     epsilon: float
@@ -445,8 +446,8 @@ class GPService(DurableSession):
         X = check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
         return X + 0.0  # −0.0 → +0.0: one point, one key (the kernel does not tell them apart)
 
-    def predict(self, X) -> np.ndarray:
-        """Private answers ``f(x) + σG(x)`` for the rows of ``X``, in order. Thread-safe (serialised).
+    def decision_function(self, X) -> np.ndarray:
+        """Private decision values (answers) ``f(x) + σG(x)`` for the rows of ``X``, in order. Thread-safe (serialised).
 
         Points answered before get their stored answer; new points (up to ``max_exact_queries``
         distinct ones) extend the released path; beyond that, new points get its posterior mean.
@@ -462,8 +463,8 @@ class GPService(DurableSession):
         >>> y = np.where(X[:, 0] > 0.5, 1, -1)                  # imbalanced
         >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
         >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
-        >>> a = service.predict(X[:3])
-        >>> bool(np.array_equal(a, service.predict(X[:3])))   # repeated queries: identical answers
+        >>> a = service.decision_function(X[:3])
+        >>> bool(np.array_equal(a, service.decision_function(X[:3])))   # repeated queries: identical answers
         True
         """
         X = self._check_queries(X)
@@ -502,26 +503,12 @@ class GPService(DurableSession):
             self._n_answered += X.shape[0]
             return out
 
-    def decision_function(self, X) -> np.ndarray:
-        """Alias of :meth:`predict` (the private decision values).
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels: ``classes_[1]`` where the private decision value is > ``threshold_``, else
+        ``classes_[0]`` (post-processing of :meth:`decision_function`; scikit-learn's convention).
 
-        Examples
-        --------
-        >>> import numpy as np, dpcore
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-        >>> y = np.where(X[:, 0] > 0, 1, -1)
-        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
-        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
-        >>> bool(np.array_equal(service.decision_function(X[:3]), service.predict(X[:3])))
-        True
-        """
-        return self.predict(X)
-
-    def predict_labels(self, X) -> np.ndarray:
-        """``classes_[1]`` where the private decision value is > ``threshold_`` (post-processing).
-
-        ``threshold_`` is 0 unless set by :meth:`calibrate_prior`.
+        ``threshold_`` is 0 unless set by :meth:`calibrate_prior`. (Before issue 25 ``predict`` returned the
+        decision values; they are :meth:`decision_function`.)
 
         Examples
         --------
@@ -531,11 +518,56 @@ class GPService(DurableSession):
         >>> y = np.where(X[:, 0] > 0.5, 1, -1)                  # imbalanced
         >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
         >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
-        >>> labels = service.predict_labels(X[:6])       # threshold_ = 0 unless calibrate_prior was called
+        >>> labels = service.predict(X[:6])       # threshold_ = 0 unless calibrate_prior was called
         >>> set(labels.tolist()) <= {-1, 1}
         True
         """
-        return decision_labels(self.predict(X), self.classes_, getattr(self, "threshold_", 0.0))
+        return decision_labels(self.decision_function(X), self.classes_, getattr(self, "threshold_", 0.0))
+
+    def score(self, X, y) -> float:
+        """Mean accuracy of :meth:`predict` on ``(X, y)`` (the queries are answered like any others: they join
+        the released path and use up ``max_exact_queries``).
+
+        Examples
+        --------
+        >>> import numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, y)
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> 0.0 <= service.score(X[:50], y[:50]) <= 1.0
+        True
+        """
+        refuse_dask(y, "y", _NO_DASK)
+        pred = self.predict(X)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.shape != pred.shape:
+            raise ValueError(f"y must have one label per row of X ({pred.shape[0]}), got shape {y.shape}")
+        return float(np.mean(label_agreement(pred, y, self.classes_)))
+
+    def predict_labels(self, X) -> np.ndarray:
+        """Deprecated alias of :meth:`predict` (the labels), kept for code written before issue 25.
+
+        Examples
+        --------
+        >>> import warnings, numpy as np, dpcore
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(300, 2)); X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        >>> svm = dpcore.KernelSVM(lam=0.01, kernel="rbf", gamma=1.0, tol=1e-8).fit(X, np.where(X[:, 0] > 0, 1, -1))
+        >>> service = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, random_state=0)
+        >>> with warnings.catch_warnings(record=True) as w:
+        ...     warnings.simplefilter("always")
+        ...     labels = service.predict_labels(X[:3])
+        >>> w[0].category.__name__, bool(np.array_equal(labels, service.predict(X[:3])))
+        ('DeprecationWarning', True)
+        """
+        warnings.warn("GPService.predict_labels is deprecated: predict now returns the labels (scikit-learn's "
+                      "convention) and decision_function the private decision values", DeprecationWarning,
+                      stacklevel=2)
+        return self.predict(X)
 
     def calibrate_prior(self, proportion: float, points) -> "GPService":
         """Set ``threshold_`` so that ``classes_[1]`` is predicted on the fraction ``proportion`` of ``points``.
@@ -546,7 +578,7 @@ class GPService(DurableSession):
         service's), and ``threshold_`` is the ``(1 − proportion)``-quantile of those answers — a
         function of released answers and of a *privately released* ``proportion`` (e.g.
         :func:`dpcore.mechanisms.noise.private_proportion`, whose budget the caller accounts for), i.e.
-        post-processing. Decision values (:meth:`predict`) are unchanged; :meth:`predict_labels` uses
+        post-processing. Decision values (:meth:`decision_function`) are unchanged; :meth:`predict` uses
         the threshold. After :meth:`load`, calling it again with the same arguments gives the same
         threshold (the stored answers are returned again).
 
@@ -561,14 +593,14 @@ class GPService(DurableSession):
         >>> p = dpcore.mechanisms.private_proportion(y, 1, 0.05, random_state=0)  # its own ε
         >>> public_points = rng.normal(size=(50, 2)) / 3
         >>> service = service.calibrate_prior(p, public_points)
-        >>> service.predict_labels(X[:4]).shape
+        >>> service.predict(X[:4]).shape
         (4,)
         """
         p = float(proportion)
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
         refuse_dask(points, "points", _NO_DASK)
-        f = self.predict(points)
+        f = self.decision_function(points)
         self.threshold_ = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
         return self
 

@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from dpcore._core import __version__ as _version
 from dpcore import _core
 from dpcore._internal.dask import compute_all
-from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, decision_labels
+from dpcore._internal.labels import PM_CLASSES, check_classes, decision_labels, label_agreement
 from dpcore._internal.sealing import resolve_key
 from dpcore._internal.state import atomic_write, checksum, encode_document, parse_document
 from dpcore.exceptions import NotFittedError, StateAuthenticationError
@@ -159,11 +159,11 @@ class KernelRelease:
         kern = dict(kernel=name, gamma=gamma, degree=degree, coef0=coef0)
         if b != 0.0:  # stored only when used: a b = 0 release (and its file) is exactly the pre-issue-23 one
             kern["intercept_scaling"] = b
-        epsilon = check_epsilon(epsilon)
-        delta = check_delta(delta)
+        epsilon = check_epsilon(epsilon, grid=False)  # a release records what it was calibrated for
+        delta = check_delta(delta, grid=False)
         radius = check_positive(data_norm, "data_norm")
         intercept = _as_finite(intercept, "intercept")
-        labels = check_classes(DEFAULT_CLASSES if classes is None else classes)
+        labels = check_classes(PM_CLASSES if classes is None else classes)
         if classes is not None and not np.array_equal(np.asarray(list(classes)), labels):
             raise ValueError(f"classes must be in dpcore's order, sorted ({labels.tolist()!r}): classes[1] is "
                              f"predicted for f > 0 (np.sort of the declared label set), got {classes!r}")
@@ -302,7 +302,7 @@ class KernelRelease:
         True
         """
         pred, y = compute_all(self.predict(X), y)
-        return float(np.mean(pred == np.asarray(y)))
+        return float(np.mean(label_agreement(pred, y, self.classes_)))
 
     def norm(self) -> float:
         """``||ŵ|| = sqrt(αᵀ K_ZZ α)`` (public: a function of the release).

@@ -125,7 +125,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.labels import check_classes, encode_binary_labels
+from dpcore._internal.labels import check_classes, default_classes, encode_binary_labels
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale
 from dpcore.kernel_learning._model import check_in_domain
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
@@ -646,7 +646,7 @@ class PrivateGridSearch(BaseEstimator):
             probe = KernelSVM(**base)
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
-            l0 = cw_max if cw_balanced else _public_lipschitz(KernelSVM, base, _common_classes([(KernelSVM, base)]))
+            l0 = cw_max if cw_balanced else _public_lipschitz(KernelSVM, base, _common_classes([(KernelSVM, base)], y))
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
                                                         n_features=X.shape[1],
                                                         intercept_scaling=probe.intercept_scaling), l0)
@@ -672,11 +672,15 @@ class PrivateGridSearch(BaseEstimator):
         # one declared label set for every candidate; y's labels checked against it (an input error about a
         # record only); the prior is released for classes_[1] of the SORTED set — the class calibrate_prior and
         # every release predict for f > 0 (dpcore._internal.labels: one convention, whatever the declared order)
-        classes_ = _common_classes([(c.cls, c.params) for c in cands])
+        classes_ = _common_classes([(c.cls, c.params) for c in cands], y)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be a 1-D array of length {n}, got shape {y.shape}")
-        encode_binary_labels(y, classes_, n)
+        declared = cands[0].cls(**cands[0].params).classes
+        _, y_pm = encode_binary_labels(y, classes_ if declared is not None else None, n)
+        # y in the encoding of classes_ (the default rule maps 0/-1/False and 1/True per label), so the private
+        # class weights, the prior and every candidate's fit read the same two labels
+        y = np.where(y_pm > 0, classes_[1], classes_[0])
         positive = classes_[1]
         for i, c in enumerate(cands):
             if c.kind == "kernel":
@@ -934,9 +938,11 @@ class MappedLinearModel:
         return float(self.model.score(self.feature_map.transform(X), y))
 
 
-def _common_classes(cands: list) -> np.ndarray:
-    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every ``(class, params)``."""
-    sets = [check_classes(cls(**p).classes) for cls, p in cands]
+def _common_classes(cands: list, y) -> np.ndarray:
+    """The declared label set (sorted, ``dpcore._internal.labels``) shared by every ``(class, params)``;
+    ``classes=None`` is the default rule, whose ``classes_`` follows the dtype of ``y`` only (never its values)."""
+    dtype = np.asarray(y).dtype
+    sets = [default_classes(dtype) if cls(**p).classes is None else check_classes(cls(**p).classes) for cls, p in cands]
     for s in sets[1:]:
         if not np.array_equal(s, sets[0]):
             raise ValueError(f"param_grid: every candidate must declare the same classes, got {sets[0].tolist()!r} "

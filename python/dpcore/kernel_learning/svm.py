@@ -64,7 +64,7 @@ from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.dask import compute_all
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
-from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels
+from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels, label_agreement
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, resolve_class_weight
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
@@ -322,7 +322,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         """Mean accuracy on ``(X, y)``. With Dask inputs the predicted labels and ``y`` (one value per row) are
         computed into this process, in one pass, and compared here."""
         pred, y = compute_all(self.predict(X), y)
-        return float(np.mean(pred == np.asarray(y)))
+        return float(np.mean(label_agreement(pred, y, self.classes_)))
 
 
 def _decision_values(X: np.ndarray, X_sv: np.ndarray, mu_sv: np.ndarray, kernel: dict, n_rows_total: int) -> np.ndarray:
@@ -384,7 +384,12 @@ class KernelSVM(KernelERM):
     shrinking : bool, default=True
         Temporarily remove bounded variables that are predicted to stay bounded; the full problem
         is always re-checked exactly before stopping.
-    classes : sequence of two labels, default=(-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         The declared (public) label set. ``classes_ = sorted(classes)``; ``classes_[1]`` is +1.
         Labels outside it are refused; a training set containing only one of them trains normally.
         Never inferred from ``y``: that would make the private releases built on this model

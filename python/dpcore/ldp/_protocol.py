@@ -72,8 +72,8 @@ class ProtocolMixin:
         ``dim``, ``n_users``, ``epsilon`` and ``delta`` (δ in (0, 1): Gaussian channels)."""
         object.__setattr__(self, "dim", check_int(self.dim, "dim"))
         object.__setattr__(self, "n_users", check_int(self.n_users, "n_users"))
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, grid=False))
+        object.__setattr__(self, "delta", check_delta(self.delta, allow_zero=False, grid=False))
 
     def budget(self) -> LDPBudget:
         """Compose, by basic composition, every private copy one user sends (exactly the client's report)."""

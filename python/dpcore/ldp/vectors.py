@@ -111,8 +111,8 @@ def gaussian_channel(dim, epsilon, delta, *, data_norm=1.0, calibration: str = "
     (8.4494, 2.0, 'analytic')
     """
     dim = _check_dim(dim)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     data_norm = check_positive(data_norm, "data_norm")
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")

@@ -329,7 +329,7 @@ def laplace_plan(sensitivity: float, epsilon: float, dim: int = 1) -> LaplacePla
     LaplacePlan
     """
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon, grid=False)  # a plan is calibrated for what it is given (see laplace_mechanism)
     dim = _check_dim(dim)
     b = sensitivity / epsilon
     if not math.isfinite(b) or b == 0.0:
@@ -389,8 +389,8 @@ def gaussian_plan(
     """
 
     sensitivity = check_sensitivity(sensitivity)
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta, allow_zero=False)
+    epsilon = check_epsilon(epsilon, grid=False)
+    delta = check_delta(delta, allow_zero=False, grid=False)
     dim = _check_dim(dim)
     method = _check_method(method)
     if method == "analytic":
@@ -490,7 +490,8 @@ def _release(value, plan_for, random_state, accountant, epsilon: float, delta: f
     rng = check_random_state(random_state)
     if accountant is not None:
 
-        accountant.spend(epsilon, delta, event=plan.dp_event(), label=label)
+        # charge what the plan is calibrated for: ε and δ on the budget grid (check_epsilon/check_delta)
+        accountant.spend(plan.epsilon, getattr(plan, "delta", delta), event=plan.dp_event(), label=label)
     out = grid_release(flat, plan, rng)
     return float(out[0]) if scalar else out.reshape(shape)
 
@@ -570,6 +571,7 @@ def laplace_mechanism(
     >>> bool(abs(noisy - 0.42) < 0.1), acc.remaining()
     (True, (0.5, 0.0))
     """
+    epsilon = check_epsilon(epsilon)  # onto the budget grid: calibrated for and charged (budgets that add up fit)
     return _release(
         value,
         lambda dim: laplace_plan(sensitivity, epsilon, dim),
@@ -636,6 +638,7 @@ def gaussian_mechanism(
     ((3,), True)
     """
     _check_method(method)
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta, allow_zero=False)  # the budget grid, as Laplace
     return _release(
         value,
         lambda dim: gaussian_plan(sensitivity, epsilon, delta, dim, method=method),

@@ -25,8 +25,8 @@ that is **regularised like every other coordinate** and enters κ), ``k(x, x) = 
 offered — use the RFF kernels or TDDL/PINP.)
 
 Noise (SPEC, β = ε): ``b = 4 L C κ √F / (ε n)`` per coordinate; for RFF without intercept
-(κ = 1, F = 2d̂, d̂ the SPEC's number of frequencies) this is ``2^{2.5} L C √d̂ / (ε n)`` as printed. This is ``calibration="spec"``
-(the default); ``calibration="tight"`` uses half of it, ``2 L C κ √F / (ε n)``, which the proof
+(κ = 1, F = 2d̂, d̂ the SPEC's number of frequencies) this is ``2^{2.5} L C √d̂ / (ε n)`` as printed. This is ``calibration="spec"``;
+``calibration="tight"`` (the default since issue 25) uses half of it, ``2 L C κ √F / (ε n)``, which the proof
 below shows is enough (both plus the solver-residual term, see "Solver residual").
 
 Sensitivity (proof sketch), the factor 2 and ``calibration``
@@ -56,10 +56,10 @@ is ``2λ``-strongly convex, and using λ instead of 2λ as the modulus gives
 ``||Δ|| ≤ 2L κ/(λ n) = 4LCκ/n``. (The extracted paper text in ``papers/`` is illegible at that step;
 the factor is reconstructed.) The parameter ``calibration`` selects the constant:
 
-* ``"spec"`` (default): ``4LCκ√F/n``, the SPEC value. Conservative, hence valid: the mechanism is
+* ``"spec"``: ``4LCκ√F/n``, the SPEC value. Conservative, hence valid: the mechanism is
   in fact ``ε/2``-DP for the exact minimiser, which the privacy audit shows (honest lower bound
   ≈ ε/2 on a pair attaining ``Δ₂``).
-* ``"tight"``: ``2LCκ√F/n = √F Δ₂`` from the proof above — half the noise at the same ε. The audit
+* ``"tight"`` (default): ``2LCκ√F/n = √F Δ₂`` from the proof above — half the noise at the same ε. The audit
   on the attaining pair gives a lower bound close to ε, and catches a copy with half that noise.
 
 Solver residual and exact release
@@ -125,7 +125,7 @@ from dpcore.glm._solver import (
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    check_array, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+    check_array, check_epsilon, check_required, check_feature_names, check_positive, check_scale, record_feature_names,
 )
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
@@ -370,7 +370,12 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         fallback, see ``_DCD_MAX_EPOCHS``).
     clip : bool, default False
         ``kernel="linear"``: project rows outside the ball onto it instead of raising.
-    classes : sequence of two labels, default (-1, 1)
+    classes : sequence of two labels or None, default=None
+        ``None`` (default): the fixed default rule — a label equal to 1 or True is the
+        positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
+        trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
+        (bool), ``[0, 1]`` (unsigned), else ``[-1, 1]``, and ``score`` compares through the rule.
+        Declare ``classes=(0, 1)`` to get 0/1 predictions from a signed 0/1 ``y``.
         The declared (public) label set; ``classes_[1]`` is +1. Labels outside it are refused; a
         training set with only one of the two classes trains normally (never inferred from ``y``).
     verbose : bool or int, default=False
@@ -383,14 +388,16 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         setting fit for real data); an int: reproducible, research/tests only.
     accountant : BudgetAccountant, optional
         Charged ``(epsilon, 0)`` in :meth:`fit` before anything is solved or sampled.
-    calibration : {"spec", "tight"}, default "spec"
+    calibration : {"spec", "tight"}, default "tight"
         L1 sensitivity of the exact minimiser used for the noise. ``"spec"``: the SPEC's (and the
         paper's) ``4LCκ√F/n``, twice what is needed. ``"tight"``: ``2LCκ√F/n = √F·Δ₂`` with the tight
         ``Δ₂ = 2LCκ/n`` (proof sketch: ``G_D`` is 1-strongly convex and the two objectives' subgradients
         at ``w*(D')`` differ by ``(C/n)(sφ(x) − s'φ(x'))``, of norm ``≤ 2LCκ/n``; ``||v||₁ ≤ √F||v||₂``;
         full derivation, and why the bound is attained, in :mod:`dpcore.private_svm.estimator`) — half the
         noise at the same ε. Both add the solver-residual term ``2ρ_pub√F``; both are pure ε-DP.
-        The value used is recorded in ``privacy_.calibration`` and ``privacy_.sensitivity_l1``.
+        The value used is recorded in ``privacy_.calibration`` and ``privacy_.sensitivity_l1``. The
+        default is ``"tight"`` (issue 25; ``"spec"`` before): with ``C="auto"`` it doubles the auto C
+        (``c = ½``) at the same noise-to-margin ratio; with a fixed C it halves the Laplace noise.
 
     Attributes
     ----------
@@ -433,7 +440,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
                  loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
                  max_iter=None, clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
-                 accountant=None, calibration="spec") -> None:
+                 accountant=None, calibration="tight") -> None:
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
@@ -470,11 +477,9 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
         p = dict(C=C, epsilon=epsilon, kernel=self.kernel, calibration=self.calibration)
         if self.kernel == "linear":
-            if self.data_norm is None:
-                raise ValueError(
-                    "data_norm must be given for kernel='linear': the declared bound R on ||x|| is public and is "
-                    "never derived from the data"
-                )
+            check_required(type(self).__name__, [("data_norm", "for kernel='linear', the declared bound R on ||x||, "
+                                                               "public and never derived from the data")]
+                           if self.data_norm is None else [])
             p["R"] = check_positive(self.data_norm, "data_norm")
             p["D"] = 0
         else:
