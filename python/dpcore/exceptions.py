@@ -97,7 +97,8 @@ class BudgetExceededError(BudgetError, RuntimeError):
     (0.25, 1e-06)
     """
 
-    def __init__(self, requested: Tuple[float, float], remaining: Tuple[float, float], label: str = ""):
+    def __init__(self, requested: Tuple[float, float], remaining: Tuple[float, float], label: str = "",
+                 hint: str = ""):
         self.requested = requested
         self.remaining = remaining
         self.label = label
@@ -105,24 +106,8 @@ class BudgetExceededError(BudgetError, RuntimeError):
         super().__init__(
             f"privacy budget exceeded{what}: requested epsilon={requested[0]!r}, "
             f"delta={requested[1]!r}, but only epsilon={remaining[0]!r}, "
-            f"delta={remaining[1]!r} remain" + _grid_hint(requested, remaining)
+            f"delta={remaining[1]!r} remain" + hint
         )
-
-
-def _grid_hint(requested, remaining) -> str:
-    """When the refusal is only the binary rounding of a decimal (float(0.1) > 1/10), say so."""
-    from dpcore._internal.fp import budget_grid_down
-
-    try:
-        eps, rem = float(requested[0]), float(remaining[0])
-    except (TypeError, ValueError, IndexError):
-        return ""
-    if not (0.0 < eps and eps > rem >= eps * (1.0 - 2.0 ** -40)):
-        return ""
-    return (f" (only the binary rounding of epsilon: float({eps!r}) is slightly above its decimal value; "
-            f"dpcore's mechanisms calibrate for and charge budget_grid_down({eps!r}) = "
-            f"{budget_grid_down(eps)!r} from dpcore._internal.fp so that budgets that add up fit; charge that "
-            f"if your mechanism is calibrated for it)")
 
 
 class RestoredAccountantError(BudgetError, RuntimeError):

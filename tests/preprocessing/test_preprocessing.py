@@ -225,12 +225,14 @@ def test_make_private_pipeline_composes_events_and_charges_one_accountant():
     pipe = make_private_pipeline(StandardScaler(bounds=(-50, 50), random_state=0), RowNormClipper(1.0, scale=0.5),
                                  _model(), epsilon=1.0, delta=1e-6, weights=(1, 3), accountant=acc).fit(X, y)
     assert isinstance(pipe, PrivatePipeline)
-    assert pipe.budget_split_ == [("standardscaler", 0.25, 0.0), ("objectiveperturbation", 0.75, 1e-6)]
+    # δ as the step calibrates it: on the 40-bit budget grid (dpcore._internal.fp.budget_grid_down)
+    from dpcore._internal.fp import budget_grid_down
+    assert pipe.budget_split_ == [("standardscaler", 0.25, 0.0), ("objectiveperturbation", 0.75, budget_grid_down(1e-6))]
     ev = pipe.dp_event_
     assert isinstance(ev, dpe.ComposedDpEvent) and len(ev.events) == 3
     assert ev.events[0] == pipe[0].dp_event_ and isinstance(ev.events[1], dpe.NoOpDpEvent)
     assert ev.events[2] == pipe[-1].dp_event_
-    assert len(acc.log) == 2 and acc.remaining() == (0.0, 0.0)
+    assert len(acc.log) == 2 and acc.remaining() == pytest.approx((0.0, 0.0), abs=1e-15)
     assert pipeline_dp_event(pipe) == ev
     assert pipe.score(X, y) > 0.7
     # a second fit on the same exhausted accountant is refused before any step runs
@@ -248,7 +250,7 @@ def test_plain_sklearn_pipeline_and_column_transformer():
     pipe = Pipeline([("scale", StandardScaler(epsilon=0.5, bounds=(-50, 50), accountant=acc, random_state=0)),
                      ("clip", RowNormClipper(1.0, scale=0.5)),
                      ("model", _model(epsilon=0.5, delta=1e-6, accountant=acc))]).fit(X, y)
-    assert acc.remaining() == (0.0, 0.0)
+    assert acc.remaining() == pytest.approx((0.0, 0.0), abs=1e-15)
     ev = pipeline_dp_event(pipe)
     assert len(ev.events) == 3 and ev.events[0] == pipe[0].dp_event_
     # ColumnTransformer: its private leaves are found, share the budget and compose sequentially
@@ -257,7 +259,7 @@ def test_plain_sklearn_pipeline_and_column_transformer():
                             ("cat", OneHotEncoder(categories=[["hi", "lo"]]), [2])])
     p2 = make_private_pipeline(ct, RowNormClipper(1.0, scale=0.5), _model(), epsilon=1.0, delta=1e-6).fit(Xo, y)
     assert [s[0] for s in p2.budget_split_] == ["columntransformer__num", "objectiveperturbation"]
-    assert p2.accountant_.remaining() == (0.0, 0.0)
+    assert p2.accountant_.remaining() == pytest.approx((0.0, 0.0), abs=1e-15)
     assert len(p2.dp_event_.events) == 4
     # a leaky step (scikit-learn's StandardScaler) has no dp_event_: refused, never taken as free
     leaky = Pipeline([("scale", SkStandardScaler()), ("clip", RowNormClipper(1.0)),

@@ -24,6 +24,7 @@ def test_raw_csv_example_runs_with_only_epsilon_and_delta(capsys):
     assert out["n"] == 12000
     # the whole pipeline fits the total (1, 1e-6) budget, split over the private scaler and the model
     assert [s[0] for s in out["split"]] == ["columntransformer__num", "objectiveperturbation"]
-    assert out["remaining"][0] == pytest.approx(0.0, abs=1e-12) and out["remaining"][1] == 0.0
+    # each step calibrates for its share rounded down onto the 40-bit budget grid: ~1e-12 of ε may stay unspent
+    assert out["remaining"][0] == pytest.approx(0.0, abs=1e-9) and out["remaining"][1] == pytest.approx(0.0, abs=1e-15)
     # a working model, not the majority class (0.76 on the test file)
     assert out["auc"] > 0.83 and out["balanced_accuracy"] > 0.68 and out["accuracy"] > 0.8, out

@@ -101,7 +101,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from dp_accounting import dp_event as _dpe
 
 from dpcore._internal.exact import float_down, float_up
-from dpcore._internal.fp import round_up
+from dpcore._internal.fp import budget_grid_down, round_up
 from dpcore._internal.validation import check_delta, check_epsilon
 from dpcore.accounting.events import EpsilonDeltaDpEvent, _check_accounting, composed_epsilon, split_event
 from dpcore.exceptions import BudgetExceededError, RestoredAccountantError, StateRollbackError
@@ -119,6 +119,20 @@ _ACTIVE: contextvars.ContextVar[Tuple["BudgetAccountant", ...]] = contextvars.Co
                                                                                          default=())
 _DEFAULT_LOCK = threading.Lock()
 _DEFAULT: List[Optional["BudgetAccountant"]] = [None]
+
+
+def _grid_hint(requested, remaining) -> str:
+    """When the refusal is only the binary rounding of a decimal (float(0.1) > 1/10), say so."""
+    try:
+        eps, rem = float(requested[0]), float(remaining[0])
+    except (TypeError, ValueError, IndexError):
+        return ""
+    if not (0.0 < eps and eps > rem >= eps * (1.0 - 2.0 ** -40)):
+        return ""
+    return (f" (only the binary rounding of epsilon: float({eps!r}) is slightly above its decimal value; "
+            f"dpcore's mechanisms calibrate for and charge budget_grid_down({eps!r}) = "
+            f"{budget_grid_down(eps)!r} from dpcore._internal.fp so that budgets that add up fit; charge that "
+            f"if your mechanism is calibrated for it)")
 
 
 @dataclass(frozen=True)
@@ -766,7 +780,8 @@ class BudgetAccountant:
         route = self._fold.test(epsilon, delta, event, charge)
         if route is None:
             e, d = self._fold.remaining()
-            raise BudgetExceededError((epsilon, delta), (float_down(e), float_down(d)), label)
+            raise BudgetExceededError((epsilon, delta), (float_down(e), float_down(d)), label,
+                                      _grid_hint((epsilon, delta), (float_down(e), float_down(d))))
         return route, charge
 
     def check(self, epsilon: float, delta: float = 0.0, *, event: Any = None, label: str = "") -> None:
