@@ -41,7 +41,9 @@ def test_kernel_releases_with_data_independent_C_beat_the_majority_class(adult):
     X, y, Z, Q, yq, majority = adult
     n = 10_000
     kern = dict(kernel="poly", gamma=1.0, degree=3, coef0=1.0)
-    svm = dpcore.KernelSVM(lam=auto_lam(n, 1.0, 1e-6, data_norm=1.0, **kern), tol=1e-8, **kern).fit(X[:n], y[:n])
+    # the recommended model (issue 23, item 3): KernelLogisticRegression at auto_lam's default (logistic) rule
+    svm = dpcore.KernelLogisticRegression(lam=auto_lam(n, 1.0, 1e-6, data_norm=1.0, **kern), tol=1e-8,
+                                          **kern).fit(X[:n], y[:n])
     tddl = dpcore.TDDL(svm, 1.0, 1e-6, data_norm=1.0, random_state=0).fit(Z)
     assert tddl.score(Q, yq) > majority + 0.01
     svc = dpcore.GPService(svm, 1.0, 1e-6, data_norm=1.0, max_exact_queries=Q.shape[0], random_state=0)

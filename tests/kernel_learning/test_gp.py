@@ -188,17 +188,26 @@ def test_release_with_intercept_round_trips(tmp_path):
     np.testing.assert_array_equal(back.decision_function(np.eye(2)), rel.decision_function(np.eye(2)))
 
 
-def test_auto_lam_balances_the_gp_noise_against_the_margin():
-    from dpcore.kernel_learning.gp import AUTO_NOISE_TO_MARGIN, auto_lam, feature_radius_sq
+@pytest.mark.parametrize("loss, rho", [("hinge", 0.5), ("logistic", 0.25)])
+def test_auto_lam_balances_the_gp_noise_against_the_margin(loss, rho):
+    from dpcore._internal.defaults import AUTO_NOISE_RATIO, DEFAULT_INTERCEPT_SCALING
+    from dpcore.kernel_learning.gp import auto_lam, feature_radius_sq
 
+    assert AUTO_NOISE_RATIO[loss] == rho
     mu = 1.0 / gaussian_sigma_analytic(1.0, 1.0, 1e-6)
-    for kernel, kw, r2 in (("rbf", {}, 1.0), ("poly", dict(gamma=1.0, degree=3, coef0=1.0), 8.0)):
-        lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw)
+    b2 = DEFAULT_INTERCEPT_SCALING ** 2  # the models' default bias: R_φ'² = R_φ² + b²
+    for kernel, kw, r2 in (("rbf", {}, 1.0 + b2), ("poly", dict(gamma=1.0, degree=3, coef0=1.0), 8.0 + b2)):
+        lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, loss=loss, **kw)
         C = 1.0 / (20_000 * lam)
-        assert C == pytest.approx(AUTO_NOISE_TO_MARGIN * mu / (2 * r2), rel=1e-9)
-        # per-answer GP noise σR_φ = 2 L R_φ² C / μ is ρ margins
-        assert 2 * r2 * C / mu == pytest.approx(AUTO_NOISE_TO_MARGIN) and AUTO_NOISE_TO_MARGIN == 0.5
-        assert auto_lam(40_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, **kw) == pytest.approx(lam / 2)
+        assert C == pytest.approx(rho * mu / (2 * r2), rel=1e-9)
+        # per-answer GP noise σR_φ = 2 L R_φ² C / μ is ρ margins (hinge) / logits (logistic)
+        assert 2 * r2 * C / mu == pytest.approx(rho)
+        assert auto_lam(40_000, 1.0, 1e-6, data_norm=1.0, kernel=kernel, loss=loss, **kw) == pytest.approx(lam / 2)
+    # the default is the recommended model's: logistic, with the models' default bias
+    assert auto_lam(1000, 1.0, 1e-6, data_norm=1.0) == auto_lam(1000, 1.0, 1e-6, data_norm=1.0, loss="logistic",
+                                                                 intercept_scaling=DEFAULT_INTERCEPT_SCALING)
+    with pytest.raises(ValueError, match="loss"):
+        auto_lam(1000, 1.0, 1e-6, data_norm=1.0, loss="squared")
     # more privacy budget: less regularisation
     assert auto_lam(1000, 2.0, 1e-6, data_norm=1.0) < auto_lam(1000, 0.5, 1e-6, data_norm=1.0)
     assert feature_radius_sq(1.0, "poly", None, 3, 1.0, n_features=4) == pytest.approx((0.25 + 1) ** 3, rel=1e-9)

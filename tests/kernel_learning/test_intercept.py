@@ -110,7 +110,7 @@ def test_private_paths_use_the_augmented_radius(models, b):
     assert p0.r_phi_sq == pytest.approx(1.0, rel=1e-9)
     assert pb.r_phi_sq == pytest.approx(r2, rel=1e-9) and pb.r_phi_sq >= r2
     # C = auto: C ∝ 1/R_φ'²
-    l0 = auto_lam(400, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
+    l0 = auto_lam(400, 1.0, 1e-6, data_norm=1.0, kernel="rbf", intercept_scaling=0.0)
     lb = auto_lam(400, 1.0, 1e-6, data_norm=1.0, kernel="rbf", intercept_scaling=b)
     assert lb / l0 == pytest.approx(r2, rel=1e-9)
 

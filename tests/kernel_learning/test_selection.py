@@ -157,12 +157,13 @@ def test_default_grid_is_data_independent_around_auto():
     Z = _easy(200, 8)[0]
     base = {"kernel": "rbf", "gamma": 5.0, "tol": 1e-6}
     g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=0).fit(X, y)
-    c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0 + 0.5 ** 2)  # R_φ'² = R_φ² + b² (default intercept_scaling 0.5)
+    # issue 23 (item 3): the recommended KernelLogisticRegression at the logistic rule (ρ = 1/4)
+    c0 = auto_C_for_mu(g.privacy_.release_mu, 1.0 + 0.5 ** 2, loss="logistic")  # R_φ'² = R_φ² + b² (b = 0.5)
     Cs = [1.0 / (1500 * c["lam"]) for c in g.candidates_]
     # issue 23 (item 4): plus one linear candidate (Output-Gauss logistic, intercept 1) at the same rule, R² + 1
-    c_lin = auto_C_for_mu(g.privacy_.release_mu, 1.0 + 1.0)
+    c_lin = auto_C_for_mu(g.privacy_.release_mu, 1.0 + 1.0, loss="logistic")
     assert Cs == pytest.approx([c0 / 3, c0, 3 * c0, c_lin], rel=1e-9)
-    assert [c["estimator"] for c in g.candidates_] == ["KernelSVM"] * 3 + ["OutputPerturbation"]
+    assert [c["estimator"] for c in g.candidates_] == ["KernelLogisticRegression"] * 3 + ["OutputPerturbation"]
     assert g.best_params_ in g.candidates_ and g.score(*_easy(1000, 9)) > 0.8
     # the grid is a function of public numbers only: another dataset of the same size gets the same grid
     g2 = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params=base, random_state=1).fit(

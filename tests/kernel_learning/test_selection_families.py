@@ -153,7 +153,7 @@ def test_default_grid_picks_a_kernel_candidate_on_a_non_linear_task():
     Z, Xt, yt = _xor(200, 1)[0], *_xor(3000, 2)
     g = PrivateGridSearch(None, 2.0, 1e-6, Z=Z, data_norm=1.0, base_params={"kernel": "rbf", "gamma": 5.0,
                           "tol": 1e-6}, scoring="balanced_accuracy", random_state=0).fit(X, y)
-    assert g.best_params_["estimator"] == "KernelSVM"
+    assert g.best_params_["estimator"] == "KernelLogisticRegression"  # the default grid's kernel model
     lin = dpcore.OutputPerturbation(epsilon=2.0, delta=1e-6, lam=g.candidates_[-1]["lam"], data_norm=1.0,
                                     random_state=0).fit(X, y)  # the private linear model, whole budget
     assert _auc(yt, g.decision_function(Xt)) > 0.9 > 0.6 > _auc(yt, lin.decision_function(Xt))

@@ -58,7 +58,7 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
-from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
+from dpcore._internal.defaults import AUTO_NOISE_RATIO, AUTO_NOISE_TO_MARGIN, DEFAULT_INTERCEPT_SCALING  # noqa: F401
 from dpcore._internal.fp import RADIUS_TOL, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
@@ -153,13 +153,17 @@ def gp_noise(factor: GPFactor, sigma: float, rng, n_samples=None) -> np.ndarray:
 
 def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
              gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0, n_features: Optional[int] = None,
-             lipschitz: float = 1.0, intercept_scaling: float = 0.0) -> float:
+             lipschitz: float = 1.0, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
+             loss: str = "logistic") -> float:
     r"""A data-independent λ for a kernel model released with the GP mechanism at ``(ε, δ)``.
 
     Balances the GP noise against the regularisation: the per-answer noise of the release is
     ``σ R_φ = 2 L R_φ² C/μ`` (``C = 1/(λn)`` in scikit-learn's sense, ``μ = Δ/σ`` the analytic-Gaussian
-    ratio at ``(ε, δ)``), and the hinge loss works at margin 1; ``C`` is chosen so that the noise is
-    half the margin (ρ = :data:`dpcore._internal.defaults.AUTO_NOISE_TO_MARGIN` ``= 1/2``), i.e.
+    ratio at ``(ε, δ)``), and ``C`` is chosen so that this noise is ρ times the loss's natural scale:
+    half the margin for the hinge loss (ρ = :data:`dpcore._internal.defaults.AUTO_NOISE_TO_MARGIN` ``= 1/2``),
+    a quarter logit for the logistic loss (ρ = :data:`dpcore._internal.defaults.AUTO_NOISE_TO_LOGIT` ``= 1/4``;
+    the logistic model's signal grows with C as the noise does until it saturates, so the smaller ρ is the
+    safe side), i.e.
 
     .. math::  C = \frac{ρ\,μ(ε, δ)}{2 L R_φ^2}, \qquad λ = \frac{1}{n C}.
 
@@ -183,14 +187,21 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
         whose ``R_φ = 1`` does not depend on γ).
     lipschitz : float, default 1.0
         ``L`` of the loss (1 for the hinge and logistic losses).
-    intercept_scaling : float, default 0.0
+    intercept_scaling : float, default 0.5
         ``b`` of the regularised intercept (kernel ``K + b²``): ``R_φ'² = R_φ² + b²`` replaces ``R_φ²`` above.
+        The default is the models' default (:data:`dpcore._internal.defaults.DEFAULT_INTERCEPT_SCALING`).
+    loss : {"logistic", "hinge"}, default "logistic"
+        The model's loss (its ρ above). ``"logistic"`` (:class:`dpcore.KernelLogisticRegression`) is the
+        recommended model for private releases (docs/choosing.md).
 
     Examples
     --------
     >>> from dpcore.kernel_learning.gp import auto_lam
     >>> lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel="rbf")
-    >>> round(1.0 / (20_000 * lam), 4)   # C = ρ μ / 2 with μ(1, 1e-6) = 0.2367
+    >>> round(1.0 / (20_000 * lam), 4)   # logistic: C = ρ μ/(2 R_φ'²), ρ = 1/4, μ(1, 1e-6) = 0.2367, R_φ'² = 1.25
+    0.0237
+    >>> lam = auto_lam(20_000, 1.0, 1e-6, data_norm=1.0, kernel="rbf", loss="hinge", intercept_scaling=0.0)
+    >>> round(1.0 / (20_000 * lam), 4)   # hinge: ρ = 1/2, R_φ² = 1
     0.0592
     """
 
@@ -203,13 +214,15 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     r2 = feature_radius_sq(radius, kernel, gamma, degree, coef0, n_features=n_features,
                            intercept_scaling=intercept_scaling)
     mu = 1.0 / gaussian_sigma_analytic(1.0, epsilon, delta)
-    C = auto_C_for_mu(mu, r2, lipschitz)
+    C = auto_C_for_mu(mu, r2, lipschitz, loss=loss)
     return 1.0 / (int(n_samples) * C)
 
 
-def auto_C_for_mu(mu: float, r_phi_sq: float, lipschitz: float = 1.0) -> float:
-    """``C = ρ μ/(2 L R_φ²)`` of :func:`auto_lam` for a release that is ``μ``-GDP (public numbers)."""
-    return AUTO_NOISE_TO_MARGIN * mu / (2.0 * lipschitz * r_phi_sq)
+def auto_C_for_mu(mu: float, r_phi_sq: float, lipschitz: float = 1.0, *, loss: str = "logistic") -> float:
+    """``C = ρ μ/(2 L R_φ²)`` of :func:`auto_lam` for a release that is ``μ``-GDP (public numbers; ρ of ``loss``)."""
+    if not isinstance(loss, str) or loss not in AUTO_NOISE_RATIO:
+        raise ValueError(f"loss must be one of {sorted(AUTO_NOISE_RATIO)}, got {loss!r:.40}")
+    return AUTO_NOISE_RATIO[loss] * mu / (2.0 * lipschitz * r_phi_sq)
 
 
 def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], degree: int, coef0: float, *,

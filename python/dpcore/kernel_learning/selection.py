@@ -30,8 +30,9 @@ kernel releases, so ``Δ/σ ≤ μ_r`` (checked on its public calibration record
 noisy score) is ``μ``-GDP like every other run: the composition above is unchanged.
 :class:`dpcore.ObjectivePerturbation` is refused as a candidate: its (ε, δ) guarantee is not a Gaussian-DP curve.
 Class weights (``class_weight``) and the class-prior threshold apply to the kernel candidates only (the linear
-model has its own intercept and no class weights). ``param_grid=None`` is data-independent: the three kernel
-candidates above plus **one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
+model has its own intercept and no class weights). ``param_grid=None`` is data-independent: three
+:class:`dpcore.KernelLogisticRegression` candidates at ``C = auto·{1/3, 1, 3}`` (the logistic loss's rule) plus
+**one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
 scaling 1), so that where a linear model is better the selection can pick it.
 
 Scores (``scoring``)
@@ -412,8 +413,9 @@ class PrivateGridSearch(BaseEstimator):
         :data:`LINEAR_DEFAULTS`: logistic loss and intercept; any parameter of it except ``epsilon``, ``delta``,
         ``data_norm``, ``noise``, ``random_state``, ``accountant``, ``verbose``, ``clip``, plus ``"feature_map"``:
         ``None`` or a :class:`dpcore.RandomFourierFeatures`, cloned and fitted on ``X``'s shape if unfitted);
-        names or the classes themselves. ``None``: three :class:`dpcore.KernelSVM` values of λ, ``C = 1/(nλ)``
-        at 1/3, 1 and 3 times the data-independent rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated
+        names or the classes themselves. ``None``: three :class:`dpcore.KernelLogisticRegression` values of λ
+        (the recommended kernel model, docs/choosing.md), ``C = 1/(nλ)``
+        at 1/3, 1 and 3 times the data-independent logistic rule of :func:`dpcore.kernel_learning.gp.auto_lam` evaluated
         at each run's ``μ_r`` (:data:`AUTO_GRID_FACTORS`; kernel parameters from ``base_params``), plus one
         ``OutputPerturbation`` at the same rule for the linear map (``R_φ² = data_norm² + 1``).
     epsilon, delta : float
@@ -643,15 +645,19 @@ class PrivateGridSearch(BaseEstimator):
         sens = score_sensitivity(scoring, n)
         score_sigma = _representable_sigma(sens, mu_s)
         if raw is None:  # the data-independent grid: around gp.auto_lam at this run's μ_r, plus one linear model
-            probe = KernelSVM(**base)
+            # the recommended kernel model (issue 23, item 3): KernelLogisticRegression, whose decision values do not
+            # collapse onto a margin under imbalance, at the logistic loss's C = auto rule
+            probe = KernelLogisticRegression(**base)
             kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
                                                                 probe.coef0, X.shape[1])
-            l0 = cw_max if cw_balanced else _public_lipschitz(KernelSVM, base, _common_classes([(KernelSVM, base)], y))
+            l0 = cw_max if cw_balanced else _public_lipschitz(KernelLogisticRegression, base,
+                                                              _common_classes([(KernelLogisticRegression, base)], y))
             c0 = auto_C_for_mu(mu_r, feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0,
                                                         n_features=X.shape[1],
-                                                        intercept_scaling=probe.intercept_scaling), l0)
-            c_lin = auto_C_for_mu(mu_r, feature_radius_sq(radius, "linear", None, 3, 0.0, intercept_scaling=1.0), 1.0)
-            raw = [("kernel", KernelSVM, {"lam": 1.0 / (n * c0 * f)}) for f in AUTO_GRID_FACTORS]
+                                                        intercept_scaling=probe.intercept_scaling), l0, loss="logistic")
+            c_lin = auto_C_for_mu(mu_r, feature_radius_sq(radius, "linear", None, 3, 0.0, intercept_scaling=1.0), 1.0,
+                                  loss="logistic")
+            raw = [("kernel", KernelLogisticRegression, {"lam": 1.0 / (n * c0 * f)}) for f in AUTO_GRID_FACTORS]
             raw.append(("linear", _output_perturbation(), {"lam": 1.0 / (n * c_lin)}))
             public_keys = {"estimator", "lam"}
         else:
