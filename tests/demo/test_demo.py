@@ -27,15 +27,17 @@ def test_quick_main_job_writes_outputs(quick_run):
     r = json.loads((out / "results.json").read_text())
     npv = r["nonprivate"]
     assert npv["majority"] <= npv["accuracy"] <= 1.0
+    assert 0.7 < npv["auc"] <= 1.0 and 0.5 < npv["balanced_accuracy"] <= 1.0  # every row reports all three
     s = r["selection"]
     assert any(math.isclose(s["selected_C"], c, rel_tol=1e-9) for c in s["grid_C"])
-    assert 0.0 <= s["accuracy"] <= 1.0 and s["mu"] > 0
+    assert 0.0 <= s["accuracy"] <= 1.0 and 0.0 <= s["auc"] <= 1.0 and s["mu"] > 0
     assert [row["epsilon"] for row in r["epsilons"]] == [0.5, 2.0]
     assert r["epsilons"][0]["C_auto"] < r["epsilons"][1]["C_auto"]  # more budget, less regularisation
     for row in r["epsilons"]:
         for k, v in row.items():
-            if k not in ("epsilon", "C_auto") and not math.isnan(v):
-                assert 0.0 <= v <= 1.0, (k, v)
+            if k not in ("epsilon", "C_auto"):
+                assert set(v) == {"accuracy", "auc", "balanced_accuracy"}, (k, v)
+                assert all(math.isnan(x) or 0.0 <= x <= 1.0 for x in v.values()), (k, v)
     a = r["audit"]
     assert 0.0 <= a["epsilon_lower_bound"] <= a["claimed_epsilon"]
     assert a["broken_epsilon_lower_bound"] >= a["epsilon_lower_bound"]
