@@ -27,7 +27,7 @@ def test_quick_main_job_writes_outputs(quick_run):
     r = json.loads((out / "results.json").read_text())
     npv = r["nonprivate"]
     assert npv["majority"] <= npv["accuracy"] <= 1.0
-    assert 0.7 < npv["auc"] <= 1.0 and 0.5 < npv["balanced_accuracy"] <= 1.0  # every row reports all three
+    assert 0.7 < npv["auc"] <= 1.0 and 0.5 <= npv["balanced_accuracy"] <= 1.0  # every row reports all three
     s = r["selection"]
     assert any(math.isclose(s["selected_C"], c, rel_tol=1e-9) for c in s["grid_C"])
     assert 0.0 <= s["accuracy"] <= 1.0 and 0.0 <= s["auc"] <= 1.0 and s["mu"] > 0
@@ -83,7 +83,7 @@ def test_readme_quick_tour_runs(tmp_path, monkeypatch):
     ns: dict = {}
     for block in blocks:
         exec(compile(block, str(readme), "exec"), ns)
-    assert ns["acc"].remaining() == (0.0, 0.0)
+    assert ns["acc"].remaining() == pytest.approx((0.0, 0.0), abs=1e-15)  # δ charged on the 40-bit budget grid
     assert ns["res"].epsilon_lower_bound <= 1.0
     assert ns["f"].shape == (100,) and ns["K"].shape == (5, 2000)
     assert 0.5 < ns["glm"].score(ns["test"].X, ns["test"].y) <= 1.0 and ns["sim"].n_draws_ >= 1
