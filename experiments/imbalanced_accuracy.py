@@ -171,6 +171,8 @@ LEARNERS = {"hinge": dpcore.KernelSVM, "logistic": dpcore.KernelLogisticRegressi
 #: do not name b follow it, and their λ uses the shifted kernel's ``R_φ'² = R_φ² + b²``.
 _B_PARAM = inspect.signature(dpcore.KernelSVM).parameters.get("intercept_scaling")
 DEFAULT_B: Optional[float] = None if _B_PARAM is None else float(_B_PARAM.default)
+#: Whether ``auto_lam`` has a rule per loss (issue 23, item 3: logistic ρ = 1/4, hinge ρ = 1/2).
+_LOSS_PARAM = "loss" in inspect.signature(auto_lam).parameters
 
 
 def public_lipschitz(extra: dict) -> float:
@@ -204,22 +206,25 @@ class Context:
         self.fit_seconds: Dict[str, float] = {}
         self.eps = self.run = None
 
-    def lam(self, C, **extra) -> float:
-        """λ = 1/(n·C); ``C = "auto"``: the library's data-independent rule at the release's ε."""
+    def lam(self, C, loss: str = "hinge", **extra) -> float:
+        """λ = 1/(n·C); ``C = "auto"``: the library's data-independent rule (of ``loss``) at the release's ε."""
         if C == "auto":
-            return self.lam_auto(self.eps, **extra)
+            return self.lam_auto(self.eps, loss, **extra)
         return 1.0 / (self.n * C)
 
-    def lam_auto(self, eps: float, **extra) -> float:
+    def lam_auto(self, eps: float, loss: str = "hinge", **extra) -> float:
         """``auto_lam`` for the model ``extra`` describes: the shifted kernel's ``R_φ'² = R_φ² + b²`` (b the
-        row's ``intercept_scaling``, else the library's default) and ``L`` = the largest public class weight."""
+        row's ``intercept_scaling``, else the library's default), ``L`` = the largest public class weight and the
+        rule of ``loss`` (a library without per-loss rules: its single rule)."""
         b = extra.get("intercept_scaling", DEFAULT_B)
         kw = {} if b is None else dict(intercept_scaling=b)  # None: a library without the bias (before)
+        if _LOSS_PARAM:
+            kw["loss"] = loss
         return auto_lam(self.n, eps, self.cfg.delta, data_norm=1.0, lipschitz=public_lipschitz(extra), **kw,
                         **KERNEL)
 
     def model(self, loss: str, C, **extra):
-        return self.model_lam(loss, self.lam(C, **extra), **extra)
+        return self.model_lam(loss, self.lam(C, loss, **extra), **extra)
 
     def model_lam(self, loss: str, lam: float, **extra):
         key = (loss, lam, repr(sorted(extra.items())))  # repr: a class_weight dict is not hashable
@@ -270,7 +275,7 @@ def nonprivate(loss: str, C, *, weights: Optional[float] = None, **extra) -> Cal
     def run(c: Context) -> Result:
         eps, ex = c.weighted(weights, extra)
         if weights is not None and C == "auto":
-            m = c.model_lam(loss, c.lam_auto(eps, **ex), **ex)
+            m = c.model_lam(loss, c.lam_auto(eps, loss, **ex), **ex)
         else:
             m = c.model(loss, c.best_C(loss) if C == "best" else C, **ex)
         return m.decision_function(c.Q), m.predict(c.Q)
@@ -284,7 +289,7 @@ def tddl(loss: str, C, *, prior: bool = False, weights: Optional[float] = None, 
     def run(c: Context) -> Result:
         eps, ex = c.weighted(weights, extra)
         eps = (1 - PRIOR_SHARE) * c.eps if prior else eps
-        lam = c.lam_auto(eps, **ex) if C == "auto" else c.lam(C)
+        lam = c.lam_auto(eps, loss, **ex) if C == "auto" else c.lam(C)
         m = c.model_lam(loss, lam, **ex)
         wseed = () if weights is None else ("weights", weights)
         rel = make(dpcore.TDDL, model=m, epsilon=eps, delta=c.cfg.delta, data_norm=1.0,
@@ -303,7 +308,7 @@ def gpservice(loss: str, C, *, prior: bool = False, weights: Optional[float] = N
     def run(c: Context) -> Result:
         eps, ex = c.weighted(weights, extra)
         eps = (1 - PRIOR_SHARE) * c.eps if prior else eps
-        lam = c.lam_auto(eps, **ex) if C == "auto" else c.lam(C)
+        lam = c.lam_auto(eps, loss, **ex) if C == "auto" else c.lam(C)
         m = c.model_lam(loss, lam, **ex)
         wseed = () if weights is None else ("weights", weights)
         svc = make(dpcore.GPService, model=m, epsilon=eps, delta=c.cfg.delta, data_norm=1.0,
@@ -412,10 +417,23 @@ MODELS: Tuple[Row, ...] = (
         grid_search(scoring="balanced_accuracy")),
     Row("PrivateGridSearch (defaults, balanced accuracy, private weights M = 10)", "selected", "select-family",
         grid_search(scoring="balanced_accuracy", class_weight="balanced", max_class_weight=10.0)),
+    # ---- issue 23, item 3: the recommended path (logistic, bias 0.5, private weights M = 10, logistic C = auto rule)
+    #      and the default selection (logistic kernels + linear, by AUC) ----
+    Row("default: KernelLogReg, private weights M = 10 (non-private, same weights)", "non-private, private weights",
+        "default", nonprivate("logistic", "auto", weights=10.0)),
+    Row("default: KernelLogReg (non-private, unweighted), C = auto", "non-private", "default",
+        nonprivate("logistic", "auto")),
+    Row("default: TDDL-gp (KernelLogReg, private weights M = 10)", "private kernel", "default",
+        tddl("logistic", "auto", weights=10.0)),
+    Row("default: GPService (KernelLogReg, private weights M = 10)", "private kernel", "default",
+        gpservice("logistic", "auto", weights=10.0)),
+    Row("default: GPService (KernelLogReg, unweighted)", "private kernel", "default", gpservice("logistic", "auto")),
+    Row("default: PrivateGridSearch (logistic kernels + linear, roc_auc, private weights M = 10)", "selected",
+        "default", grid_search(scoring="roc_auc", class_weight="balanced", max_class_weight=10.0)),
     Row("PrivateSVM (RFF, tight, C = auto)", "private kernel", "rff", private_svm),
     Row("ObjectivePerturbation (linear logistic, intercept)", "private linear", "linear", linear),
 )
-GROUPS = ("svm", "klr", "future", "select", "rff", "linear", "after", "after-klr", "select-family")
+GROUPS = ("svm", "klr", "future", "select", "rff", "linear", "after", "after-klr", "select-family", "default")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -453,7 +471,7 @@ def run_task(cfg: Config, name: str, log: RunLog) -> None:
     bar.close()
     log.add(task=name, kind="task", n=c.n, n_val=int(c.d.y_val.shape[0]), n_scored=int(c.Q.shape[0]),
             pos_train=float(np.mean(c.d.y > 0)), pos_test=float(np.mean(c.yq > 0)),
-            C_auto={str(e): 1.0 / (c.n * c.lam_auto(e)) for e in cfg.epsilons},
+            C_auto={str(e): 1.0 / (c.n * c.lam_auto(e)) for e in cfg.epsilons},  # the hinge rule, b = default
             best_C={loss: (c.best_C(loss) if ("svm" if loss == "hinge" else "klr") not in cfg.skip else None)
                     for loss in ("hinge", "logistic")},
             fit_seconds=c.fit_seconds, seconds=time.perf_counter() - t0)
