@@ -230,3 +230,24 @@ def test_private_grid_search_with_01_labels():
     a, b = fit(y01), fit(2 * y01 - 1)  # the default rule: the same labels in two encodings, the same release
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
     assert a.score(X, y01) == b.score(X, 2 * y01 - 1)
+
+
+# ---------------------------------------------------------------------------------------------- item 4: sample_weight
+@pytest.mark.parametrize("make", [
+    lambda: dpcore.ObjectivePerturbation(epsilon=1.0, delta=1e-6, data_norm=1.0),
+    lambda: dpcore.OutputPerturbation(epsilon=1.0, delta=1e-6, data_norm=1.0),
+    lambda: dpcore.PrivateSVM(epsilon=1.0),
+    lambda: dpcore.KernelSVM(),
+    lambda: dpcore.KernelLogisticRegression(),
+], ids=["ObjectivePerturbation", "OutputPerturbation", "PrivateSVM", "KernelSVM", "KernelLogisticRegression"])
+def test_sample_weight_is_refused_naming_the_public_estimator(make):
+    """Before: ``_GLMPerturbation.fit() got an unexpected keyword argument 'sample_weight'`` (a private class)."""
+    from sklearn.utils.validation import has_fit_parameter
+
+    est = make()
+    X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(30, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(TypeError, match=rf"^{type(est).__name__}\.fit\(\).*sample_weight is not supported.*class_weight"):
+        est.fit(X, y, sample_weight=np.ones(30))
+    assert not hasattr(est, "classes_")  # refused before anything is validated, fitted or charged
+    assert not has_fit_parameter(est, "sample_weight")  # meta-estimators do not route weights to it

@@ -11,7 +11,7 @@ import math
 import numbers
 import warnings
 from functools import partial
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Mapping, Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 from sklearn.utils.validation import validate_data
@@ -50,6 +50,24 @@ def _as_real(value, name: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return value
+
+
+def refuse_fit_params(owner: str, fit_params: Mapping[str, Any]) -> None:
+    """Refuse extra ``fit`` keyword arguments with a message naming the public estimator (issue 25).
+
+    ``sample_weight`` in particular: per-record weights change the sensitivity of every private release and no
+    declared bound covers them. The estimators take ``**fit_params`` only to say so (scikit-learn's
+    ``has_fit_parameter(est, "sample_weight")`` stays ``False``, so meta-estimators do not pass weights).
+    """
+    if not fit_params:
+        return
+    names = sorted(fit_params)
+    why = ""
+    if "sample_weight" in fit_params:
+        why = (" sample_weight is not supported: per-record weights change the sensitivity of the private release "
+               "and no declared bound covers them. Use class_weight (a public dict, capped by max_class_weight) "
+               "where the estimator has it, or dpcore.private_class_weights to release balanced weights privately.")
+    raise TypeError(f"{owner}.fit() got unexpected keyword argument(s) {names}.{why}")
 
 
 def check_required(owner: str, missing: Sequence[Tuple[str, str]]) -> None:

@@ -117,7 +117,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from scipy import sparse
@@ -143,6 +143,7 @@ from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
     normal_vector_coupled,
 )
+from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
@@ -671,7 +672,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "dp_event_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit the private model on ``(X, y)``.
 
         Validates everything and computes the public calibration, charges ``accountant`` the
@@ -690,6 +691,10 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             Two classes (classification losses) or real targets with ``|y| ≤ label_bound``
             (``loss="squared"``).
 
+        **fit_params
+            Refused with a ``TypeError`` naming them (``sample_weight`` is not supported: per-record
+            weights change the sensitivity; see ``class_weight``).
+
         Returns
         -------
         self
@@ -701,6 +706,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         ConvergenceError
             The solver did not reach ``tol`` (nothing is released).
         """
+        refuse_fit_params(type(self).__name__, fit_params)
         X_in = X
         check_verbose(self.verbose)
         prep = self._prepare(X, y)

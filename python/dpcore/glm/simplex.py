@@ -132,6 +132,8 @@ Per-draw cost used for ``m`` (each of the two datasets contributes ``tol + ζ_fp
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import numbers
 
@@ -157,6 +159,7 @@ from dpcore.glm._simplex_calibration import (
 from dpcore.glm._simplex_solver import EntropicSimplexProblem, SimplexSolution, softmax
 from dpcore.mechanisms.multinomial import multinomial_counts
 from dpcore.mechanisms.noise import check_random_state
+from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, Self
 from dpcore._internal.progress import check_verbose
 
@@ -478,7 +481,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         return multinomial_counts(p, m, random_state=rng)
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit on ``(X, y)`` and release the private sparse model.
 
         Parameters
@@ -487,6 +490,10 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
             Entries in ``[−data_norm_inf, data_norm_inf]`` (sparse input is never densified).
         y : array-like of shape (n_samples,)
             Regression targets in ``[−label_bound, label_bound]``, or two class labels.
+
+        **fit_params
+            Refused with a ``TypeError`` naming them (``sample_weight`` is not supported: per-record
+            weights change the sensitivity; see ``class_weight``).
 
         Returns
         -------
@@ -512,6 +519,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         >>> est.privacy_.epsilon, est.coef_.shape
         (1.0, (5,))
         """
+        refuse_fit_params(type(self).__name__, fit_params)
         X_in = X
 
         self._reset_fitted()

@@ -53,6 +53,7 @@ from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_cl
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose, progress_bar
+from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, NDArray, Self
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_positive, check_rows, check_scale, record_feature_names,
@@ -232,7 +233,7 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
             w[hits[0]] = v
         return w
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit on ``(X, y)`` and certify the result.
 
         Parameters
@@ -240,6 +241,10 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Labels, each one of the declared ``classes`` (any subset of them may occur).
+
+        **fit_params
+            Refused with a ``TypeError`` naming them (``sample_weight`` is not supported: per-record
+            weights change the sensitivity; see ``class_weight``).
 
         Returns
         -------
@@ -253,6 +258,7 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         TypeError
             ``classes`` not declared (``None``) or of mixed kinds; ``class_weight`` not a dict.
         """
+        refuse_fit_params(type(self).__name__, fit_params)
         X_in = X
         X = check_array(X, "X")
         n = X.shape[0]

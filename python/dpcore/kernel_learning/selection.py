@@ -127,7 +127,7 @@ from sklearn.base import BaseEstimator
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.labels import check_classes, default_classes, encode_binary_labels
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale, refuse_fit_params
 from dpcore.kernel_learning._model import check_in_domain
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
@@ -559,8 +559,9 @@ class PrivateGridSearch(BaseEstimator):
             out += [dict(zip(keys, vals)) for vals in itertools.product(*(g[k] for k in keys))]
         return out
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
+        refuse_fit_params(type(self).__name__, fit_params)
 
         # -- everything public (and X's shape/domain/labels: refusing out-of-domain input is covered, the bounds
         #    are declared) is validated and calibrated here, before anything is charged

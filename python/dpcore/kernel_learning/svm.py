@@ -71,6 +71,7 @@ from dpcore._internal.validation import (
 )
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params, check_kernel_domain, fused_predict
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
+from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
@@ -149,7 +150,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         )
         return lam, tol, cache_size, max_iter, name, gamma, degree, coef0
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit the kernel ERM on ``(X, y)`` and certify the result.
 
         Parameters
@@ -159,6 +160,10 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Labels, each one of the declared ``classes``; ``classes_[1]`` is mapped to ``+1``.
             Any subset of ``classes`` (including a single class) is accepted.
+
+        **fit_params
+            Refused with a ``TypeError`` naming them (``sample_weight`` is not supported: per-record
+            weights change the sensitivity; see ``class_weight``).
 
         Returns
         -------
@@ -174,6 +179,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         TypeError
             ``class_weight`` neither ``None``, ``"balanced"`` nor a dict, or a non-numeric weight.
         """
+        refuse_fit_params(type(self).__name__, fit_params)
         X_in = X
         X = check_array(X, "X")
         # The label set is declared (``classes``), never read off the data: a training set with

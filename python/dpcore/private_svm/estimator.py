@@ -107,7 +107,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -129,6 +129,7 @@ from dpcore._internal.validation import (
 )
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
+from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, Self
 from dpcore._internal.progress import check_verbose, progress_bar
 
@@ -653,7 +654,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
                      "random_features_", "dp_event_"):
             self.__dict__.pop(attr, None)
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit and release the private SVM.
 
         Validates everything, draws the public RFF weights, computes the public calibration, charges
@@ -677,6 +678,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         >>> clf.coef_.shape, clf.privacy_.calibration
         ((100,), 'tight')
         """
+        refuse_fit_params(type(self).__name__, fit_params)
         X_in = X
         check_verbose(self.verbose)
         with progress_bar(self.verbose, total=3, desc="PrivateSVM", unit="stage") as bar:
