@@ -178,10 +178,10 @@ class PrivatePipeline(Pipeline):
     ...     dpcore.ObjectivePerturbation(data_norm=1.0, classes=(0, 1), random_state=0),
     ...     epsilon=1.0, delta=1e-6, weights=(1, 3))
     >>> _ = pipe.fit(X, y)
-    >>> pipe.budget_split_
+    >>> [(name, eps, float(f"{delta:.6g}")) for name, eps, delta in pipe.budget_split_]   # δ on the budget grid
     [('standardscaler', 0.25, 0.0), ('objectiveperturbation', 0.75, 1e-06)]
-    >>> pipe.accountant_.remaining(), bool(pipe.score(X, y) > 0.9)
-    ((0.0, 0.0), True)
+    >>> [round(v, 12) for v in pipe.accountant_.remaining()], bool(pipe.score(X, y) > 0.9)
+    ([0.0, 0.0], True)
     """
 
     def __init__(self, steps: List[Tuple[str, Any]], *, epsilon: float = 1.0, delta: float = 0.0,
@@ -317,8 +317,8 @@ def make_private_pipeline(*steps: Any, epsilon: float, delta: float = 0.0, weigh
     ...     StandardScaler(bounds=(-30, 30), random_state=0), RowNormClipper(1.0, scale=0.5),
     ...     dpcore.ObjectivePerturbation(data_norm=1.0, classes=(0, 1), random_state=0),
     ...     epsilon=1.0, delta=1e-6, accountant=acc).fit(X, y)
-    >>> type(pipe.dp_event_).__name__, len(pipe.dp_event_.events), acc.remaining()
-    ('ComposedDpEvent', 3, (0.0, 0.0))
+    >>> type(pipe.dp_event_).__name__, len(pipe.dp_event_.events), [round(v, 12) for v in acc.remaining()]
+    ('ComposedDpEvent', 3, [0.0, 0.0])
     """
     base = make_pipeline(*steps, memory=memory, verbose=verbose)
     return PrivatePipeline(base.steps, epsilon=epsilon, delta=delta, weights=weights, accountant=accountant,
