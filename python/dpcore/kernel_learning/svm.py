@@ -193,12 +193,17 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
         # like the fit of this data: drop every fitted attribute before solving.
         self._reset_fitted()
-        bar = progress_bar(self.verbose, desc=type(self).__name__, unit="upd", unit_scale=True)
+        # hinge: an iteration is a coordinate update (with an active set, shrinking); logistic
+        # (Newton-CG): one product with the kernel matrix, no active set
+        hinge = self._loss == "hinge"
+        bar = progress_bar(self.verbose, desc=type(self).__name__ + ("" if hinge else " kernel products"),
+                           unit="upd" if hinge else "Kv", unit_scale=True)
 
         def progress(it, gap, exact, active):
             bar.update(it - bar.n)
             kind = "exact gap" if exact else "gap~"
-            bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}), active {active}", refresh=False)
+            tail = f", active {active}" if hinge else ""
+            bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}){tail}", refresh=False)
 
         try:
             res = _core.erm_fit(
