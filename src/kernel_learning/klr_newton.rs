@@ -155,16 +155,16 @@ impl<'x> Ops<'x> {
     ) -> Option<Self> {
         let n = x.nrows();
         let nn = (n as u128) * (n as u128);
-        let wide = nn * 8 <= cache_bytes as u128;
-        let narrow = !wide && nn * 4 <= cache_bytes as u128;
+        // within the budget and within the memory the machine can give now (the memory cap rules
+        // of crate::alloc: never ask the allocator for more than memory_limit_bytes); a refused
+        // allocation falls back to the next path (f32 Gram, then fused products)
+        let limit = crate::alloc::memory_limit_bytes().ok().flatten().map(u128::from);
+        let fits = |bytes: u128| bytes <= cache_bytes as u128 && limit.is_none_or(|l| bytes <= l);
         let mut g64: Vec<f64> = Vec::new();
         let mut g32: Vec<f32> = Vec::new();
+        let wide = fits(nn * 8) && g64.try_reserve_exact(n * n).is_ok();
+        let narrow = !wide && fits(nn * 4) && g32.try_reserve_exact(n * n).is_ok();
         if wide || narrow {
-            if wide {
-                g64.reserve_exact(n * n);
-            } else {
-                g32.reserve_exact(n * n);
-            }
             let mut r0 = 0;
             while r0 < n {
                 let r1 = (r0 + BATCH_ROWS).min(n);
@@ -932,7 +932,7 @@ mod tests {
         let n = 600usize;
         let s = y.mapv(|v| if v > 0.0 { 10.0 } else { 1.0 });
         let k = Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap();
-        for c in [0.01, 1.0] {
+        for c in [0.1, 1.0] {
             for w in [None, Some(&s)] {
                 let lam = 1.0 / (c * n as f64);
                 let o = ErmOptions { lam, tol: 1e-8, max_iter: 1, cache_bytes: 8 * n * 40, shrinking: true };
@@ -945,7 +945,7 @@ mod tests {
                     Cancel::never(),
                 )
                 .unwrap();
-                assert!(sol.cert.gap < 0.05 * cold.gap, "C {c}: warm {} cold {}", sol.cert.gap, cold.gap);
+                assert!(sol.cert.gap < 0.01 * cold.gap, "C {c}: warm {} cold {}", sol.cert.gap, cold.gap);
             }
         }
     }
@@ -961,7 +961,7 @@ mod tests {
         let k = Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap();
         for c in [0.01, 1.0] {
             let lam = 1.0 / (c * n as f64);
-            let o = ErmOptions { lam, tol: 1e-9, max_iter: 100_000, cache_bytes: 4 * n * n, shrinking: true };
+            let o = ErmOptions { lam, tol: 1e-8, max_iter: 100_000, cache_bytes: 4 * n * n, shrinking: true };
             let narrow = fit_s(&x, &y, Some(&s), &k, &o);
             let wide = fit_s(&x, &y, Some(&s), &k, &ErmOptions { cache_bytes: 8 * n * n, ..o });
             assert!(narrow.converged && wide.converged);
@@ -984,7 +984,8 @@ mod tests {
         // plus the float slack
         let last = sol.history[sol.history.len() - 2].1;
         assert!(sol.cert.gap >= last && sol.cert.gap <= last * 1.01 + 1e-9);
-        for after in [1u32, 3, 6] {
+        // (exact checks always call the hook: the warm start's, then one per Newton step)
+        for after in [1u32, 2, 3] {
             let mut calls = 0u32;
             let mut hook = |_: &Progress| {
                 calls += 1;
