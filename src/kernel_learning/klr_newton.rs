@@ -28,6 +28,21 @@
 //! a pivoted (incomplete) Cholesky factor `K ≈ L Lᵀ` with `r ≤ 400` greedy pivots (Harbrecht,
 //! Peters & Schneider 2012), `r` kernel rows and `O(n r²)` work, computed once.
 //!
+//! # Warm start
+//!
+//! The pivoted Cholesky factor gives a Nyström model `K ≈ L Lᵀ` (`r` columns) whose logistic
+//! regression is `r`-dimensional: `min_w Σ_i s_i log(1 + e^{−(Φw)_i}) + ½‖w‖²` with `Φ = C^{½}
+//! diag(y) L` (substitute `w = C^{½} Lᵀ diag(y) v` in `Ψ`). It is solved by damped Newton with no
+//! kernel product (`O(n r²)` per step: its Hessian `I + ΦᵀWΦ` is the preconditioner's `r × r`
+//! system), and the iteration starts from its dual candidate `a₀ = s σ(−Φ w*)`: one product gives
+//! `Q̃ a₀`, the exact gap of `a₀` (checked like every other candidate) and the exact state `(u, v) =
+//! (Q̃ a₀, a₀)`. Measured (Adult, n = 20,000, C = 0.01, class weights 1:10): the gap of the first
+//! candidate is 5e-3 instead of ~10, and the solve takes 12 products instead of 39.
+//!
+//! The CG forcing term uses the smaller of the candidate's gap and the iterate's own primal–dual
+//! gap `Ψ(v)/n − D(best dual point)/n` (`u = Q̃ v` exact): after a good start the candidate `s σ(−u)`
+//! can be far worse than `v`, and a loose solve would waste the start.
+//!
 //! # Dual point and certificate
 //!
 //! Every Newton iteration starts with an exact check: the dual candidate `a = s ∘ σ(−u)` (with `b
@@ -47,9 +62,15 @@
 //!
 //! # Kernel products
 //!
-//! When the Gram matrix fits the cache budget it is computed once, in `f64` (`8 n²` bytes) or
-//! else `f32` (`4 n²` bytes), and every product is a parallel dense matrix–vector product
-//! (exact checks use the `f32` Gram never: they take the fused engine). Otherwise every product
+//! When the Gram matrix fits the cache budget (and the memory the machine can give now,
+//! [`crate::alloc::memory_limit_bytes`]; a refused allocation takes the next path) it is computed
+//! once, in `f64` (`8 n²` bytes) or else `f32` (`4 n²` bytes), and every product is a parallel
+//! dense matrix–vector product. Exact checks use the `f32` Gram never: with it, each candidate's
+//! gap is first *estimated* from the `f32` product (which also gives the Newton right-hand side),
+//! and only when the estimate is below the stopping target is the candidate checked exactly by
+//! the fused engine; if that check fails, the exact product is the right-hand side. (The error of
+//! the `f32` fixed point is `O(ε_f32)` in `Q̃ a`, so its true gap is `O(ε_f32²)`: one exact check
+//! normally ends the solve.) Otherwise every product
 //! is computed by the fused tiled engine
 //! ([`kernel_matvecs_cancellable`](crate::kernels::evaluation::kernel_matvecs_cancellable),
 //! `O(n)` extra memory) in batches of 1024 rows, with the progress / cancellation hook polled
@@ -59,8 +80,10 @@
 //!
 //! An *iteration* of this solver (`n_iter`, `max_iter`) is one product with the kernel matrix
 //! (`n²` kernel evaluations): each exact check and each conjugate-gradient step. The pivoted
-//! Cholesky factor (`r ≤ 400` kernel rows) is not counted. With `max_iter` reached the last
-//! exactly checked dual point is returned.
+//! Cholesky factor (`r ≤ 400` kernel rows) and the warm start are not counted; `f32` products
+//! are. With `max_iter` reached the last checked dual point is returned (the last exactly checked
+//! one without an `f32` Gram; with it, possibly an estimated one): its certificate is computed
+//! afterwards as always.
 //!
 //! Deterministic: every product has fixed blocks and summation order, the pivots depend on the
 //! data only.
@@ -444,12 +467,6 @@ impl Precond {
     }
 }
 
-fn trace(a: std::fmt::Arguments<'_>) {
-    if std::env::var_os("DPCORE_KLR_TRACE").is_some() {
-        eprintln!("[klr] {a}");
-    }
-}
-
 fn dotv(a: &[f64], b: &[f64]) -> f64 {
     dot8(a, b)
 }
@@ -527,7 +544,7 @@ fn nystrom_start(
         let mut step = grad.clone();
         hess.solve_small(&mut step);
         let dec = dotv(&grad, &step); // squared Newton decrement: 2 × the predicted decrease
-        if !(dec > 2.0 * tol * n as f64) {
+        if dec.is_nan() || dec <= 2.0 * tol * n as f64 {
             break;
         }
         let mut tt = 1.0;
@@ -588,7 +605,6 @@ pub(crate) fn solve(
     let done = |a: Vec<f64>, b: Vec<f64>, iter: u64, history: Vec<(u64, f64)>| -> SolverOut {
         (ndarray::Array1::from_vec(a), Some(ndarray::Array1::from_vec(b)), iter, history)
     };
-    let t0 = std::time::Instant::now();
     let Some(ops) = Ops::new(x, kernel, y, opts.cache_bytes, ticker) else {
         return done(best_a, best_b, iter, history);
     };
@@ -596,12 +612,9 @@ pub(crate) fn solve(
     // products with an f32 Gram are not exact: the checks are estimated first (loop below)
     let narrow = matches!(ops.gram, Gram::F32(_));
     let r_max = MAX_PIVOTS.min(n).min((opts.cache_bytes / (16 * n.max(1))).max(32));
-    trace(format_args!("ops gram={} {:.2}s", ops.has_gram(), t0.elapsed().as_secs_f64()));
-    let t0 = std::time::Instant::now();
     let Some(lt) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
         return done(best_a, best_b, iter, history);
     };
-    trace(format_args!("pivots {} {:.2}s", lt.nrows(), t0.elapsed().as_secs_f64()));
     // the n-scaled dual objective Σ s H(a/s) − ½ aᵀ Q̃ a of a dual point with q = Q̃ a: the best
     // one seen bounds the primal suboptimality of the iterate, Ψ(v) − best (forcing term below)
     let dual_of = |a: &[f64], b: &[f64], q: &[f64]| -> f64 {
@@ -624,11 +637,9 @@ pub(crate) fn solve(
     let mut gap: f64;
     // warm start: the dual candidate of the Nyström optimum, checked exactly; its product makes
     // the state (u, v) = (Q̃ a₀, a₀) exact
-    let t_ny = std::time::Instant::now();
     let Some(f0) = nystrom_start(&lt, y, sw, c, opts.tol, ticker) else {
         return done(best_a, best_b, iter, history);
     };
-    trace(format_args!("nystrom r={} {:.2}s", lt.nrows(), t_ny.elapsed().as_secs_f64()));
     {
         let (a0, b0) = half(&f0);
         let Some(prods) =
@@ -643,7 +654,6 @@ pub(crate) fn solve(
         if !narrow {
             history.push((iter, gap));
         }
-        trace(format_args!("warm gap {gap:.3e}"));
         v = a0.clone();
         u = ka;
         best_a = a0;
@@ -679,7 +689,6 @@ pub(crate) fn solve(
             };
             iter += 1;
             ka = prods[0].iter().map(|v| c * v).collect();
-            trace(format_args!("estimated gap {gap:.3e}"));
             gap = gap_of(&a, &b, &ka);
             exact = true;
         }
@@ -713,11 +722,7 @@ pub(crate) fn solve(
         let sq: Vec<f64> = wdiag.iter().map(|w| w.sqrt()).collect();
         let rhs: Vec<f64> = sq.iter().zip(&kg).map(|(s, k)| s * k).collect();
         let tvec: Vec<f64> = sq.iter().zip(y).map(|(s, yi)| c.sqrt() * s * yi).collect();
-        let t0 = std::time::Instant::now();
         let pre = Precond::new(&lt, &tvec);
-        trace(format_args!("precond {:.2}s", t0.elapsed().as_secs_f64()));
-        let t0 = std::time::Instant::now();
-        let it0 = iter;
         // forcing term from the smaller of the candidate's gap and the iterate's primal-dual gap
         // Ψ(v)/n − best dual/n: after a good (warm) start the candidate a = s σ(−u) can be much
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
@@ -770,11 +775,6 @@ pub(crate) fn solve(
                 p[i] = pz[i] + beta_cg * p[i];
             }
         }
-        trace(format_args!(
-            "newton gap {gap:.3e} pd {pd:.3e} eta {eta:.1e} cg {} {:.2}s",
-            iter - it0,
-            t0.elapsed().as_secs_f64()
-        ));
         if stopped {
             break;
         }
