@@ -67,7 +67,9 @@ def main(argv=None):
     p.add_argument("--C", nargs="+", type=float, default=[0.003, 0.01, 0.06, 1.0])
     p.add_argument("--weights", choices=["none", "pos10", "both"], default="none")
     p.add_argument("--tol", type=float, default=1e-8)
-    p.add_argument("--cache", type=float, default=200.0, help="cache_size in MB (both solvers)")
+    p.add_argument("--cache", type=lambda v: v if v == "auto" else float(v), default="auto",
+                   help='cache_size in MB or "auto" (the default: 200 MB for the hinge, the float32 Gram up to 2 GiB '
+                        'for the logistic loss), both solvers')
     p.add_argument("--logistic-max-iter", type=int, default=None)
     p.add_argument("--skip-hinge", action="store_true")
     p.add_argument("--sklearn", action="store_true", help="also time scikit-learn on the explicit kernel")
@@ -82,7 +84,7 @@ def main(argv=None):
     rows = []
     cws = {"none": [None], "pos10": [{-1: 1.0, 1: 10.0}], "both": [None, {-1: 1.0, 1: 10.0}]}[args.weights]
     print(f"dpcore {dpcore.__version__}; rbf gamma=1, intercept_scaling default, tol={args.tol:g}, "
-          f"cache {args.cache:g} MB")
+          f"cache_size={args.cache!r}")
     hdr = (f"{'data':8s} {'n':>6s} {'C':>6s} {'cw':>5s} | {'hinge s':>8s} {'gap':>8s} | {'logistic s':>10s} "
            f"{'gap':>8s} {'iters':>9s} {'conv':>5s} | {'log/hinge':>9s}"
            + (f" | {'before s':>9s} {'iters':>6s} {'log/hinge':>9s}" if args.before else "")
