@@ -193,3 +193,16 @@ def test_tqdm_only_through_the_helper():
             if any(m.split(".")[0] == "tqdm" for m in mods):
                 offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []
+
+
+def test_logistic_bar_counts_kernel_products_not_coordinate_updates(capsys):
+    # the logistic solver's iterations are kernel matrix-vector products (Newton-CG), not coordinate
+    # updates: its bar says so and shows no "active set" (the hinge solver's shrinking)
+    X, y = _data()
+    dpcore.KernelLogisticRegression(lam=0.05, gamma=1.0, tol=1e-8, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "KernelLogisticRegression" in err and "kernel products" in err
+    assert "upd" not in err and "active" not in err
+    dpcore.KernelSVM(lam=0.05, gamma=1.0, tol=1e-8, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "KernelSVM" in err and "upd" in err

@@ -259,6 +259,7 @@ def test_certificate_property(n, d, seed, lam_exp, loss, kern):
         (dict(tol=0.0), "tol"),
         (dict(max_iter=0), "max_iter"),
         (dict(cache_size=-1), "cache_size"),
+        (dict(cache_size="big"), "cache_size"),
         (dict(kernel="sigmoid"), "kernel"),
         (dict(gamma=-1.0), "gamma"),
         (dict(kernel="poly", degree=0), "degree"),
@@ -485,3 +486,20 @@ def test_verbose_progress_bar(capsys, caplog):
     out = capsys.readouterr()
     assert out.out == "" and "KernelLogisticRegression" in out.err and est.converged_
     assert "exact duality gap" in caplog.text
+
+
+def test_logistic_cache_size_auto_holds_the_float32_gram(caplog):
+    # cache_size="auto" (the default) gives the logistic solver the float32 Gram matrix beyond the old
+    # 200 MB default (4 n**2 bytes up to 2 GiB): n = 8000 needs 512 MB in float64, 256 MB in float32
+    assert KernelLogisticRegression().cache_size == "auto" and KernelSVM().cache_size == "auto"
+    X, y = make_data(8000, 2, 21)
+    paths = {}
+    for cache in ("auto", 200.0):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="dpcore.kernel_learning.svm"):
+            m = KernelLogisticRegression(lam=1.0 / 80.0, gamma=1.0, tol=1e-8, cache_size=cache).fit(X, y)
+        assert m.converged_
+        paths[cache] = ("full Gram" in caplog.text, m.decision_function(X[:50]))
+    assert paths["auto"][0] and not paths[200.0][0]
+    # same problem, certified on both paths
+    np.testing.assert_allclose(paths["auto"][1], paths[200.0][1], atol=1e-3)
