@@ -28,9 +28,9 @@ from dpcore.kernel_learning.gp import auto_lam
 from dpcore.kernel_learning.gp_service import GPService, GPServiceCalibration
 from dpcore.kernel_learning.selection import PrivateGridSearch, SelectionPrivacy
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
-from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL
+from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL, multiclass_auto_lam
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "KernelRelease", "PINP", "PINPCalibration", "TDDL",
            "TDDLCalibration", "TDIL", "TDILCalibration", "auto_lam", "GPService", "GPServiceCalibration",
            "PrivateGridSearch", "SelectionPrivacy", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
-           "MulticlassCalibration"]
+           "MulticlassCalibration", "multiclass_auto_lam"]
