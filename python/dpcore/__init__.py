@@ -59,6 +59,7 @@ from dpcore.kernel_learning import (
     PrivateGridSearch,
 )
 from dpcore.kernel_learning import MulticlassKernelLogisticRegression, MulticlassTDDL
+from dpcore.kernel_learning import MulticlassGPService, multiclass_auto_lam
 from dpcore.glm import ObjectivePerturbation, OutputPerturbation, PrivateFTRL, SimplexERM
 from dpcore.private_svm import PrivateSVM
 
@@ -74,6 +75,7 @@ __all__ = [
     "BudgetAccountant", "KernelSVM", "KernelLogisticRegression", "PINP", "TDDL", "TDIL", "KernelRelease",
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",
     "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
+    "MulticlassGPService", "multiclass_auto_lam",
     # exceptions
     "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
     "ConvergenceError", "SimplexCertificationError",

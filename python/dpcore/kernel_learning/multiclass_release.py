@@ -65,6 +65,19 @@ __all__ = ["MulticlassTDDL", "MulticlassCalibration", "multiclass_gp_calibration
 _RESIDUAL_SHARE = 1e-3
 
 
+def check_multiclass_tol(model, *, w_max: float, r_phi_sq: float, lam: float, n_classes: int) -> None:
+    """Refuse (public check, before any charge) a ``model.tol`` below twice the float floor of the multi-class
+    certificate on the declared domain (``src/kernel_learning/multiclass.rs``): the kernel-sum slack
+    ``2·KERNEL_SUM_REL_ERROR·w²R²/λ`` and the scalar slack ``γ_{4K+16}·(3|z| + log K + 1)·w``, ``|z| ≤ √2 w R²/λ``."""
+    zmax = math.sqrt(2.0) * w_max * r_phi_sq / lam
+    floor = 2.0 * KERNEL_SUM_REL_ERROR * w_max * w_max * r_phi_sq / lam + gamma_k(4 * n_classes + 16) * w_max * (
+        3.0 * zmax + math.log(n_classes) + 1.0)
+    tol = getattr(model, "tol", None)
+    if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < 2.0 * floor:
+        raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
+                         f"declared domain (float floor {floor:.3g}); refit with tol >= {2.0 * floor:.3g}")
+
+
 def multiclass_auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
                         gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0,
                         n_features: Optional[int] = None, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
@@ -284,15 +297,7 @@ class MulticlassTDDL:
         n, lam, K = int(m.n_samples_fit_), float(m.lam), mu.shape[1]
         w_max = float(m.lipschitz_) / math.sqrt(2.0)  # lipschitz_ = √2·max_k w_k
         L = math.sqrt(2.0) * w_max
-        # the public float floor of the multi-class certificate (src/kernel_learning/multiclass.rs): the kernel-sum
-        # slack 2·KERNEL_SUM_REL_ERROR·w²R²/λ and the scalar slack γ_{4K+16}·(3|z| + log K + 1)·w, |z| ≤ √2 w R²/λ
-        zmax = math.sqrt(2.0) * w_max * r2 / lam
-        floor = 2.0 * KERNEL_SUM_REL_ERROR * w_max * w_max * r2 / lam + gamma_k(4 * K + 16) * w_max * (
-            3.0 * zmax + math.log(K) + 1.0)
-        tol = getattr(m, "tol", None)
-        if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < 2.0 * floor:
-            raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
-                             f"declared domain (float floor {floor:.3g}); refit with tol >= {2.0 * floor:.3g}")
+        check_multiclass_tol(m, w_max=w_max, r_phi_sq=r2, lam=lam, n_classes=K)
         err = public_error_bound(m, lam, "MulticlassTDDL", r_phi_sq=r2, lipschitz=L)
         l1 = np.abs(mu).sum(axis=0)
         if not np.all(l1 <= (w_max / lam) * (1.0 + 1e-9)):
