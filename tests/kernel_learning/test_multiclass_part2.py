@@ -183,3 +183,119 @@ def test_service_validation_before_any_charge(three_blobs, tmp_path):
         s.calibrate_prior(0.3, X[:5])
     with pytest.raises(ValueError, match="durable"):
         MulticlassGPService.load(str(tmp_path / "s.json"), m)
+
+
+# ---------------------------------------------------------------- item 3: the private multinomial linear model
+from dpcore import MulticlassOutputPerturbation  # noqa: E402
+from dpcore.accounting.calibrate import gaussian_sigma_analytic  # noqa: E402
+from dpcore.mechanisms.noise import grid_release  # noqa: E402
+
+
+@pytest.mark.parametrize("loss", ["multinomial", "ovr"])
+def test_linear_replace_one_sensitivity_bound_holds(loss):
+    """||W*_D − W*_D'||_F ≤ 2 L R'/(λn) on adversarial neighbours (L = √2 multinomial, √K one-vs-rest)."""
+    rng = np.random.default_rng(7)
+    n, d, K, lam, b = 25, 3, 4, 0.3, 0.5
+    worst = 0.0
+    for trial in range(20):
+        X = rng.normal(size=(n, d))
+        X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+        y = rng.integers(0, K, size=n)
+        X2, y2 = X.copy(), y.copy()
+        X2[-1] = -X[-1] / np.linalg.norm(X[-1])
+        y2[-1] = (y[-1] + 1 + trial % (K - 1)) % K
+        est = MulticlassOutputPerturbation(1.0, 1e-6, lam=lam, data_norm=1.0, classes=list(range(K)), loss=loss,
+                                           tol=1e-12)
+        sol = []
+        for A, t in ((X, y), (X2, y2)):
+            At = np.hstack([A, np.full((n, 1), b)])
+            W, g, _ = est._solve(At, t, K, lam, 1e-12)
+            assert g <= 1e-11
+            sol.append(W)
+        L = math.sqrt(2.0) if loss == "multinomial" else math.sqrt(K)
+        bound = 2 * L * math.sqrt(1 + b * b) / (lam * n)
+        ratio = float(np.linalg.norm(sol[0] - sol[1])) / bound
+        assert ratio <= 1.0
+        worst = max(worst, ratio)
+    assert worst > 0.05  # the bound is not vacuous on these pairs
+
+
+def test_linear_calibration_and_ovr_is_sqrt_k_over_2_times_multinomial():
+    X = np.array([[0.5, 0.0], [-0.5, 0.0], [0.0, 0.5], [0.0, -0.5]])
+    y = [0, 1, 2, 3]
+    kw = dict(lam=0.1, data_norm=1.0, classes=[0, 1, 2, 3], random_state=0)
+    m = MulticlassOutputPerturbation(1.0, 1e-6, **kw).fit(X, y).privacy_
+    o = MulticlassOutputPerturbation(1.0, 1e-6, loss="ovr", **kw).fit(X, y).privacy_
+    Rp = math.sqrt(1.25)
+    assert m.sensitivity == pytest.approx(2 * math.sqrt(2) * Rp / (0.1 * 4) + 2 * m.residual_bound, rel=1e-9)
+    assert m.residual_bound < 1e-3 * m.sensitivity
+    assert m.noise_scale == pytest.approx(gaussian_sigma_analytic(m.sensitivity, 1.0, 1e-6), rel=1e-9)
+    assert o.noise_scale / m.noise_scale == pytest.approx(math.sqrt(4 / 2), rel=1e-3)
+    # the joint OvR release's σ is √K × the binary one (L = 1), not K × (the ε/K split is worse still)
+
+
+def test_ovr_rows_are_the_binary_logistic_solutions():
+    """The joint one-vs-rest objective is separable: row k is binary logistic regression 'k vs rest'."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-0.5, 0.5, size=(200, 2))
+    y = rng.integers(0, 3, size=200)
+    lam, n = 0.05, 200
+    est = MulticlassOutputPerturbation(1.0, 1e-6, lam=lam, data_norm=1.0, classes=[0, 1, 2], loss="ovr", tol=1e-10)
+    Xt = np.hstack([X, np.full((n, 1), 0.5)])
+    W, _, _ = est._solve(Xt, y, 3, lam, 1e-10)
+    for k in range(3):
+        sk = LogisticRegression(C=1.0 / (lam * n), fit_intercept=False, tol=1e-12, max_iter=10000)
+        sk.fit(Xt, np.where(y == k, 1, 0))
+        np.testing.assert_allclose(W[k], sk.coef_[0], atol=1e-5)
+
+
+class _BinarySensitivityLinear(MulticlassOutputPerturbation):
+    _sensitivity_factor = 1.0 / math.sqrt(2.0)
+
+
+def test_linear_release_audit_catches_binary_sensitivity():
+    """Audit of calibration + exact release on two fitted matrices at Frobenius distance exactly Δ (the sensitivity
+    bound is checked on real neighbours above); a copy calibrated with L = 1 (no √2) is refuted."""
+    n_train, d, K = 50, 2, 3
+
+    def sampler_for(cls):
+        def sampler(W, n, seed):
+            est = cls(1.0, 1e-5, lam=1.0, data_norm=1.0, classes=list(range(K)))
+            est._calibrate(n_train, d, K)
+            return np.asarray(grid_release(W.ravel(), est._plan, seed, n_samples=n)).reshape(n, -1)
+        return sampler
+
+    est = MulticlassOutputPerturbation(1.0, 1e-5, lam=1.0, data_norm=1.0, classes=list(range(K)))
+    cal = est._calibrate(n_train, d, K)
+    u = np.zeros(K * (d + 1))
+    u[0], u[d + 1] = 1 / math.sqrt(2), -1 / math.sqrt(2)
+    WA = np.zeros(K * (d + 1))
+    WB = WA - cal.sensitivity * u
+    thresholds = cal.noise_scale * np.linspace(0.0, 4.0, 17) - 0.5 * cal.sensitivity
+    res = audit(sampler_for(MulticlassOutputPerturbation), WA, WB, n_samples=4_000_000, direction=u,
+                thresholds=thresholds, delta=1e-5, random_state=11)
+    res.assert_private(1.0)
+    broken = audit(sampler_for(_BinarySensitivityLinear), WA, WB, n_samples=4_000_000, direction=u,
+                   thresholds=thresholds, delta=1e-5, random_state=12)
+    assert broken.epsilon_lower_bound > 1.0, str(broken)
+
+
+def test_linear_validation_before_any_charge():
+    X = np.array([[0.5, 0.0], [-0.5, 0.0], [0.0, 0.5]])
+    y = [0, 1, 2]
+    acc = dpcore.BudgetAccountant(1.0, 1e-5)
+    base = dict(epsilon=1.0, delta=1e-6, lam=0.1, data_norm=1.0, classes=[0, 1, 2], accountant=acc)
+    for kw, match in ((dict(epsilon=0.0), "epsilon"), (dict(delta=0.0), "delta"), (dict(lam=-1.0), "lam"),
+                      (dict(data_norm=0.1), "data_norm"), (dict(loss="hinge"), "loss"), (dict(tol=-1.0), "tol"),
+                      (dict(intercept_scaling=0.0), "intercept_scaling"), (dict(max_iter=0), "max_iter"),
+                      (dict(classes=[0, 1]), "y")):
+        with pytest.raises(ValueError, match=match):
+            MulticlassOutputPerturbation(**(base | kw)).fit(X, y)
+    with pytest.raises(ValueError, match="X"):
+        MulticlassOutputPerturbation(**base).fit(np.array([[np.nan, 0.0]] * 3), y)
+    assert acc.spent[0] == 0.0
+    m = MulticlassOutputPerturbation(**(base | dict(data_norm=0.1, clip=True, random_state=0))).fit(X, y)
+    assert acc.spent[0] > 0.0 and m.predict_proba(X).shape == (3, 3)
+    np.testing.assert_allclose(m.predict_proba(X).sum(axis=1), 1.0)
