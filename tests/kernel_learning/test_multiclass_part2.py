@@ -161,7 +161,6 @@ def test_service_validation_before_any_charge(three_blobs, tmp_path):
     acc = dpcore.BudgetAccountant(1.0, 1e-5)
     for kw, match, exc in ((dict(epsilon=0.0), "epsilon", ValueError), (dict(delta=0.0), "delta", ValueError),
                            (dict(data_norm=-1.0), "data_norm", ValueError),
-                           (dict(state_path=str(tmp_path / "s.json")), "state_path", ValueError),
                            (dict(max_exact_queries=0), "max_exact_queries", ValueError)):
         args = dict(epsilon=1.0, delta=1e-6, data_norm=1.0, accountant=acc) | kw
         with pytest.raises(exc, match=match):
@@ -175,14 +174,57 @@ def test_service_validation_before_any_charge(three_blobs, tmp_path):
     with pytest.raises(ValueError, match="X_fit_|outside|norm"):  # training rows outside the declared ball
         MulticlassGPService(m, 1.0, 1e-6, data_norm=0.1, accountant=acc)
     assert acc.spent[0] == 0.0
-    assert not (tmp_path / "s.json").exists()
     s = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0)
     with pytest.raises(ValueError, match="X"):
         s.predict(np.full((2, 2), 5.0))
     with pytest.raises(NotImplementedError):
         s.calibrate_prior(0.3, X[:5])
-    with pytest.raises(ValueError, match="durable"):
-        MulticlassGPService.load(str(tmp_path / "s.json"), m)
+
+
+def test_service_durable_state_roundtrip_and_refusals(three_blobs, tmp_path):
+    m, X, y = three_blobs
+    path = str(tmp_path / "k.json")
+    acc = dpcore.BudgetAccountant(5.0, 1e-5)
+    s = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, max_exact_queries=200, state_path=path, random_state=4,
+                            accountant=acc)
+    a = s.predict(X[:30])
+    b = s.predict(X[30:50])
+    seq = s.state_seq
+    s.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        s.predict(X[:2])
+    r = MulticlassGPService.load(path, m, min_seq=seq, accountant=acc)
+    np.testing.assert_array_equal(r.predict(X[:30]), a)      # the stored answers
+    np.testing.assert_array_equal(r.predict(X[30:50]), b)
+    c = r.predict(X[50:60])                                  # the path continues
+    assert c.shape == (10, 3) and r.n_distinct == 60
+    r.close()
+    # a different model is refused (keyed fingerprint); a binary service cannot load a K-class state
+    m2 = MulticlassKernelLogisticRegression(lam=m.lam * 2, gamma=2.0, classes=["a", "b", "c"], tol=1e-7).fit(X, y)
+    with pytest.raises(ValueError):
+        MulticlassGPService.load(path, m2)
+    svm = dpcore.KernelSVM(lam=0.1, gamma=2.0, tol=1e-8).fit(X[:100], np.where(X[:100, 0] > 0, 1, -1))
+    with pytest.raises(dpcore.exceptions.StateAuthenticationError, match="another kind of state"):
+        dpcore.GPService.load(path, svm)
+    # an edited answer is refused (unauthenticated state: the answer check itself catches it)
+    upath = str(tmp_path / "u.json")
+    u = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, state_path=upath,
+                            state_key="unauthenticated", random_state=5)
+    u.predict(X[:5])
+    u.close()
+    import base64
+    import json
+    doc = json.loads(open(upath).read())
+    body = doc if "answers" in doc else doc.get("doc", doc)
+    ans = np.frombuffer(base64.b64decode(body["answers"]), dtype="<f8").copy()
+    ans[4] += 10.0
+    body["answers"] = base64.b64encode(ans.astype("<f8").tobytes()).decode()
+    from dpcore._internal.state import checksum
+    doc = {k: v for k, v in doc.items() if k != "checksum"}
+    doc["checksum"] = checksum(doc)  # a forger who recomputes the unkeyed checksum
+    open(upath, "w").write(json.dumps(doc, sort_keys=True))
+    with pytest.raises(dpcore.exceptions.StateAuthenticationError, match="edited answers"):
+        MulticlassGPService.load(upath, m, state_key="unauthenticated")
 
 
 # ---------------------------------------------------------------- item 3: the private multinomial linear model

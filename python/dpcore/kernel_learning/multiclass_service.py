@@ -29,9 +29,11 @@ exact stage-1 values on the noise-only event ``||ξ_k|| ≤ sqrt(T_max) + 40`` f
 ``≥ 1 − K e^{−800}``, checked before anything is released), so the ``T_max × K`` residual is ``≤ √K ρ`` and
 the stage-2 exact grid release uses L2 sensitivity ``2√K ρ`` with ``μ₂ = 10⁻³ μ`` (``μ₁² + μ₂² ≤ μ²``).
 
-Durable state (``state_path``) is not offered yet for ``K`` classes: the constructor refuses it (use
-:class:`dpcore.GPService` on a binary model for a durable service). The class-prior remedy
-(``calibrate_prior``) is binary-only as well.
+Durable state (``state_path``, :meth:`load`) exactly as :class:`dpcore.GPService` (sealed, locked, rollback-
+checked; the factor rebuilt bit for bit; every stored answer checked against the model, the factor and the
+normals), with the ``t × K`` normals and answers and its own state format (a binary state is never loaded as a
+K-class one, nor the reverse). **The state file is as secret as the training data.** The class-prior remedy
+(``calibrate_prior``) is binary-only.
 """
 
 from __future__ import annotations
@@ -47,16 +49,15 @@ from scipy import linalg
 from dpcore import _core
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.progress import check_verbose, progress_bar
-from dpcore._internal.sealing import KEYFILE
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
-from dpcore.exceptions import NotFittedError
+from dpcore.exceptions import NotFittedError, StateAuthenticationError
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, check_in_domain, kernel_eval_error, prediction_fp_bound, public_error_bound,
+    RADIUS_TOL, SLACK, check_in_domain, kernel_eval_error, prediction_fp_bound, public_error_bound, unb64,
 )
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
 from dpcore.kernel_learning.gp_service import (
-    _RESIDUAL_MU_SHARE, GPService, GPServiceCalibration, _jitter,
+    _ANSWER_CHECK_SDS, _RESIDUAL_MU_SHARE, GPService, GPServiceCalibration, _jitter,
 )
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
 from dpcore.kernel_learning.multiclass_release import check_multiclass_tol
@@ -66,6 +67,8 @@ from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
 logger = logging.getLogger(__name__)
 
 __all__ = ["MulticlassGPService", "MulticlassGPServiceCalibration"]
+
+_STATE_FORMAT_K = "dpcore.gp_service.multiclass.state/1"
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,9 @@ class MulticlassGPService(GPService):
         Ridge of the posterior-mean phase (default ``1e-6·R_φ'² + τ``).
     clip : bool, default False
         Project queries outside the ball onto it instead of raising ``ValueError``.
-    state_path : None
-        Must be ``None``: durable state is not offered for K classes yet (``ValueError`` otherwise).
+    state_path, state_backend, state_key : optional
+        Durable state, as :class:`dpcore.GPService` (resume with :meth:`load`). **The state file is as secret as
+        the training data** (it holds the exact normals next to the answers).
     verbose : bool or int, default=False
         Progress bar of :meth:`predict` (queries of the batch); curator only.
     random_state : None, int or ChaChaRng
@@ -137,17 +141,9 @@ class MulticlassGPService(GPService):
     True
     """
 
-    def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
-                 state_path=None, state_backend="auto", state_key=KEYFILE, verbose: bool | int = False,
-                 random_state=None, accountant=None) -> None:
-        if state_path is not None:
-            raise ValueError("state_path: MulticlassGPService has no durable state yet (K noise paths); use an "
-                             "in-memory service (state_path=None), or GPService on a binary model for a durable one")
-        super().__init__(model, epsilon, delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
-                         ridge=ridge, clip=clip, state_path=None, state_backend=state_backend, state_key=state_key,
-                         verbose=verbose, random_state=random_state, accountant=accountant)
-
     _WHO = "MulticlassGPService"
+    #: A K-class state is never loaded as a binary one (nor the reverse).
+    _STATE_FORMAT = _STATE_FORMAT_K
 
     # ------------------------------------------------------------------ setup and calibration
     def _setup(self, model, params: dict, random_state) -> None:
@@ -209,7 +205,7 @@ class MulticlassGPService(GPService):
         self._rng = check_random_state(random_state)
         self.classes_ = np.asarray(m.classes_)
         self._K = K
-        self._info = dict(X=X, mu=mu, n=n, lam=lam, L=L, kernel=k)
+        self._info = dict(X=X, mu=mu, n=n, lam=lam, L=L, kernel=k, w_err=float(m.w_error_bound_))
         self._radius, self._kernel, self._e_k, self._r2 = r, k, e_k, r2
         self._params = dict(params, epsilon=epsilon, delta=delta, data_norm=r, max_exact_queries=T_max,
                             ridge=params["ridge"])
@@ -313,6 +309,8 @@ class MulticlassGPService(GPService):
         """
         X = self._check_queries(X)
         with self._lock:
+            if getattr(self, "_closed", False):
+                raise RuntimeError("this MulticlassGPService was closed")
             keys = [row.tobytes() for row in X]
             new, seen = [], set()
             for i, kb in enumerate(keys):
@@ -382,17 +380,46 @@ class MulticlassGPService(GPService):
         raise NotImplementedError("MulticlassGPService.calibrate_prior: the class-prior remedy is binary-only for "
                                   "now (GPService.calibrate_prior)")
 
-    @classmethod
-    def load(cls, state_path, model, **kwargs):
-        """Not offered: a K-class service has no durable state yet (the constructor refuses ``state_path``).
-
-        Raises
-        ------
-        ValueError
-            Always.
-        """
-        raise ValueError("MulticlassGPService.load: K-class services have no durable state yet (state_path is "
-                         "refused at construction)")
+    # ------------------------------------------------------------------ persistence (as GPService, K columns)
+    def _rebuild(self, doc: dict, where: str) -> None:
+        """Re-derive the K paths from a loaded document, validating every field (:meth:`load`)."""
+        c, d, K = self.privacy_, self._info["X"].shape[1], self._K
+        if doc.get("dim") != d:
+            raise StateAuthenticationError(f"{where}: stored dim {doc.get('dim')!r} is not the model's {d}")
+        batches = doc.get("batches")
+        if (not isinstance(batches, list) or len(batches) > c.max_exact_queries
+                or not all(type(m) is int and m > 0 for m in batches) or sum(batches) > c.max_exact_queries):
+            raise StateAuthenticationError(f"{where}: stored batches are invalid")
+        t = sum(batches)
+        Q = unb64(doc.get("points"), "points")
+        xi, y = unb64(doc.get("xi"), "xi"), unb64(doc.get("answers"), "answers")
+        if Q.size != t * d or xi.size != t * K or y.size != t * K:
+            raise StateAuthenticationError(f"{where}: stored points/xi/answers do not match the batches ({t} points, "
+                                           f"{K} classes)")
+        Q, xi, y = Q.reshape(t, d), xi.reshape(t, K), y.reshape(t, K)
+        if not (np.isfinite(Q).all() and np.isfinite(xi).all() and np.isfinite(y).all()):
+            raise StateAuthenticationError(f"{where}: stored points/xi/answers must be finite")
+        check_in_domain(Q, self._radius, "stored points", clip=False, what="stored point(s)")
+        try:
+            self._check_xi(xi)
+        except RuntimeError:
+            raise StateAuthenticationError(f"{where}: stored normals exceed their public bound") from None
+        start = 0
+        for m in batches:
+            P = Q[start:start + m]
+            L21, L22 = self._extend_factor(P)
+            self._append(P, L21, L22, xi[start:start + m], y[start:start + m])
+            start += m
+        if self._factor_hash() != doc.get("factor_sha256"):
+            raise ValueError("the factor recomputed on this machine differs from the one that produced the stored "
+                             "answers (different LAPACK/BLAS bits); refusing to continue the path")
+        if t:  # every answer is the model's value plus σ·(L̂ξ) plus the stage-2 grid noise (sd σ₂, public bound)
+            gap = np.abs(y - (self._values(Q) + c.noise_scale * (self._L @ xi)))
+            bound = 2.0 * c.residual_bound + _ANSWER_CHECK_SDS * c.residual_sigma \
+                + 2.0 * math.ldexp(1.0, c.residual_grid_exponent)
+            if not np.all(gap <= bound):
+                raise StateAuthenticationError(f"{where}: {int(np.sum(~(gap <= bound)))} stored answer(s) do not "
+                                               "match the model, the factor and the normals (edited answers)")
 
     def __repr__(self) -> str:
         c = self.privacy_
