@@ -341,3 +341,21 @@ def test_linear_validation_before_any_charge():
     m = MulticlassOutputPerturbation(**(base | dict(data_norm=0.1, clip=True, random_state=0))).fit(X, y)
     assert acc.spent[0] > 0.0 and m.predict_proba(X).shape == (3, 3)
     np.testing.assert_allclose(m.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_linear_sklearn_check_estimator_k3():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from dpcore._internal.tags import LABEL_CHECKS, RELEASE_CHECKS, RELEASE_CLASSIFIER_CHECKS
+    from dpcore.kernel_learning.multiclass import MULTICLASS_EXPECTED_FAILED_CHECKS
+
+    est = MulticlassOutputPerturbation(1.0, 1e-5, lam=0.1, data_norm=1.0, clip=True, classes=[0, 1, 2],
+                                       random_state=0)
+    expected = {**LABEL_CHECKS, **MULTICLASS_EXPECTED_FAILED_CHECKS, **RELEASE_CHECKS, **RELEASE_CLASSIFIER_CHECKS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_estimator(est, expected_failed_checks=expected, on_fail=None)
+    failed = {r["check_name"] for r in res if r["status"] == "failed"}
+    assert failed == set(), failed

@@ -59,13 +59,14 @@ from typing import Any, Optional
 import numpy as np
 from scipy import optimize
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import ClassifierTags
 
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import LIBM_LN_ULPS, NUMPY_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose
 from dpcore._internal.types import ArrayLike, NDArray, Self
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_rows
 from dpcore.exceptions import ConvergenceError, NotFittedError
 from dpcore.glm._data import project_rows
 from dpcore.glm._solver import _cg, _norm
@@ -179,7 +180,6 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         Released intercepts (``b ×`` the released intercept weights).
     privacy_ : MulticlassGLMPrivacy
     dp_event_ : the Gaussian event charged.
-    n_iter_ : int
     n_features_in_ : int
 
     Examples
@@ -220,6 +220,12 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- calibration (public numbers only) -------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags = ClassifierTags(multi_class=True, poor_score=True)
+        tags.target_tags.required = True
+        return tags
+
     def _calibrate(self, n: int, d: int, K: int) -> MulticlassGLMPrivacy:
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta, allow_zero=False)
@@ -354,7 +360,7 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         X = np.asarray(project_rows(np.asarray(X, dtype=np.float64), data_norm=float(self.data_norm),
                                     clip=bool(self.clip)), dtype=np.float64)
         Xt = np.hstack([X, np.full((n, 1), self._b)]) if self.fit_intercept else np.ascontiguousarray(X)
-        for attr in ("coef_", "intercept_", "classes_", "privacy_", "dp_event_", "n_iter_"):
+        for attr in ("coef_", "intercept_", "classes_", "privacy_", "dp_event_"):
             self.__dict__.pop(attr, None)
         rng = check_random_state(self.random_state)
         self.dp_event_ = self._plan.dp_event()
@@ -369,14 +375,13 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
                                    f"{g_cert:.3e} (tol {cal.tol:.3e}), ||W|| = {w_norm:.4g} (public bound "
                                    f"{cal.w_norm_bound:.4g}); increase max_iter or tol")
         Wr = np.asarray(grid_release(np.ascontiguousarray(W).ravel(), self._plan, rng)).reshape(W.shape)
-        logger.info("MulticlassOutputPerturbation: n=%d K=%d loss=%s, %d iterations, gradient %.2e, sigma %.4g",
+        logger.debug("MulticlassOutputPerturbation: n=%d K=%d loss=%s, %d iterations, gradient %.2e, sigma %.4g",
                     n, K, cal.loss, n_iter, g_cert, cal.noise_scale)
         self.classes_ = classes_
         self.n_features_in_ = d
         self.coef_ = Wr[:, :d]
         self.intercept_ = Wr[:, d] * self._b if self.fit_intercept else np.zeros(K)
-        self.privacy_ = cal
-        self.n_iter_ = n_iter
+        self.privacy_ = cal  # no n_iter_: the iteration count depends on the data and is not covered by the proof
         return self
 
     # -- post-processing -------------------------------------------------------------------------
@@ -384,12 +389,13 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         """Released scores ``X coef_ᵀ + intercept_`` of shape ``(m, K)``."""
         if not hasattr(self, "coef_"):
             raise NotFittedError("MulticlassOutputPerturbation: call fit(X, y) first")
-        X = check_array(X, "X", n_features=self.n_features_in_)
+        X = check_array(check_rows(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__), "X")
         return np.asarray(X, dtype=np.float64) @ self.coef_.T + self.intercept_
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
         """The class with the largest released score."""
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        f = self.decision_function(X)
+        return self.classes_[np.argmax(f, axis=1)]
 
     def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]:
         """``softmax`` of the released scores (multinomial loss; for ``"ovr"`` the normalised sigmoids)."""
