@@ -359,3 +359,14 @@ def test_linear_sklearn_check_estimator_k3():
         res = check_estimator(est, expected_failed_checks=expected, on_fail=None)
     failed = {r["check_name"] for r in res if r["status"] == "failed"}
     assert failed == set(), failed
+
+
+def test_linear_pickle_roundtrip():
+    import pickle
+
+    X = np.array([[0.5, 0.0], [-0.5, 0.0], [0.0, 0.5], [0.1, 0.1]])
+    y = [0, 1, 2, 0]
+    m = MulticlassOutputPerturbation(1.0, 1e-6, lam=0.1, data_norm=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    r = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(r.decision_function(X), m.decision_function(X))
+    assert not hasattr(m, "n_iter_")
