@@ -11,6 +11,7 @@ import pytest
 import dpcore
 from dpcore.kernel_learning.gp import auto_lam
 from dpcore.kernel_learning.multiclass_release import multiclass_auto_lam, multiclass_gp_calibration
+from dpcore import MulticlassGPService, MulticlassKernelLogisticRegression
 
 
 # ---------------------------------------------------------------- item 1: the auto λ rule with L = √2
@@ -43,6 +44,32 @@ def test_multiclass_auto_lam_validates_by_name():
         n, e, d = args.pop("n_samples"), args.pop("epsilon"), args.pop("delta")
         with pytest.raises(ValueError, match=match):
             multiclass_auto_lam(n, e, d, **args)
+
+
+def test_min_tol_keeps_the_solver_term_small_and_is_enforced():
+    """At 2 × multiclass_min_tol the solver term 2 sqrt(2 tol/λ) is < 5 % of 2√2 R'/(λn) on Letter-26's auto λ
+    (tol = 1e-6 made it 62 % at ε = 1); a model below the minimum is refused before any charge."""
+    from dpcore.kernel_learning.multiclass_release import multiclass_min_tol
+
+    for eps in (0.5, 1.0, 2.0, 5.0):
+        lam = multiclass_auto_lam(16_000, eps, 1e-6, data_norm=1.0)
+        tol = 2 * multiclass_min_tol(lam, 26, 1.25)
+        main = 2 * math.sqrt(2) * math.sqrt(1.25) / (lam * 16_000)
+        assert 2 * math.sqrt(2 * tol / lam) < 0.05 * main
+        assert 2 * math.sqrt(2 * 1e-6 / lam) > 0.25 * main
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(50, 2))
+    y = rng.integers(0, 3, size=50)
+    t_min = multiclass_min_tol(0.01, 3, 1.25)
+    m = MulticlassKernelLogisticRegression(lam=0.01, classes=[0, 1, 2], tol=0.5 * t_min).fit(X, y)
+    acc = dpcore.BudgetAccountant(1.0, 1e-5)
+    with pytest.raises(ValueError, match="model.tol"):
+        dpcore.MulticlassTDDL(m, 1.0, 1e-6, data_norm=1.0, accountant=acc).fit(X[:3])
+    with pytest.raises(ValueError, match="model.tol"):
+        MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, accountant=acc)
+    assert acc.spent[0] == 0.0
+    with pytest.raises(ValueError, match="lam"):
+        multiclass_min_tol(0.0, 3, 1.0)
 
 
 # ---------------------------------------------------------------- item 2: MulticlassGPService

@@ -29,10 +29,10 @@ from dpcore.kernel_learning.gp import auto_lam
 from dpcore.kernel_learning.gp_service import GPService, GPServiceCalibration
 from dpcore.kernel_learning.selection import PrivateGridSearch, SelectionPrivacy
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
-from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL, multiclass_auto_lam
+from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL, multiclass_auto_lam, multiclass_min_tol
 from dpcore.kernel_learning.multiclass_service import MulticlassGPService, MulticlassGPServiceCalibration
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "KernelRelease", "PINP", "PINPCalibration", "TDDL",
            "TDDLCalibration", "TDIL", "TDILCalibration", "auto_lam", "GPService", "GPServiceCalibration",
            "PrivateGridSearch", "SelectionPrivacy", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
-           "MulticlassCalibration", "multiclass_auto_lam", "MulticlassGPService", "MulticlassGPServiceCalibration"]
+           "MulticlassCalibration", "multiclass_auto_lam", "multiclass_min_tol", "MulticlassGPService", "MulticlassGPServiceCalibration"]

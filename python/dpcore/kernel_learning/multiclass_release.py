@@ -59,23 +59,49 @@ from dpcore.mechanisms.noise import check_random_state, gaussian_plan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MulticlassTDDL", "MulticlassCalibration", "multiclass_gp_calibration", "multiclass_auto_lam"]
+__all__ = ["MulticlassTDDL", "MulticlassCalibration", "multiclass_gp_calibration", "multiclass_auto_lam",
+           "multiclass_min_tol"]
 
 #: Share of (ε, δ) given to the exact stage-2 release that covers the float residual (as TDDL's GP release).
 _RESIDUAL_SHARE = 1e-3
 
 
-def check_multiclass_tol(model, *, w_max: float, r_phi_sq: float, lam: float, n_classes: int) -> None:
-    """Refuse (public check, before any charge) a ``model.tol`` below twice the float floor of the multi-class
-    certificate on the declared domain (``src/kernel_learning/multiclass.rs``): the kernel-sum slack
-    ``2·KERNEL_SUM_REL_ERROR·w²R²/λ`` and the scalar slack ``γ_{4K+16}·(3|z| + log K + 1)·w``, ``|z| ≤ √2 w R²/λ``."""
-    zmax = math.sqrt(2.0) * w_max * r_phi_sq / lam
-    floor = 2.0 * KERNEL_SUM_REL_ERROR * w_max * w_max * r_phi_sq / lam + gamma_k(4 * n_classes + 16) * w_max * (
+def multiclass_min_tol(lam: float, n_classes: int, r_phi_sq: float, *, max_class_weight: float = 1.0) -> float:
+    """The smallest public ``tol`` a K-class release accepts: twice the float floor of the certificate.
+
+    The floor (``src/kernel_learning/multiclass.rs``) is the kernel-sum slack ``2·KERNEL_SUM_REL_ERROR·w²R²/λ`` plus
+    the scalar slack ``γ_{4K+16}·(3|z| + log K + 1)·w`` with ``|z| ≤ √2 w R²/λ`` (``R² = R_φ'²``, ``w`` the largest
+    class weight). The releases add ``2 sqrt(2 tol/λ)`` to the sensitivity ``2√2 w R_φ'/(λn)``, so ``tol`` should be
+    small — a few times this value (public numbers only) — rather than a round default: at ``tol = 10⁻⁶`` and
+    the auto λ of Letter-26 the solver term nearly doubles the sensitivity.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.multiclass_release import multiclass_auto_lam, multiclass_min_tol
+    >>> lam = multiclass_auto_lam(16_000, 1.0, 1e-6, data_norm=1.0)
+    >>> t = multiclass_min_tol(lam, 26, 1.25)
+    >>> 1e-10 < t < 1e-8
+    True
+    """
+    lam = check_positive(lam, "lam")
+    r2 = check_positive(r_phi_sq, "r_phi_sq")
+    w = check_max_class_weight(max_class_weight)
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    zmax = math.sqrt(2.0) * w * r2 / lam
+    floor = 2.0 * KERNEL_SUM_REL_ERROR * w * w * r2 / lam + gamma_k(4 * int(n_classes) + 16) * w * (
         3.0 * zmax + math.log(n_classes) + 1.0)
+    return 2.0 * floor
+
+
+def check_multiclass_tol(model, *, w_max: float, r_phi_sq: float, lam: float, n_classes: int) -> None:
+    """Refuse (public check, before any charge) a ``model.tol`` below :func:`multiclass_min_tol` on the declared
+    domain."""
+    t_min = multiclass_min_tol(lam, n_classes, r_phi_sq, max_class_weight=max(1.0, w_max))
     tol = getattr(model, "tol", None)
-    if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < 2.0 * floor:
+    if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < t_min:
         raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
-                         f"declared domain (float floor {floor:.3g}); refit with tol >= {2.0 * floor:.3g}")
+                         f"declared domain (float floor {t_min / 2:.3g}); refit with tol >= {t_min:.3g}")
 
 
 def multiclass_auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
