@@ -59,7 +59,9 @@ from dpcore.kernel_learning import (
     PrivateGridSearch,
 )
 from dpcore.kernel_learning import MulticlassKernelLogisticRegression, MulticlassTDDL
+from dpcore.kernel_learning import MulticlassGPService, multiclass_auto_lam
 from dpcore.glm import ObjectivePerturbation, OutputPerturbation, PrivateFTRL, SimplexERM
+from dpcore.glm import MulticlassOutputPerturbation
 from dpcore.private_svm import PrivateSVM
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "BudgetAccountant", "KernelSVM", "KernelLogisticRegression", "PINP", "TDDL", "TDIL", "KernelRelease",
     "GPService", "PrivateGridSearch", "OutputPerturbation", "ObjectivePerturbation", "SimplexERM",
     "PrivateFTRL", "RandomFourierFeatures", "PrivateSVM", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
+    "MulticlassGPService", "multiclass_auto_lam", "MulticlassOutputPerturbation",
     # exceptions
     "DpcoreError", "BudgetError", "BudgetExceededError", "RestoredAccountantError", "PINPBudgetExhausted", "FTRLHorizonExceeded", "StateRollbackError",
     "ConvergenceError", "SimplexCertificationError",

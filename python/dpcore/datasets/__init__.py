@@ -26,7 +26,10 @@ Data attribution:
   https://doi.org/10.24432/C5XW20 — licensed under CC BY 4.0.
 * *Statlog (Shuttle)* [Dataset]. UCI Machine Learning Repository. https://doi.org/10.24432/C5WS31
   — licensed under CC BY 4.0 (anomaly-detection version: the CSV shipped in the PyPI package
-  ``river`` 0.26.1, bundled unmodified).
+  ``river`` 0.26.1, bundled unmodified). The 7-class version (``load_shuttle(..., binary=False)``):
+  the class column of those rows and the 8,903 rows of class 'High' they lack, extracted from
+  ``data/Shuttle.rda`` of the R package mlbench 2.1-3 (Debian ``r-cran-mlbench``; the same UCI data,
+  CC BY 4.0) by ``scripts/make_shuttle_classes.py`` (``shuttle_classes.csv.gz``, ``shuttle_high.csv.gz``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from dpcore.datasets import _adult_schema as _schema
 from dpcore.datasets._common import Bunch, check_subset as _check_subset, encoded_bunch
 from dpcore.datasets._letter import load_letter  # UCI Letter Recognition (Slate 1991, doi:10.24432/C5ZP40), CC BY 4.0
 from dpcore.datasets._shuttle import (
+    SHUTTLE_CLASSES,
     SHUTTLE_DESCRIPTION,
     SHUTTLE_FEATURES,
     SHUTTLE_NORM_BOUND,
@@ -76,6 +80,7 @@ __all__ = [
     "SHUTTLE_SPLIT_SEED",
     "SHUTTLE_TEST_FRACTION",
     "SHUTTLE_DESCRIPTION",
+    "SHUTTLE_CLASSES",
     "load_letter",
 ]
 

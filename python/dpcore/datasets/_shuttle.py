@@ -43,10 +43,19 @@ __all__ = [
     "SHUTTLE_SPLIT_SEED",
     "SHUTTLE_TEST_FRACTION",
     "SHUTTLE_DESCRIPTION",
+    "SHUTTLE_CLASSES",
 ]
 
 _FILE = "shuttle.csv.gz"
 _LABEL = "anomaly"
+#: The Statlog class of every row of _FILE (same order) and the 8,903 rows of class 'High' that _FILE lacks
+#: (built by scripts/make_shuttle_classes.py from mlbench's data/Shuttle.rda; provenance in SHUTTLE_DESCRIPTION).
+_CLASS_FILE = "shuttle_classes.csv.gz"
+_HIGH_FILE = "shuttle_high.csv.gz"
+
+#: The 7 declared classes of :func:`load_shuttle` with ``binary=False`` (mlbench's names of the Statlog classes
+#: 1..7: Rad Flow, Fpv Close, Fpv Open, High, Bypass, Bpv Close, Bpv Open), sorted.
+SHUTTLE_CLASSES: Tuple[str, ...] = ("Bpv.Close", "Bpv.Open", "Bypass", "Fpv.Close", "Fpv.Open", "High", "Rad.Flow")
 
 #: Attribute names as in the bundled CSV (the UCI attributes are unnamed numerical readings).
 SHUTTLE_FEATURES: Tuple[str, ...] = tuple(f"f{j}" for j in range(1, 10))
@@ -97,6 +106,15 @@ f6 -27000..16000, f7 -50..110, f8 -360..280, f9 -360..270; every value of the bu
 inside), centred at the midpoint and scaled to [-1, 1], and each row divided by sqrt(9) = 3 so that
 ||x||_2 <= 1 (data_norm = 1.0). Labels: anomaly -> +1, normal -> -1.
 
+Multi-class version (load_shuttle(..., binary=False)): the 7 Statlog classes on all 58,000 rows (the 49,097
+rows above plus the 8,903 rows of class 'High'): Rad.Flow 45,586, High 8,903, Bypass 3,267, Fpv.Open 171,
+Fpv.Close 50, Bpv.Open 13, Bpv.Close 10 (heavily imbalanced: report balanced accuracy and macro-F1). Its own
+fixed split: a permutation of the 58,000 rows by the same seed, first 46,400 "train", last 11,600 "test". The
+class column of the 49,097 rows (shuttle_classes.csv.gz) and the 'High' rows (shuttle_high.csv.gz) were
+extracted from data/Shuttle.rda of the R package mlbench 2.1-3 (Debian r-cran-mlbench 2.1-3-1; the same UCI
+data) by scripts/make_shuttle_classes.py, which checks that every bundled row has exactly one class there,
+that anomaly == (class != Rad.Flow), and that the union is the 58,000 (row, class) pairs of the RDA.
+
 Source: Statlog (Shuttle) [Dataset]. UCI Machine Learning Repository.
 https://doi.org/10.24432/C5WS31 (original data: NASA, donated by Jason Catlett).
 Licence: Creative Commons Attribution 4.0 International (CC BY 4.0). The file bundled with dpcore
@@ -127,6 +145,33 @@ def _read_file() -> Tuple[np.ndarray, np.ndarray]:
 
 def _rows(subset: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     return split_rows(*_read_file(), subset, seed=SHUTTLE_SPLIT_SEED, test_fraction=SHUTTLE_TEST_FRACTION)
+
+
+def _read_gz_lines(name: str) -> Tuple[str, str]:
+    raw = resources.files(__package__).joinpath("data", name).read_bytes()
+    header, _, body = gzip.decompress(raw).decode("ascii").partition("\n")
+    return header.strip(), body
+
+
+@functools.lru_cache(maxsize=None)
+def _read_multiclass() -> Tuple[np.ndarray, np.ndarray]:
+    """The 58,000 Statlog rows: (values (58000, 9) float64, class names (58000,)), the bundled rows first."""
+    values, anomaly = _read_file()
+    header, body = _read_gz_lines(_CLASS_FILE)
+    classes = np.array(body.split(), dtype=object)
+    if header != "class" or classes.shape[0] != values.shape[0] or not np.isin(classes, SHUTTLE_CLASSES).all():
+        raise ValueError(f"{_CLASS_FILE}: expected one declared class per row of {_FILE}")
+    if not np.array_equal(classes != "Rad.Flow", anomaly == 1):
+        raise ValueError(f"{_CLASS_FILE}: classes disagree with the anomaly flag of {_FILE}")
+    header, body = _read_gz_lines(_HIGH_FILE)
+    if header != ",".join(SHUTTLE_FEATURES):
+        raise ValueError(f"{_HIGH_FILE}: unexpected header {header!r}")
+    high = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.int64, ndmin=2).astype(np.float64)
+    X = np.vstack([values, high])
+    y = np.concatenate([classes, np.full(high.shape[0], "High", dtype=object)]).astype(str)
+    X.setflags(write=False)
+    y.setflags(write=False)
+    return X, y
 
 
 def load_shuttle_raw(subset: str = "train") -> "Bunch":
@@ -243,7 +288,8 @@ def encode_shuttle_labels(anomaly) -> np.ndarray:
     return np.where(a == 1, 1.0, -1.0)
 
 
-def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = True) -> "Bunch":
+def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = True,
+                 binary: bool = True) -> "Bunch":
     """Load UCI Statlog (Shuttle), encoded into the unit ball with public pre-processing.
 
     Parameters
@@ -260,12 +306,16 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
         Clip values to the declared ranges :data:`SHUTTLE_RANGES` (public pre-processing, see
         :func:`encode_shuttle`). With ``clip=False`` an out-of-range value raises (the bundled data
         lies inside the declared ranges, so both settings give the same result on it).
+    binary : bool, default=True
+        ``True``: the anomaly version (49,097 rows, class 'High' removed, anomaly = +1). ``False``: the 7
+        Statlog classes on all 58,000 rows (``y`` the class names, ``classes`` = :data:`SHUTTLE_CLASSES`), with
+        its own fixed split by the same seed (46,400 train, 11,600 test); provenance in the description.
 
     Returns
     -------
     Bunch
         ``X`` (n, 9) float64 with ``||x||_2 <= 1`` per row; ``y`` (n,) in ``{-1.0, +1.0}``
-        (anomaly = +1); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
+        (anomaly = +1), or the class names with ``binary=False`` (then also ``classes``); ``feature_names``; ``data_norm`` = 1.0 (the declared bound on ||x||_2);
         ``norm_bound`` = 3 (the public bound the rows were divided by); ``subset``;
         ``description`` (with licence and attribution).
 
@@ -275,11 +325,25 @@ def load_shuttle(subset: str = "train", *, as_frame: bool = False, clip: bool = 
     >>> data = load_shuttle("train")
     >>> data.X.shape, data.data_norm
     ((39278, 9), 1.0)
+    >>> seven = load_shuttle("test", binary=False)
+    >>> seven.X.shape, len(seven.classes), sorted(set(seven.y.tolist())) == list(seven.classes)
+    ((11600, 9), 7, True)
     """
     _check_subset(subset)
+    if not isinstance(binary, (bool, np.bool_)):
+        raise TypeError(f"binary must be a bool, got {binary!r}")
+    names = list(SHUTTLE_FEATURES)
+    if not binary:
+        values, classes, _ = split_rows(*_read_multiclass(), subset, seed=SHUTTLE_SPLIT_SEED,
+                                        test_fraction=SHUTTLE_TEST_FRACTION)
+        X = encode_shuttle(values, clip=clip)
+        out = encoded_bunch(X, np.asarray(classes).astype(str), names, label_name="class", as_frame=as_frame,
+                            data_norm=1.0, norm_bound=SHUTTLE_NORM_BOUND, subset=subset,
+                            description=SHUTTLE_DESCRIPTION)
+        out["classes"] = np.array(SHUTTLE_CLASSES)
+        return out
     values, labels, _ = _rows(subset)
     X = encode_shuttle(values, clip=clip)
     y = encode_shuttle_labels(labels)
-    names = list(SHUTTLE_FEATURES)
     return encoded_bunch(X, y, names, label_name="anomaly", as_frame=as_frame, data_norm=1.0,
                          norm_bound=SHUTTLE_NORM_BOUND, subset=subset, description=SHUTTLE_DESCRIPTION)

@@ -14,7 +14,8 @@ module             what (proof sketch in each module's docstring and in docs/pri
 ``gp_service``     :class:`GPService` — interactive, unlimited queries on one lazily sampled GP path
 ``selection``      :class:`PrivateGridSearch` — private selection of C / kernel parameters
 ``multiclass``     :class:`MulticlassKernelLogisticRegression` — certified K-class kernel model in ``H^K``;
-                   ``multiclass_release``: :class:`MulticlassTDDL`, the joint K-class GP release
+                   ``multiclass_release``: :class:`MulticlassTDDL`, the joint K-class GP release;
+                   ``multiclass_service``: :class:`MulticlassGPService`, unlimited K-class queries
 ``_model``         shared certified-model plumbing (public error bounds, persistence)
 =================  ==================================================================================
 """
@@ -28,9 +29,10 @@ from dpcore.kernel_learning.gp import auto_lam
 from dpcore.kernel_learning.gp_service import GPService, GPServiceCalibration
 from dpcore.kernel_learning.selection import PrivateGridSearch, SelectionPrivacy
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
-from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL
+from dpcore.kernel_learning.multiclass_release import MulticlassCalibration, MulticlassTDDL, multiclass_auto_lam, multiclass_min_tol
+from dpcore.kernel_learning.multiclass_service import MulticlassGPService, MulticlassGPServiceCalibration
 
 __all__ = ["KernelSVM", "KernelLogisticRegression", "KernelRelease", "PINP", "PINPCalibration", "TDDL",
            "TDDLCalibration", "TDIL", "TDILCalibration", "auto_lam", "GPService", "GPServiceCalibration",
            "PrivateGridSearch", "SelectionPrivacy", "MulticlassKernelLogisticRegression", "MulticlassTDDL",
-           "MulticlassCalibration"]
+           "MulticlassCalibration", "multiclass_auto_lam", "multiclass_min_tol", "MulticlassGPService", "MulticlassGPServiceCalibration"]

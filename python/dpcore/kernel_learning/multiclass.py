@@ -107,7 +107,10 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     lam : float, default=1e-3
-        Regularisation ``λ > 0``.
+        Regularisation ``λ > 0``. For a model that will be released privately (:class:`dpcore.MulticlassTDDL`,
+        :class:`dpcore.MulticlassGPService`) use the data-independent
+        :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam` ``(n, ε, δ, data_norm=...)``
+        (the binary ``auto_lam`` rule with ``L = √2``): the documented default of the multi-class releases.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel, as in :func:`dpcore.kernel_matrix`.
     gamma : float, optional

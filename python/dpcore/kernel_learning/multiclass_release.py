@@ -50,17 +50,109 @@ from dpcore.exceptions import NotFittedError
 from dpcore.kernel_learning._model import (
     RADIUS_TOL, SLACK, check_in_domain, kernel_eval_error, prediction_fp_bound, public_error_bound,
 )
-from dpcore.kernel_learning.gp import gp_factor, gp_noise, gp_residual_bound
-from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
+from dpcore._internal.class_weight import check_max_class_weight
+from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
+from dpcore.kernel_learning.gp import auto_lam, gp_factor, gp_noise, gp_residual_bound
+from dpcore.kernel_learning.multiclass import MULTINOMIAL_LIPSCHITZ, MulticlassKernelLogisticRegression
 from dpcore.kernels.evaluation import kernel_args
 from dpcore.mechanisms.noise import check_random_state, gaussian_plan
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MulticlassTDDL", "MulticlassCalibration", "multiclass_gp_calibration"]
+__all__ = ["MulticlassTDDL", "MulticlassCalibration", "multiclass_gp_calibration", "multiclass_auto_lam",
+           "multiclass_min_tol"]
 
 #: Share of (ε, δ) given to the exact stage-2 release that covers the float residual (as TDDL's GP release).
 _RESIDUAL_SHARE = 1e-3
+
+
+def multiclass_min_tol(lam: float, n_classes: int, r_phi_sq: float, *, max_class_weight: float = 1.0) -> float:
+    """The smallest public ``tol`` a K-class release accepts: twice the float floor of the certificate.
+
+    The floor (``src/kernel_learning/multiclass.rs``) is the kernel-sum slack ``2·KERNEL_SUM_REL_ERROR·w²R²/λ`` plus
+    the scalar slack ``γ_{4K+16}·(3|z| + log K + 1)·w`` with ``|z| ≤ √2 w R²/λ`` (``R² = R_φ'²``, ``w`` the largest
+    class weight). The releases add ``2 sqrt(2 tol/λ)`` to the sensitivity ``2√2 w R_φ'/(λn)``, so ``tol`` should be
+    small — a few times this value (public numbers only) — rather than a round default: at ``tol = 10⁻⁶`` and
+    the auto λ of Letter-26 the solver term nearly doubles the sensitivity.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.multiclass_release import multiclass_auto_lam, multiclass_min_tol
+    >>> lam = multiclass_auto_lam(16_000, 1.0, 1e-6, data_norm=1.0)
+    >>> t = multiclass_min_tol(lam, 26, 1.25)
+    >>> 1e-10 < t < 1e-8
+    True
+    """
+    lam = check_positive(lam, "lam")
+    r2 = check_positive(r_phi_sq, "r_phi_sq")
+    w = check_max_class_weight(max_class_weight)
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
+    zmax = math.sqrt(2.0) * w * r2 / lam
+    floor = 2.0 * KERNEL_SUM_REL_ERROR * w * w * r2 / lam + gamma_k(4 * int(n_classes) + 16) * w * (
+        3.0 * zmax + math.log(n_classes) + 1.0)
+    return 2.0 * floor
+
+
+def check_multiclass_tol(model, *, w_max: float, r_phi_sq: float, lam: float, n_classes: int) -> None:
+    """Refuse (public check, before any charge) a ``model.tol`` below :func:`multiclass_min_tol` on the declared
+    domain."""
+    t_min = multiclass_min_tol(lam, n_classes, r_phi_sq, max_class_weight=max(1.0, w_max))
+    tol = getattr(model, "tol", None)
+    if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < t_min:
+        raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
+                         f"declared domain (float floor {t_min / 2:.3g}); refit with tol >= {t_min:.3g}")
+
+
+def multiclass_auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, kernel: str = "rbf",
+                        gamma: Optional[float] = None, degree: int = 3, coef0: float = 1.0,
+                        n_features: Optional[int] = None, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
+                        max_class_weight: float = 1.0) -> float:
+    r"""The data-independent λ of a joint K-class GP release: :func:`~dpcore.kernel_learning.gp.auto_lam` with ``L = √2``.
+
+    The default λ for every multi-class kernel release (:class:`MulticlassTDDL`,
+    :class:`dpcore.MulticlassGPService`): the binary rule ``C = ρ μ(ε, δ)/(2 L R_φ'²)``, ``λ = 1/(nC)``, with the
+    multinomial loss's ``L = √2·max_k w_k`` (Lemma M1 of docs/privacy.md) and the shifted kernel's
+    ``R_φ'² = R_φ² + b²``. With it the per-class noise of the release at a point, ``σ R_φ' ≈ Δ R_φ'/μ =
+    2 L R_φ'² C/μ = ρ = 1/2``, is the same fraction of the unit margin as in the binary auto rule, whatever ``K``:
+    C is ``1/√2`` times the binary auto C. Depends only on public numbers (``n``, ``ε``, ``δ``, the declared
+    radius, the kernel and the declared weight cap), never on the data.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training rows (public under replace-one).
+    epsilon, delta : float
+        The release's privacy parameters.
+    data_norm : float
+        Declared bound on ``||x||``.
+    kernel, gamma, degree, coef0, n_features : as :func:`dpcore.kernel_learning.gp.auto_lam`
+    intercept_scaling : float, default=0.5
+        ``b`` of the model's regularised intercept (the default of
+        :class:`~dpcore.kernel_learning.multiclass.MulticlassKernelLogisticRegression`).
+    max_class_weight : float, default=1.0
+        The largest declared class weight ``max_k w_k`` of the model (1 without ``class_weight``): ``L = √2 w_max``.
+
+    Returns
+    -------
+    float
+        ``λ``; scikit-learn's ``C`` is ``1/(λ n)``.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.gp import auto_lam
+    >>> from dpcore.kernel_learning.multiclass_release import multiclass_auto_lam
+    >>> lam = multiclass_auto_lam(16_000, 1.0, 1e-6, data_norm=1.0)     # rbf, b = 0.5: R_φ'² = 1.25
+    >>> round(1.0 / (16_000 * lam), 4)                                 # C = ρ μ/(2 √2 · 1.25)
+    0.0335
+    >>> binary = auto_lam(16_000, 1.0, 1e-6, data_norm=1.0, intercept_scaling=0.5)
+    >>> round(lam / binary, 6)                                         # λ is √2 times the binary auto λ
+    1.414214
+    """
+    w_max = check_max_class_weight(max_class_weight)  # >= 1: an undeclared class has weight 1
+    return auto_lam(n_samples, epsilon, delta, data_norm=data_norm, kernel=kernel, gamma=gamma, degree=degree,
+                    coef0=coef0, n_features=n_features, lipschitz=MULTINOMIAL_LIPSCHITZ * w_max,
+                    intercept_scaling=intercept_scaling)
 
 
 @dataclass(frozen=True)
@@ -133,7 +225,8 @@ class MulticlassTDDL:
     Parameters
     ----------
     model : MulticlassKernelLogisticRegression
-        Fitted, with a public ``tol`` (its certificate must be within ``sqrt(2 tol/λ)``).
+        Fitted, with a public ``tol`` (its certificate must be within ``sqrt(2 tol/λ)``), at the default
+        ``lam = multiclass_auto_lam(n, ε, δ, data_norm=...)`` unless a λ was chosen on public grounds.
     epsilon, delta : float
         The release's privacy parameters (``δ > 0``).
     data_norm : float
@@ -230,15 +323,7 @@ class MulticlassTDDL:
         n, lam, K = int(m.n_samples_fit_), float(m.lam), mu.shape[1]
         w_max = float(m.lipschitz_) / math.sqrt(2.0)  # lipschitz_ = √2·max_k w_k
         L = math.sqrt(2.0) * w_max
-        # the public float floor of the multi-class certificate (src/kernel_learning/multiclass.rs): the kernel-sum
-        # slack 2·KERNEL_SUM_REL_ERROR·w²R²/λ and the scalar slack γ_{4K+16}·(3|z| + log K + 1)·w, |z| ≤ √2 w R²/λ
-        zmax = math.sqrt(2.0) * w_max * r2 / lam
-        floor = 2.0 * KERNEL_SUM_REL_ERROR * w_max * w_max * r2 / lam + gamma_k(4 * K + 16) * w_max * (
-            3.0 * zmax + math.log(K) + 1.0)
-        tol = getattr(m, "tol", None)
-        if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < 2.0 * floor:
-            raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
-                             f"declared domain (float floor {floor:.3g}); refit with tol >= {2.0 * floor:.3g}")
+        check_multiclass_tol(m, w_max=w_max, r_phi_sq=r2, lam=lam, n_classes=K)
         err = public_error_bound(m, lam, "MulticlassTDDL", r_phi_sq=r2, lipschitz=L)
         l1 = np.abs(mu).sum(axis=0)
         if not np.all(l1 <= (w_max / lam) * (1.0 + 1e-9)):
