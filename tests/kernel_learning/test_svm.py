@@ -461,7 +461,9 @@ def test_progress_callback_exception_abandons_the_solve(loss):
     # deterministic: the first exact gap check at the latest calls the hook
     assert len(calls) == 1
     it, gap, exact, active = calls[0]
-    assert it >= 1 and gap >= 0.0 and 1 <= active <= 400
+    # it = 0 is possible for the logistic loss: its warm start (the Nyström optimum) is checked exactly before any
+    # kernel product, and a loaded machine reaches the ~0.1 s poll there first
+    assert it >= (1 if loss == "hinge" else 0) and gap >= 0.0 and 1 <= active <= 400
 
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
