@@ -1,6 +1,6 @@
 """The main job: private kernel learning that works, on UCI Adult — ``python -m dpcore.demo``.
 
-One story, about a minute on 2 cores (``--quick``: a few seconds):
+One story, several minutes on 2 cores at full size (``--quick``: about 20 seconds):
 
 1. **The non-private kernel model.** A certified :class:`dpcore.KernelLogisticRegression` (rbf kernel γ = 1,
    the default regularised intercept b = 0.5) on n Adult training rows at a public λ = 1/(n·C), C = 0.01 — the
