@@ -39,11 +39,12 @@ Solvers (Rust core, ``src/kernel_learning/erm.rs``): greedy dual coordinate desc
 selection and LIBSVM-style shrinking for the hinge loss; for the logistic loss a damped Newton method on the primal
 (the mode of a Gaussian-process classifier, Rasmussen & Williams, GPML Algorithm 3.1) whose linear systems are
 solved by conjugate gradients with a pivoted-Cholesky (Nyström) preconditioner, one kernel matrix-vector product per
-CG step (``src/kernel_learning/klr_newton.rs``); the dual point ``a = w_{y_i} sigma(-u_i)`` of every Newton iterate is
-checked exactly. Hinge: kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept
+CG step (``src/kernel_learning/klr_newton.rs``), started from the exact optimum of the Nyström (pivoted-Cholesky)
+model (no kernel product); the dual point ``a = w_{y_i} sigma(-u_i)`` of every Newton iterate is checked. Hinge: kernel rows are computed on demand (sparse-aware: ``O(nnz(x_i) n)`` per row) and kept
 in an LRU cache of ``cache_size`` MB (all rows when the Gram matrix fits); rows are cached in float32 (as LIBSVM)
 and the gradient kept in float64. Logistic: the Gram matrix is held when it fits ``cache_size`` (float64, else
-float32 for the CG products only), otherwise every product is computed by the fused kernel engine without an
+float32: then the checks are estimated in float32 and made exact only to stop; ``cache_size="auto"`` makes room
+for the float32 Gram up to 2 GiB), otherwise every product is computed by the fused kernel engine without an
 ``n x n`` matrix. Every exact check and the final certificate recompute the decision values in float64 from the
 dual point.
 """
