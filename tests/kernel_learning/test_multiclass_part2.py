@@ -18,9 +18,12 @@ from dpcore import MulticlassGPService, MulticlassKernelLogisticRegression
 def test_multiclass_auto_lam_is_the_binary_rule_with_sqrt2():
     for eps in (0.5, 1.0, 2.0, 5.0):
         lam = multiclass_auto_lam(16_000, eps, 1e-6, data_norm=1.0)
-        ref = auto_lam(16_000, eps, 1e-6, data_norm=1.0, lipschitz=math.sqrt(2), intercept_scaling=0.5)
+        ref = auto_lam(16_000, eps, 1e-6, data_norm=1.0, lipschitz=math.sqrt(2), intercept_scaling=0.5,
+                       loss="multinomial")
         assert lam == ref
-        assert lam / auto_lam(16_000, eps, 1e-6, data_norm=1.0, intercept_scaling=0.5) == pytest.approx(math.sqrt(2))
+        # the K-class rule keeps the margin constant ρ = 1/2 (what the multi-class experiments measured)
+        binary = auto_lam(16_000, eps, 1e-6, data_norm=1.0, intercept_scaling=0.5, loss="hinge")
+        assert lam / binary == pytest.approx(math.sqrt(2))
     # declared class weights raise L to √2·w_max
     w = multiclass_auto_lam(1000, 1.0, 1e-6, data_norm=1.0, max_class_weight=3.0)
     assert w / multiclass_auto_lam(1000, 1.0, 1e-6, data_norm=1.0) == pytest.approx(3.0)

@@ -190,8 +190,8 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     intercept_scaling : float, default 0.5
         ``b`` of the regularised intercept (kernel ``K + b²``): ``R_φ'² = R_φ² + b²`` replaces ``R_φ²`` above.
         The default is the models' default (:data:`dpcore._internal.defaults.DEFAULT_INTERCEPT_SCALING`).
-    loss : {"logistic", "hinge"}, default "logistic"
-        The model's loss (its ρ above). ``"logistic"`` (:class:`dpcore.KernelLogisticRegression`) is the
+    loss : {"logistic", "hinge", "multinomial"}, default "logistic"
+        The model's loss (its ρ above; ``"multinomial"``: the K-class rule, ρ = 1/2). ``"logistic"`` (:class:`dpcore.KernelLogisticRegression`) is the
         recommended model for private releases (docs/choosing.md).
 
     Examples

@@ -145,14 +145,14 @@ def multiclass_auto_lam(n_samples: int, epsilon: float, delta: float, *, data_no
     >>> lam = multiclass_auto_lam(16_000, 1.0, 1e-6, data_norm=1.0)     # rbf, b = 0.5: R_φ'² = 1.25
     >>> round(1.0 / (16_000 * lam), 4)                                 # C = ρ μ/(2 √2 · 1.25)
     0.0335
-    >>> binary = auto_lam(16_000, 1.0, 1e-6, data_norm=1.0, intercept_scaling=0.5)
-    >>> round(lam / binary, 6)                                         # λ is √2 times the binary auto λ
+    >>> binary = auto_lam(16_000, 1.0, 1e-6, data_norm=1.0, intercept_scaling=0.5, loss="hinge")
+    >>> round(lam / binary, 6)                                         # λ is √2 times the binary (ρ = 1/2) auto λ
     1.414214
     """
     w_max = check_max_class_weight(max_class_weight)  # >= 1: an undeclared class has weight 1
     return auto_lam(n_samples, epsilon, delta, data_norm=data_norm, kernel=kernel, gamma=gamma, degree=degree,
                     coef0=coef0, n_features=n_features, lipschitz=MULTINOMIAL_LIPSCHITZ * w_max,
-                    intercept_scaling=intercept_scaling)
+                    intercept_scaling=intercept_scaling, loss="multinomial")
 
 
 @dataclass(frozen=True)
