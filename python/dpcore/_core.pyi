@@ -26,6 +26,8 @@ __all__ = [
     "fp_constants",
     "erm_fit",
     "erm_certificate",
+    "multiclass_fit",
+    "multiclass_certificate",
     "net_info",
     "net_count",
     "net_points",

@@ -72,7 +72,7 @@ def test_tight_calibration_numbers():
         dict(C=30.0 / 300, epsilon=1.0, kernel="linear", data_norm=1.0, loss="logistic", random_state=0),
     ]
     for kw in cases:
-        spec = PrivateSVM(**kw).fit(X, y)
+        spec = PrivateSVM(calibration="spec", **kw).fit(X, y)  # "tight" is the default (issue 25)
         tight = PrivateSVM(calibration="tight", **kw).fit(X, y)
         cs, ct = spec.privacy_, tight.privacy_
         assert cs.calibration == "spec" and ct.calibration == "tight"
