@@ -58,7 +58,7 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
-from dpcore._internal.defaults import AUTO_NOISE_RATIO, AUTO_NOISE_TO_MARGIN, DEFAULT_INTERCEPT_SCALING  # noqa: F401
+from dpcore._internal.defaults import AUTO_NOISE_RATIO, DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import RADIUS_TOL, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
