@@ -211,3 +211,40 @@ def test_scoring_and_candidates_are_validated_before_anything_is_charged():
     # the linear candidate's own domain and label checks run before the charge too
     _refused(ValueError, "X", X * 3.0, y, {"estimator": ["OutputPerturbation"]})
     _refused(ValueError, "y", X, np.where(y > 0, 2, -1), {"estimator": ["OutputPerturbation"]})
+
+
+def _imbalanced_linear_task(n, seed, d=10):
+    """Noisy linear labels, about 6 % positive: an unweighted private linear model predicts the majority."""
+    rng = np.random.default_rng(seed)
+    w = np.random.default_rng(98).normal(size=d)
+    w /= np.linalg.norm(w)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1)[:, None] * 1.0001
+    return X, np.where(X @ w + 0.15 * rng.normal(size=n) > 0.55, 1, -1)
+
+
+def test_linear_candidate_gets_the_prior_correction_of_the_class_weights():
+    """The linear candidate is trained unweighted; the public (here private-released) class weights shift its
+    decision values by log(w₊/w₋) — post-processing: AUC unchanged, balanced accuracy up (issue 23)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from dpcore.kernel_learning.selection import MappedLinearModel
+    X, y = _imbalanced_linear_task(4000, 0)
+    Z, Xt, yt = _imbalanced_linear_task(200, 1)[0], *_imbalanced_linear_task(4000, 2)
+    grid = [{"estimator": ["OutputPerturbation"], "lam": [1e-3]}]
+    kw = dict(Z=Z, data_norm=1.0, scoring="balanced_accuracy", random_state=0)
+    plain = PrivateGridSearch(grid, 4.0, 1e-6, **kw).fit(X, y)
+    g = PrivateGridSearch(grid, 4.0, 1e-6, class_weight="balanced", **kw).fit(X, y)
+    assert isinstance(plain.release_, dpcore.OutputPerturbation)
+    assert isinstance(g.release_, MappedLinearModel) and g.release_.feature_map is None
+    w = g.release_  # the offset is the prior correction of the weights the run released (public numbers)
+    glm = w.model
+    assert w.offset > 1.0  # ≈ log(94/6) ≈ 2.75 (weights capped at max_class_weight = 10)
+    np.testing.assert_allclose(w.decision_function(Xt), glm.decision_function(Xt) + w.offset)
+    np.testing.assert_array_equal(w.predict(Xt), np.where(glm.decision_function(Xt) + w.offset > 0, 1, -1))
+    assert w.score(Xt, yt) == pytest.approx(np.mean(w.predict(Xt) == yt))
+    assert balanced_accuracy_score(yt, plain.predict(Xt)) < 0.6
+    assert balanced_accuracy_score(yt, g.predict(Xt)) > 0.8
+    # a declared dict gives the same rule with its own weights
+    d = PrivateGridSearch(grid, 4.0, 1e-6, class_weight={-1: 1.0, 1: 4.0}, **kw).fit(X, y)
+    assert d.release_.offset == pytest.approx(math.log(4.0))

@@ -29,8 +29,13 @@ exactly ``Δ/σ``-GDP; it is calibrated at the same ``(ε_c, δ_c)`` point of th
 kernel releases, so ``Δ/σ ≤ μ_r`` (checked on its public calibration record) and a linear run (release, then its
 noisy score) is ``μ``-GDP like every other run: the composition above is unchanged.
 :class:`dpcore.ObjectivePerturbation` is refused as a candidate: its (ε, δ) guarantee is not a Gaussian-DP curve.
-Class weights (``class_weight``) and the class-prior threshold apply to the kernel candidates only (the linear
-model has its own intercept and no class weights). ``param_grid=None`` is data-independent: three
+Class weights (``class_weight``) and the class-prior threshold are trained into the kernel candidates. The linear
+candidate is trained unweighted (weights would multiply its Output-Gauss sensitivity by ``max_k w_k``); with class
+weights ``w`` (declared, or released privately as below) its decision values are shifted by the **prior
+correction** ``log(w₊/w₋)`` (King & Zeng 2001, Eq. 7: the intercept of a logistic model fitted with class
+weights ``w`` is, to first order, the unweighted one plus ``log(w₊/w₋)``; the slope is unchanged), a function of
+the public weights and the private release only, i.e. post-processing at no privacy cost. It moves the linear
+candidate's threshold (accuracy, balanced accuracy, ``predict``), never its AUC. ``param_grid=None`` is data-independent: three
 :class:`dpcore.KernelLogisticRegression` candidates at ``C = auto·{1/3, 1, 3}`` (the logistic loss's rule) plus
 **one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
 scaling 1), so that where a linear model is better the selection can pick it.
@@ -724,13 +729,22 @@ class PrivateGridSearch(BaseEstimator):
                                   label=f"PrivateGridSearch({m} candidates, {strategy}, {scoring})")
         logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d candidates (%s, %s)", epsilon,
                     delta, m, strategy, scoring)
+        released_weights = None
         if cw_balanced:  # ε_w-DP public weights (post-processing gives every kernel candidate the same dict)
-            weights = dict(private_class_weights(y, classes_.tolist(), cw_eps, max_class_weight=cw_max,
-                                                 random_state=rng))
+            weights = released_weights = dict(private_class_weights(y, classes_.tolist(), cw_eps,
+                                                                    max_class_weight=cw_max, random_state=rng))
             for c in cands:
                 if c.kind == "kernel":
                     c.params = dict(c.params, class_weight=weights, max_class_weight=cw_max)
         p_hat = private_proportion(y, positive, prior_eps, random_state=rng) if prior_eps > 0 else None
+
+        def linear_offset() -> float:
+            """``log(w₊/w₋)`` of the public class weights every kernel candidate is trained with (0 without)."""
+            cw = released_weights if cw_balanced else self.class_weight
+            if not isinstance(cw, dict):
+                return 0.0
+            w = resolve_class_weight(cw, classes_, None, max_class_weight=cw_max)[0]
+            return float(math.log(w[classes_[1].item()] / w[classes_[0].item()]))
         is_pos = y == positive
 
         def score_of(decision, predicted, rows_x):
@@ -755,9 +769,11 @@ class PrivateGridSearch(BaseEstimator):
             else:
                 glm = c.cls(**dict(c.params, random_state=rng)).fit(c.features, y)
                 _check_linear_gdp(glm.privacy_, mu_r)
-                dec = glm.decision_function(c.features) if scoring == "roc_auc" else None
-                pred = None if scoring == "roc_auc" else glm.predict(c.features)
-                release = glm if c.feature_map is None else MappedLinearModel(c.feature_map, glm)
+                shift = linear_offset()  # the prior correction of the public class weights (post-processing)
+                release = glm if c.feature_map is None and shift == 0.0 else MappedLinearModel(
+                    c.feature_map, glm, offset=shift)
+                dec = release.decision_function(X) if scoring == "roc_auc" else None
+                pred = None if scoring == "roc_auc" else release.predict(X)
             return _noisy_score(score_of(dec, pred, X), score_sigma, rng), release
 
         if strategy == "exhaustive":
@@ -918,31 +934,40 @@ def _check_linear_gdp(cal, mu_r: float) -> None:
 
 
 class MappedLinearModel:
-    """A selected linear candidate on a public feature map: ``model`` applied to ``feature_map.transform(X)``.
+    """A selected linear candidate: ``model`` applied to ``feature_map.transform(X)``, its decision values shifted
+    by ``offset``.
 
-    Both parts are public or private releases (the map's weights are drawn independently of the data).
+    Both parts are public or private releases (the map's weights are drawn independently of the data;
+    ``feature_map=None`` is the identity). ``offset`` is public (the prior correction ``log(w₊/w₋)`` of public class
+    weights, see :class:`PrivateGridSearch`): labels are ``classes_[1]`` where the shifted value is ``> 0``.
 
     Examples
     --------
     See :class:`PrivateGridSearch` (``release_`` when a linear candidate on random features is selected).
     """
 
-    def __init__(self, feature_map: Any, model: Any) -> None:
+    def __init__(self, feature_map: Any, model: Any, *, offset: float = 0.0) -> None:
         self.feature_map = feature_map
         self.model = model
+        self.offset = float(offset)
         self.classes_ = model.classes_
 
+    def _map(self, X: ArrayLike) -> Any:
+        return X if self.feature_map is None else self.feature_map.transform(X)
+
     def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
-        """Decision values of the linear model on the mapped rows."""
-        return np.asarray(self.model.decision_function(self.feature_map.transform(X)), dtype=np.float64)
+        """Decision values of the linear model on the mapped rows, plus ``offset``."""
+        return np.asarray(self.model.decision_function(self._map(X)), dtype=np.float64) + self.offset
 
     def predict(self, X: ArrayLike) -> NDArray[Any]:
-        """Class labels of the linear model on the mapped rows."""
-        return np.asarray(self.model.predict(self.feature_map.transform(X)))
+        """Class labels: ``classes_[1]`` where the shifted decision value is positive."""
+        if self.offset == 0.0:
+            return np.asarray(self.model.predict(self._map(X)))
+        return np.asarray(self.classes_)[(self.decision_function(X) > 0).astype(np.intp)]
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Mean accuracy on ``(X, y)``."""
-        return float(self.model.score(self.feature_map.transform(X), y))
+        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
 def _common_classes(cands: list, y) -> np.ndarray:
