@@ -89,7 +89,7 @@ from dpcore import _core
 from dpcore._internal.exact import float_up
 from dpcore._internal.validation import check_count, check_delta, check_epsilon, check_sensitivity
 from dpcore._internal.fp import MAX_NOISE_SCALE
-from dpcore._internal.types import ArrayLike, NDArray
+from dpcore._internal.types import ArrayLike, NDArray, RandomState
 from dpcore.accounting.events import epsilon_delta_event, gaussian_event, zcdp_event
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho
 
@@ -119,7 +119,6 @@ __all__ = [
     "GAUSSIAN_METHODS",
 ]
 
-RandomState = Union[None, int, "ChaChaRng"]
 
 #: The Laplace grid is ``2**LAPLACE_GRID_BITS`` times finer than the noise scale.
 LAPLACE_GRID_BITS = 40
