@@ -265,6 +265,8 @@ class PrivateFTRL(BaseEstimator):
         The bar of :meth:`partial_fit` counts the rounds of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged the full ``(ε, δ)`` at the first :meth:`partial_fit`, before any data-dependent draw.
 

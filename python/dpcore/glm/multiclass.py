@@ -169,6 +169,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         Project rows outside the ball onto it instead of refusing them.
     random_state : None, int or ChaChaRng
         ``None``: OS-seeded ChaCha (secure); an int: reproducible (research/tests).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` after every validation, before the solve and any noise.
     verbose : bool or int, default=False

@@ -812,6 +812,8 @@ _COMMON_PARAMS_DOC = """
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20 (the only setting fit for real data); an int:
         reproducible, for research and tests only.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(privacy_.epsilon, privacy_.delta)`` in :meth:`fit` before the solve and the noise.
 

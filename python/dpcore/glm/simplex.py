@@ -253,6 +253,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         The bar counts solver iterations (total ``max_iter``) and shows the certified τ.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Checked before the solve and charged ``(ε, δ)`` after certification, before any draw.
 

@@ -464,6 +464,8 @@ class PrivateGridSearch(BaseEstimator):
         only — the random number of runs ``K`` is part of the mechanism's secret randomness (the guarantee
         holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` once, before any training — and only after everything public has been validated and
         calibrated: the parameters, ``Z`` (in the declared ball), ``X``'s shape and domain, ``y``'s labels (in the

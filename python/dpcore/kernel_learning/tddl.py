@@ -424,6 +424,8 @@ class TDDL(ReleasingEstimator):
         predictions, reconstruction).
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` in :meth:`fit` before any noise is drawn.
 

@@ -311,6 +311,8 @@ class TDIL(ReleasingEstimator):
         :mod:`logging` messages are for the curator only and never part of a release.
         The bar counts the ``B`` rounds (public).
     random_state : None, int or ChaChaRng
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` before the first round.
 

@@ -103,6 +103,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Bandwidth γ > 0.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible weights.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------

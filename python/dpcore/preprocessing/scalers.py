@@ -144,6 +144,8 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged the step's (ε, δ) before the data are read; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------
@@ -337,6 +339,8 @@ class MinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged ``(epsilon, 0)`` when the bounds are estimated; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------

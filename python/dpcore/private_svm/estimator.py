@@ -390,6 +390,8 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     random_state : None, int or ChaChaRng
         Randomness of the RFF frequencies and of the noise. ``None``: OS-seeded ChaCha20 (the only
         setting fit for real data); an int: reproducible, research/tests only.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(epsilon, 0)`` in :meth:`fit` before anything is solved or sampled.
     calibration : {"spec", "tight"}, default "tight"
