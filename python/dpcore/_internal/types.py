@@ -39,5 +39,5 @@ KernelModel = Any
 #: the state backends of the durable services (PINP, GPService)
 StateBackend = Literal["auto", "file", "sqlite"]
 
-__all__ = ["ArrayLike", "NDArray", "Self", "DaskArray", "DaskArrayLike", "RandomState", "Labels", "StrPath", "ClassWeight",
-           "KernelModel", "StateBackend"]
+__all__ = ["ArrayLike", "NDArray", "Self", "DaskArray", "DaskArrayLike", "RandomState", "Labels", "StrPath",
+           "ClassWeight", "KernelModel", "StateBackend"]

@@ -99,7 +99,8 @@ class EntropicSimplexProblem:
     """
 
     def __init__(self, X: ArrayLike, y: ArrayLike, *, loss: str, lam: float, data_norm_inf: float,
-                 label_bound: Optional[float] = None, huber_width: float = 0.5, scale: float = 1.0, signed: bool = True) -> None:
+                 label_bound: Optional[float] = None, huber_width: float = 0.5, scale: float = 1.0,
+                 signed: bool = True) -> None:
         self.X = X
         self.XT = X.T
         self.y = np.asarray(y, dtype=np.float64)

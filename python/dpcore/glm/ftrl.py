@@ -151,8 +151,8 @@ def _per_round(lam: float, R: float, terms) -> float:
     return (4.0 * R / lam + 2.0 * (2.0 * e_b + z_fp + z_s)) * (1.0 + SLACK)
 
 
-def ftrl_calibration(*, horizon: int, epsilon: float, delta: float = 0.0, data_norm_inf: float, n_features: int, lam: Optional[float] = None,
-                     lam_factor: float = 1.0) -> FTRLCalibration:
+def ftrl_calibration(*, horizon: int, epsilon: float, delta: float = 0.0, data_norm_inf: float, n_features: int,
+                     lam: Optional[float] = None, lam_factor: float = 1.0) -> FTRLCalibration:
     """Calibrate :class:`PrivateFTRL` from public quantities (see the module docstring).
 
     ``lam_factor`` exists only for tests building deliberately broken copies; it must be 1 (it
@@ -303,8 +303,10 @@ class PrivateFTRL(BaseEstimator):
     _lam_factor = 1.0
 
 
-    def __init__(self, horizon: int, epsilon: float, delta: float = 0.0, *, data_norm_inf: float, lam: Optional[float] = None, n_features: Optional[int] = None, clip: bool = False,
-                 verbose: bool | int = False, random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+    def __init__(self, horizon: int, epsilon: float, delta: float = 0.0, *, data_norm_inf: float,
+                 lam: Optional[float] = None, n_features: Optional[int] = None, clip: bool = False,
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta

@@ -204,11 +204,11 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float, classes: Labels = None,
-                 loss: str = "multinomial", fit_intercept: bool = True,
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float,
+                 classes: Labels = None, loss: str = "multinomial", fit_intercept: bool = True,
                  intercept_scaling: float = DEFAULT_INTERCEPT_SCALING, tol: Optional[float] = None,
-                 max_iter: int = 1000, clip: bool = False, random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None,
-                 verbose: bool | int = False) -> None:
+                 max_iter: int = 1000, clip: bool = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam

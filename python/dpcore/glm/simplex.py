@@ -303,9 +303,12 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
 
     _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
 
-    def __init__(self, epsilon: float, delta: float = 0.0, *, lam: float, data_norm_inf: float, loss: Literal["squared", "logistic", "huber_svm"] = "squared", task: Literal["auto", "regression", "classification"] = "auto", label_bound: Optional[float] = None,
-                 huber_width: float = 0.5, scale: float = 1.0, signed: bool = True, tol: Optional[float] = None, max_iter: int = 100_000, max_draws: int = 10_000_000,
-                 clip: bool = False, classes: Labels = DEFAULT_CLASSES, verbose: bool | int = False, random_state: RandomState = None,
+    def __init__(self, epsilon: float, delta: float = 0.0, *, lam: float, data_norm_inf: float,
+                 loss: Literal["squared", "logistic", "huber_svm"] = "squared",
+                 task: Literal["auto", "regression", "classification"] = "auto", label_bound: Optional[float] = None,
+                 huber_width: float = 0.5, scale: float = 1.0, signed: bool = True, tol: Optional[float] = None,
+                 max_iter: int = 100_000, max_draws: int = 10_000_000, clip: bool = False,
+                 classes: Labels = DEFAULT_CLASSES, verbose: bool | int = False, random_state: RandomState = None,
                  accountant: Optional[BudgetAccountant] = None) -> None:
         self.epsilon = epsilon
         self.delta = delta

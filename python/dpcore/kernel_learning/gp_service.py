@@ -209,9 +209,11 @@ class GPService(DurableSession):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, max_exact_queries: int = 10_000, ridge: Optional[float] = None, clip: bool = False,
-                 state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE, verbose: bool | int = False,
-                 random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float,
+                 max_exact_queries: int = 10_000, ridge: Optional[float] = None, clip: bool = False,
+                 state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto",
+                 state_key: StateKeyLike = KEYFILE, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
@@ -636,8 +638,10 @@ class GPService(DurableSession):
                     factor_sha256=self._factor_hash())
 
     @classmethod
-    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None, state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE, accountant: Optional[BudgetAccountant] = None,
-             verbose: bool | int = False, random_state: RandomState = None) -> "GPService":
+    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None,
+             state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE,
+             accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False,
+             random_state: RandomState = None) -> "GPService":
         """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
 
         The state file is opened and locked first (a second live session is refused before anything is

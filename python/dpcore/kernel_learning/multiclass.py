@@ -183,8 +183,9 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, lam: float = 1e-3, kernel: str = "rbf", gamma: Optional[float] = None, degree: int = 3,
                  coef0: float = 1.0, tol: float = 1e-6, max_iter: Optional[int] = None, cache_size: float = 200.0,
-                 classes: Labels = None, class_weight: Optional[Mapping[Any, float]] = None, max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
-                 verbose: bool | int = False, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING) -> None:
+                 classes: Labels = None, class_weight: Optional[Mapping[Any, float]] = None,
+                 max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, verbose: bool | int = False,
+                 intercept_scaling: float = DEFAULT_INTERCEPT_SCALING) -> None:
         self.lam = lam
         self.kernel = kernel
         self.gamma = gamma

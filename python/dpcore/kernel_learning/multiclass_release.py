@@ -277,8 +277,8 @@ class MulticlassTDDL:
     _sensitivity_factor = 1.0
 
     def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, clip: bool = False,
-                 ridge: Optional[float] = None, random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None,
-                 verbose: bool | int = False) -> None:
+                 ridge: Optional[float] = None, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta

@@ -350,9 +350,11 @@ class PINP(DurableSession):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, n_queries: int, beta: float = 0.05, norm_bound: Optional[float] = None,
-                 clip: bool = False, state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE, verbose: bool | int = False,
-                 random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, n_queries: int,
+                 beta: float = 0.05, norm_bound: Optional[float] = None, clip: bool = False,
+                 state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto",
+                 state_key: StateKeyLike = KEYFILE, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
@@ -450,8 +452,10 @@ class PINP(DurableSession):
         return doc
 
     @classmethod
-    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None, state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE, accountant: Optional[BudgetAccountant] = None,
-             verbose: bool | int = False, random_state: RandomState = None) -> "PINP":
+    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None,
+             state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE,
+             accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False,
+             random_state: RandomState = None) -> "PINP":
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The state file is opened and locked first (a second live session is refused before anything
@@ -531,11 +535,13 @@ class PINP(DurableSession):
         return check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
 
     @overload
-    def predict(self, X: ArrayLike, *, return_details: Literal[False] = ...) -> np.ndarray: ...
+    def predict(self, X: ArrayLike, *, return_details: Literal[False] = ...
+               ) -> np.ndarray: ...
     @overload
     def predict(self, X: ArrayLike, *, return_details: Literal[True]) -> Tuple[np.ndarray, Dict[str, Any]]: ...
     @overload
-    def predict(self, X: ArrayLike, *, return_details: bool = ...) -> Union[np.ndarray, Tuple[np.ndarray, Dict[str, Any]]]: ...
+    def predict(self, X: ArrayLike, *, return_details: bool = ...
+                ) -> Union[np.ndarray, Tuple[np.ndarray, Dict[str, Any]]]: ...
 
     def predict(self, X: ArrayLike, *, return_details: bool = False
                 ) -> Union[np.ndarray, Tuple[np.ndarray, Dict[str, Any]]]:

@@ -99,8 +99,9 @@ class KernelRelease:
     ['calibration', 'checksum', 'classes']
     """
 
-    def __init__(self, points: ArrayLike, mu: ArrayLike, kernel: dict, *, classes: Labels = None, mechanism: str, epsilon: float,
-                 delta: float, calibration: Optional[dict] = None, data_norm: float, intercept: float = 0.0) -> None:
+    def __init__(self, points: ArrayLike, mu: ArrayLike, kernel: dict, *, classes: Labels = None, mechanism: str,
+                 epsilon: float, delta: float, calibration: Optional[dict] = None, data_norm: float,
+                 intercept: float = 0.0) -> None:
         fields = self._validate_public(points=points, mu=mu, kernel=kernel, classes=classes, mechanism=mechanism,
                                        epsilon=epsilon, delta=delta, calibration=calibration, data_norm=data_norm,
                                        intercept=intercept)

@@ -521,10 +521,15 @@ class PrivateGridSearch(BaseEstimator):
     def __sklearn_tags__(self):
         return binary_classifier_tags(super().__sklearn_tags__())
 
-    def __init__(self, param_grid: Union[None, Mapping[str, Sequence[Any]], Sequence[Mapping[str, Sequence[Any]]]], epsilon: float, delta: float, *, Z: ArrayLike, data_norm: float, base_params: Optional[Mapping[str, Any]] = None, strategy: Literal["exhaustive", "repeat_and_select"] = "exhaustive",
-                 score_share: float = 0.05, prior_epsilon_share: float = 0.05, mean_runs: Optional[int] = None, class_weight: ClassWeight = None,
+    def __init__(self, param_grid: Union[None, Mapping[str, Sequence[Any]], Sequence[Mapping[str, Sequence[Any]]]],
+                 epsilon: float, delta: float, *, Z: ArrayLike, data_norm: float,
+                 base_params: Optional[Mapping[str, Any]] = None,
+                 strategy: Literal["exhaustive", "repeat_and_select"] = "exhaustive", score_share: float = 0.05,
+                 prior_epsilon_share: float = 0.05, mean_runs: Optional[int] = None, class_weight: ClassWeight = None,
                  max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, class_weight_epsilon_share: float = 0.05,
-                 scoring: Literal["accuracy", "balanced_accuracy", "roc_auc"] = "accuracy", verbose: bool | int = False, random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+                 scoring: Literal["accuracy", "balanced_accuracy", "roc_auc"] = "accuracy",
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta

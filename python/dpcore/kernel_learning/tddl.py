@@ -244,7 +244,8 @@ def _tddl_event(cal: "TDDLCalibration"):
     return epsilon_delta_event(cal.epsilon, cal.delta)
 
 
-def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *, eig: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
+def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *,
+                           eig: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
     r"""Exact ``argmin_{||w|| ≤ radius} Σ_t (<w, φ(z_t)> − y_t)²`` in representer form ``w = Σ_t α_t φ(z_t)``.
 
     Only the component of ``w`` in ``span φ(Z)`` changes the objective, and the orthogonal part only
@@ -459,9 +460,12 @@ class TDDL(ReleasingEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, noise: Literal["gp", "gaussian", "laplace"] = "gp", norm_bound: Union[Literal["public", "private"], float] = "private",
-                 norm_epsilon_share: float = 0.1, norm_beta: float = 0.01, ridge: Optional[float] = None, clip: bool = False, verbose: bool | int = False,
-                 random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float,
+                 noise: Literal["gp", "gaussian", "laplace"] = "gp",
+                 norm_bound: Union[Literal["public", "private"], float] = "private", norm_epsilon_share: float = 0.1,
+                 norm_beta: float = 0.01, ridge: Optional[float] = None, clip: bool = False,
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta

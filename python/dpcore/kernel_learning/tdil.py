@@ -347,9 +347,12 @@ class TDIL(ReleasingEstimator):
     _sensitivity_factor = 1.0
     _printed_em_scale = False
 
-    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, beta: float = 0.05, data_norm: float = 1.0, calibration: Literal["paper", "tight"] = "paper",
-                 sampler: Literal["net", "continuous"] = "net", net_radius: Optional[float] = None, norm_bound: Optional[float] = None, max_candidates: float = 2e10, max_kernel_evaluations: float = 2e10,
-                 verbose: bool | int = False, random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, beta: float = 0.05,
+                 data_norm: float = 1.0, calibration: Literal["paper", "tight"] = "paper",
+                 sampler: Literal["net", "continuous"] = "net", net_radius: Optional[float] = None,
+                 norm_bound: Optional[float] = None, max_candidates: float = 2e10,
+                 max_kernel_evaluations: float = 2e10, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta
