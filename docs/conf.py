@@ -124,6 +124,37 @@ def _skip_sklearn_plumbing(app, what, name, obj, skip, options):
     return None
 
 
+def _public_bases(app, name, obj, options, bases):
+    """``show-inheritance`` lists only public bases: a private implementation class (``_GLMPerturbation``,
+    ``dpcore._internal.linear.LinearPredictorMixin``, ...) is not documented, so "Bases: _GLMPerturbation" would name a class the reader cannot
+    look up. A private base is replaced by its own nearest public bases (recursively), so the page still says
+    e.g. "Bases: BaseEstimator" where that is what the class is (``object`` when nothing public is left)."""
+    public = []
+    for base in bases:
+        for b in _public_ancestors(base):
+            if b not in public:
+                public.append(b)
+    bases[:] = public or [object]  # autodoc prints "Bases: " followed by nothing for an empty list
+
+
+def _is_private(cls):
+    """A class whose name, or a component of whose module path, starts with ``_`` (``dpcore._internal.*``)."""
+    module = getattr(cls, "__module__", "") or ""
+    return cls.__name__.startswith("_") or any(part.startswith("_") for part in module.split("."))
+
+
+def _public_ancestors(base):
+    if base is object or not _is_private(base):
+        return [base]
+    out = []
+    for b in getattr(base, "__bases__", ()):
+        if b is object:
+            continue
+        out.extend(x for x in _public_ancestors(b) if x not in out)
+    return out
+
+
 def setup(app):
     app.connect("missing-reference", _resolve_alias)
+    app.connect("autodoc-process-bases", _public_bases)
     app.connect("autodoc-skip-member", _skip_sklearn_plumbing)

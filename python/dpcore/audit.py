@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import numbers
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, Literal
 
 import numpy as np
 from scipy import stats
@@ -80,7 +80,7 @@ def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
     return np.where(k >= n, 1.0, hi)
 
 
-def clopper_pearson(k, n, alpha) -> Tuple[float, float]:
+def clopper_pearson(k: int, n: int, alpha: float) -> Tuple[float, float]:
     """Exact one-sided Clopper–Pearson bounds for a binomial proportion.
 
     For ``k ~ Binomial(n, p)``: ``P[p ≥ lo] ≥ 1 − α`` and ``P[p ≤ hi] ≥ 1 − α`` (each bound
@@ -126,7 +126,7 @@ def _eps_lb_vec(k_a, n_a, k_b, n_b, delta: float, alpha: float) -> np.ndarray:
     return np.maximum(val, 0.0)
 
 
-def epsilon_lower_bound(k_a, n_a, k_b, n_b, *, delta=0.0, alpha=1e-6) -> float:
+def epsilon_lower_bound(k_a: int, n_a: int, k_b: int, n_b: int, *, delta: float = 0.0, alpha: float = 1e-6) -> float:
     """Lower confidence bound on ε from event counts on two neighbouring inputs.
 
     With ``p_a = P[M(D) ∈ E]`` estimated by ``k_a / n_a`` and ``p_b = P[M(D') ∈ E]`` by
@@ -230,7 +230,7 @@ class AuditResult:
         """``(count_num, count_den)``."""
         return self.count_num, self.count_den
 
-    def check(self, claimed_epsilon) -> bool:
+    def check(self, claimed_epsilon: float) -> bool:
         """True iff the lower bound does not contradict the claim (``lower bound ≤ claimed ε``).
 
         Examples
@@ -250,7 +250,7 @@ class AuditResult:
             raise ValueError(f"claimed_epsilon must be >= 0, got {claimed_epsilon!r}")
         return self.epsilon_lower_bound <= claimed
 
-    def assert_private(self, claimed_epsilon) -> None:
+    def assert_private(self, claimed_epsilon: float) -> None:
         """Raise ``AssertionError`` if the audit refutes the claimed ε (at confidence 1 − α).
 
         Examples
@@ -399,18 +399,18 @@ def _count(sa, sb, oa, ob, thresholds, events, event_names) -> _Counts:
 
 def audit(
     sampler: Callable[[Any, int, int], np.ndarray],
-    input_a,
-    input_b,
+    input_a: Any,
+    input_b: Any,
     *,
     n_samples: int,
     thresholds: Optional[Sequence[float]] = None,
     events: Optional[Union[Sequence[Callable], dict]] = None,
     statistic: Optional[Callable[[np.ndarray], np.ndarray]] = None,
     direction: Optional[Sequence[float]] = None,
-    delta=0.0,
-    alpha=1e-6,
-    selection: str = "fixed",
-    random_state=None,
+    delta: float = 0.0,
+    alpha: float = 1e-6,
+    selection: Literal["fixed", "split"] = "fixed",
+    random_state: Union[None, int, np.random.SeedSequence] = None,
     verbose: bool | int = False,
 ) -> AuditResult:
     """Audit a mechanism on a pair of neighbouring inputs and return a lower bound on its ε.

@@ -98,7 +98,7 @@ class BudgetExceededError(BudgetError, RuntimeError):
     """
 
     def __init__(self, requested: Tuple[float, float], remaining: Tuple[float, float], label: str = "",
-                 hint: str = ""):
+                 hint: str = "") -> None:
         self.requested = requested
         self.remaining = remaining
         self.label = label
@@ -163,7 +163,7 @@ class PINPBudgetExhausted(BudgetError, RuntimeError):
     queries 2
     """
 
-    def __init__(self, reason: str, answers: np.ndarray, message: str):
+    def __init__(self, reason: str, answers: np.ndarray, message: str) -> None:
         super().__init__(message)
         self.reason = reason
         self.answers = answers
@@ -189,7 +189,7 @@ class FTRLHorizonExceeded(BudgetError, RuntimeError):
     2 0 3
     """
 
-    def __init__(self, horizon: int, rounds_done: int, rounds_requested: int):
+    def __init__(self, horizon: int, rounds_done: int, rounds_requested: int) -> None:
         self.horizon = horizon
         self.rounds_done = rounds_done
         self.rounds_requested = rounds_requested

@@ -20,6 +20,7 @@ from dpcore._internal.dask import is_dask_collection, map_row_blocks, require_da
 from dpcore._internal.labels import label_agreement
 from dpcore._internal.validation import as_dask_target, check_feature_names, check_rows
 from dpcore.exceptions import NotFittedError
+from dpcore._internal.types import ArrayLike, DaskArrayLike
 
 #: scikit-learn's warning when a model fitted on named columns gets a plain array: Dask blocks are plain arrays
 #: whose columns were checked on the client (:meth:`LinearPredictorMixin._map_dask`).
@@ -73,7 +74,7 @@ class LinearPredictorMixin:
         return map_row_blocks(_call_on_block, X, self, method, n_cols=n_cols, dtype=dtype)
 
     @available_if(_is_classifier)
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike | DaskArrayLike) -> np.ndarray:
         """Decision values ``<coef_, x> + intercept_`` (classifiers; ``> 0`` predicts ``classes_[1]``).
 
         Parameters
@@ -90,7 +91,7 @@ class LinearPredictorMixin:
         return self._decision_values(X)
 
     @available_if(_has_proba)
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike | DaskArrayLike) -> np.ndarray:
         """Class probabilities of the logistic model, ``σ(decision)`` for ``classes_[1]``.
 
         Post-processing of the private release (no further privacy cost).
@@ -122,7 +123,7 @@ class LinearPredictorMixin:
         return np.column_stack([expit(-f), expit(f)])
 
     @available_if(_has_proba)
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: ArrayLike | DaskArrayLike) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`, computed stably (``log σ(±f)``).
 
         Parameters
@@ -138,7 +139,7 @@ class LinearPredictorMixin:
         f = self._decision_values(X)
         return np.column_stack([log_expit(-f), log_expit(f)])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike | DaskArrayLike) -> np.ndarray:
         """Classification: ``classes_[1]`` where the decision value is > 0, else ``classes_[0]``.
         Regression (no ``classes_``): the decision values. A lazy Dask array for Dask ``X``."""
         if is_dask_collection(X):
@@ -148,7 +149,7 @@ class LinearPredictorMixin:
             return f
         return self.classes_[(f > 0).astype(np.intp)]
 
-    def score(self, X, y) -> float:
+    def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:
         """Mean accuracy (classification) or the coefficient of determination R² (regression).
 
         With Dask ``X`` (and ``y`` a Dask array or Series, or in memory) the sums are reduced by Dask;

@@ -135,7 +135,7 @@ def _bisect(pred, lo: float, hi: float, *, rtol: float = _RTOL) -> Tuple[float, 
 # Laplace and Gaussian calibration
 # ----------------------------------------------------------------------------------------------
 @_named_errors("Laplace scale")
-def laplace_scale(sensitivity, epsilon) -> float:
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """Scale of the Laplace mechanism.
 
     ``b = Δ / ε``: adding ``Lap(b)`` noise to a query with L1 sensitivity Δ is ε-DP
@@ -166,7 +166,7 @@ def laplace_scale(sensitivity, epsilon) -> float:
 
 
 @_named_errors("Gaussian sigma")
-def gaussian_sigma_classic(sensitivity, epsilon, delta) -> float:
+def gaussian_sigma_classic(sensitivity: float, epsilon: float, delta: float) -> float:
     """Classic Gaussian-mechanism calibration (Dwork & Roth 2014, Thm A.1).
 
     ``σ = Δ sqrt(2 ln(1.25/δ)) / ε``.  The proof needs **ε < 1**: for ε ≥ 1 the formula is not a
@@ -256,7 +256,7 @@ def _log_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> flo
 
 
 @_named_errors("Gaussian delta")
-def gaussian_delta(sigma, sensitivity, epsilon) -> float:
+def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     """Exact δ(ε) of the Gaussian mechanism (Balle & Wang 2018, Thm 8).
 
     ``N(0, σ²)`` noise on a query with L2 sensitivity Δ is (ε, δ)-DP if and only if
@@ -297,7 +297,7 @@ def gaussian_delta(sigma, sensitivity, epsilon) -> float:
 
 
 @_named_errors("Gaussian sigma")
-def gaussian_sigma_analytic(sensitivity, epsilon, delta) -> float:
+def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) -> float:
     """Analytic Gaussian mechanism calibration (Balle & Wang 2018, Alg. 1).
 
     Returns a σ with ``gaussian_delta(σ, Δ, ε) ≤ δ`` (guaranteed: bisection on the monotone
@@ -396,7 +396,7 @@ def _zcdp_log_delta(rho: float, epsilon: float) -> float:
 
 
 @_named_errors("zCDP delta")
-def zcdp_delta(rho, epsilon) -> float:
+def zcdp_delta(rho: float, epsilon: float) -> float:
     """δ of the (ε, δ)-DP guarantee implied by ρ-zCDP (Canonne, Kamath, Steinke 2020, Cor. 13).
 
         δ = inf_{α>1} exp((α−1)(αρ−ε)) / (α−1) · (1 − 1/α)^α
@@ -429,7 +429,7 @@ def zcdp_delta(rho, epsilon) -> float:
 
 
 @_named_errors("zCDP rho")
-def zcdp_rho(epsilon, delta) -> float:
+def zcdp_rho(epsilon: float, delta: float) -> float:
     """Largest ρ such that ρ-zCDP implies (ε, δ)-DP via :func:`zcdp_delta`.
 
     Bisection on the increasing map ``ρ ↦ zcdp_delta(ρ, ε)``, returning the lower (safe) end of
@@ -481,7 +481,7 @@ def zcdp_rho(epsilon, delta) -> float:
 
 
 @_named_errors("zCDP epsilon")
-def zcdp_epsilon(rho, delta) -> float:
+def zcdp_epsilon(rho: float, delta: float) -> float:
     """Smallest ε (up to relative 1e-12, rounded up) such that ρ-zCDP implies (ε, δ)-DP.
 
     Bisection on ``ε ↦ zcdp_delta(ρ, ε)`` (decreasing), returning the upper end of the bracket,
@@ -530,7 +530,7 @@ def zcdp_epsilon(rho, delta) -> float:
 
 
 @_named_errors("Gaussian sigma")
-def gaussian_sigma(sensitivity, epsilon, delta, method: str = "analytic") -> float:
+def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, method: str = "analytic") -> float:
     """Gaussian noise standard deviation for (ε, δ)-DP with L2 sensitivity Δ.
 
     Parameters
@@ -625,7 +625,7 @@ def _advanced_epsilon(eps0: float, k: int, delta_prime: float) -> float:
 
 
 @_named_errors("composed budget")
-def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
+def compose_advanced(epsilon: float, delta: float, k: int, delta_prime: float) -> Tuple[float, float]:
     """The better of advanced (Dwork, Rothblum, Vadhan 2010, Thm III.3) and basic composition.
 
     The k-fold adaptive composition of (ε, δ)-DP mechanisms is (ε', kδ + δ')-DP with
@@ -682,7 +682,7 @@ def compose_advanced(epsilon, delta, k, delta_prime) -> Tuple[float, float]:
 
 
 @_named_errors("per-step epsilon")
-def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
+def advanced_per_step_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
     """Largest per-step ε0 whose k-fold advanced composition stays within ε.
 
     Solves ``sqrt(2k ln(1/δ')) ε0 + k ε0 (e^{ε0} − 1) ≤ ε`` by bisection (the left side is
@@ -730,7 +730,7 @@ def advanced_per_step_epsilon(epsilon, k, delta_prime) -> float:
 
 
 @_named_errors("per-step epsilon")
-def per_step_epsilon(epsilon, k, delta_prime=None) -> float:
+def per_step_epsilon(epsilon: float, k: int, delta_prime: Optional[float] = None) -> float:
     """Per-step ε for k adaptively composed mechanisms with total budget ε.
 
     Without ``delta_prime``: plain composition, ``ε/k`` rounded *down* so that k steps sum to at

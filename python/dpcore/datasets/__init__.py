@@ -41,6 +41,7 @@ from importlib import resources
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpcore.datasets import _adult_schema as _schema
 from dpcore.datasets._common import Bunch, check_subset as _check_subset, encoded_bunch
@@ -299,7 +300,7 @@ def _as_rows(rows) -> List[Sequence]:
     return rows
 
 
-def encode_adult(rows, *, clip: bool = True, missing: str = "indicator") -> np.ndarray:
+def encode_adult(rows: ArrayLike, *, clip: bool = True, missing: str = "indicator") -> np.ndarray:
     """Encode raw Adult records into the unit ball with a public, data-independent map.
 
     Parameters

@@ -29,6 +29,7 @@ from importlib import resources
 from typing import Dict, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dpcore.datasets._common import Bunch, check_subset as _check_subset, encoded_bunch, split_rows
 
@@ -208,7 +209,7 @@ def load_shuttle_raw(subset: str = "train") -> "Bunch":
     )
 
 
-def encode_shuttle(rows, *, clip: bool = True) -> np.ndarray:
+def encode_shuttle(rows: ArrayLike, *, clip: bool = True) -> np.ndarray:
     """Encode raw Shuttle records into the unit ball with a public, data-independent map.
 
     Parameters
@@ -269,7 +270,7 @@ def encode_shuttle(rows, *, clip: bool = True) -> np.ndarray:
     return X
 
 
-def encode_shuttle_labels(anomaly) -> np.ndarray:
+def encode_shuttle_labels(anomaly: ArrayLike) -> np.ndarray:
     """Map the ``anomaly`` column (0/1) to ``{-1.0, +1.0}`` (anomaly = +1).
 
     Examples

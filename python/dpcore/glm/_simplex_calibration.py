@@ -7,7 +7,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Literal
 
 import numpy as np
 
@@ -178,9 +178,12 @@ class SimplexCalibration:
         return asdict(self)
 
 
-def simplex_calibration(*, epsilon, delta, n, n_features, lam, data_norm_inf, loss="squared",
-                        task="regression", label_bound=None, huber_width=0.5, scale=1.0, signed=True,
-                        tol=None, max_draws=10_000_000, epsilon0_factor: float = 1.0) -> SimplexCalibration:
+def simplex_calibration(*, epsilon: float, delta: float, n: int, n_features: int, lam: float, data_norm_inf: float,
+                        loss: Literal["squared", "logistic", "huber_svm"] = "squared",
+                        task: Literal["regression", "classification"] = "regression",
+                        label_bound: Optional[float] = None, huber_width: float = 0.5, scale: float = 1.0,
+                        signed: bool = True, tol: Optional[float] = None, max_draws: int = 10_000_000,
+                        epsilon0_factor: float = 1.0) -> SimplexCalibration:
     """Calibrate :class:`SimplexERM` from public quantities only (no data).
 
     ``max_draws`` caps ``m`` (public; fewer draws than affordable only strengthen the guarantee).

@@ -18,6 +18,7 @@ from dpcore.exceptions import SimplexCertificationError
 
 from dpcore.glm._simplex_calibration import loss_constants
 from dpcore._internal.progress import progress_bar
+from dpcore._internal.types import ArrayLike
 
 logger = logging.getLogger(__name__)
 
@@ -97,8 +98,9 @@ class EntropicSimplexProblem:
         Doubling ``x ↦ s[x, −x]`` (weights of both signs).
     """
 
-    def __init__(self, X, y, *, loss: str, lam: float, data_norm_inf: float, label_bound=None,
-                 huber_width: float = 0.5, scale: float = 1.0, signed: bool = True):
+    def __init__(self, X: ArrayLike, y: ArrayLike, *, loss: str, lam: float, data_norm_inf: float,
+                 label_bound: Optional[float] = None, huber_width: float = 0.5, scale: float = 1.0,
+                 signed: bool = True) -> None:
         self.X = X
         self.XT = X.T
         self.y = np.asarray(y, dtype=np.float64)
@@ -152,25 +154,25 @@ class EntropicSimplexProblem:
         _, _, f, G = self._evaluate(theta)
         return f, G
 
-    def loss_value(self, theta) -> float:
+    def loss_value(self, theta: ArrayLike) -> float:
         """``f(θ) = (1/n) Σ ℓ(<x_i, w(θ)>; y_i)``."""
         return self._eval(np.asarray(theta, dtype=np.float64))[0]
 
-    def gradient(self, theta) -> np.ndarray:
+    def gradient(self, theta: ArrayLike) -> np.ndarray:
         """``∇f(θ)`` over the ``P`` simplex coordinates."""
         return self._eval(np.asarray(theta, dtype=np.float64))[1]
 
-    def objective(self, theta) -> float:
+    def objective(self, theta: ArrayLike) -> float:
         """``F(θ) = f(θ) + λ Σ θ log θ`` (``0 log 0 = 0``)."""
         theta = np.asarray(theta, dtype=np.float64)
         pos = theta > 0
         return self.loss_value(theta) + self.lam * float(np.sum(theta[pos] * np.log(theta[pos])))
 
-    def fixed_point_map(self, theta) -> np.ndarray:
+    def fixed_point_map(self, theta: ArrayLike) -> np.ndarray:
         """``T(θ) = softmax(−∇f(θ)/λ)`` (``θ̂ = T(θ̂)``)."""
         return softmax(-self.gradient(theta) / self.lam)
 
-    def gap(self, theta) -> float:
+    def gap(self, theta: ArrayLike) -> float:
         """``λ·KL(θ || T(θ)) ≥ F(θ) − F(θ̂)`` for interior ``θ`` (see the module docstring)."""
         theta = np.asarray(theta, dtype=np.float64)
         b = -self.gradient(theta) / self.lam

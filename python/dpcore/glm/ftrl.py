@@ -64,7 +64,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -78,8 +78,11 @@ from dpcore.exceptions import FTRLHorizonExceeded
 from dpcore.mechanisms.noise import check_random_state
 from dpcore.exceptions import NotFittedError
 from dpcore.mechanisms.multinomial import multinomial_draws
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -148,8 +151,8 @@ def _per_round(lam: float, R: float, terms) -> float:
     return (4.0 * R / lam + 2.0 * (2.0 * e_b + z_fp + z_s)) * (1.0 + SLACK)
 
 
-def ftrl_calibration(*, horizon, epsilon, delta=0.0, data_norm_inf, n_features, lam=None,
-                     lam_factor: float = 1.0) -> FTRLCalibration:
+def ftrl_calibration(*, horizon: int, epsilon: float, delta: float = 0.0, data_norm_inf: float, n_features: int,
+                     lam: Optional[float] = None, lam_factor: float = 1.0) -> FTRLCalibration:
     """Calibrate :class:`PrivateFTRL` from public quantities (see the module docstring).
 
     ``lam_factor`` exists only for tests building deliberately broken copies; it must be 1 (it
@@ -262,6 +265,8 @@ class PrivateFTRL(BaseEstimator):
         The bar of :meth:`partial_fit` counts the rounds of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged the full ``(ε, δ)`` at the first :meth:`partial_fit`, before any data-dependent draw.
 
@@ -298,8 +303,10 @@ class PrivateFTRL(BaseEstimator):
     _lam_factor = 1.0
 
 
-    def __init__(self, horizon, epsilon, delta=0.0, *, data_norm_inf, lam=None, n_features=None, clip=False,
-                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
+    def __init__(self, horizon: int, epsilon: float, delta: float = 0.0, *, data_norm_inf: float,
+                 lam: Optional[float] = None, n_features: Optional[int] = None, clip: bool = False,
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.horizon = horizon
         self.epsilon = epsilon
         self.delta = delta

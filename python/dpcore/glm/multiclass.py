@@ -54,7 +54,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize
@@ -65,12 +65,15 @@ from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import LIBM_LN_ULPS, NUMPY_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, Labels, RandomState
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_rows
 from dpcore.exceptions import ConvergenceError, NotFittedError
 from dpcore.glm._data import project_rows
 from dpcore.glm._solver import _cg, _norm
 from dpcore.mechanisms.noise import check_random_state, gaussian_plan, grid_release
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +169,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         Project rows outside the ball onto it instead of refusing them.
     random_state : None, int or ChaChaRng
         ``None``: OS-seeded ChaCha (secure); an int: reproducible (research/tests).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` after every validation, before the solve and any noise.
     verbose : bool or int, default=False
@@ -199,11 +204,11 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float, classes=None,
-                 loss: str = "multinomial", fit_intercept: bool = True,
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float,
+                 classes: Labels = None, loss: str = "multinomial", fit_intercept: bool = True,
                  intercept_scaling: float = DEFAULT_INTERCEPT_SCALING, tol: Optional[float] = None,
-                 max_iter: int = 1000, clip: bool = False, random_state=None, accountant=None,
-                 verbose: bool | int = False):
+                 max_iter: int = 1000, clip: bool = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam

@@ -117,7 +117,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Literal, TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
@@ -144,8 +144,11 @@ from dpcore.mechanisms.noise import (
     normal_vector_coupled,
 )
 from dpcore._internal.validation import refuse_fit_params
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, Labels, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -388,25 +391,25 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=None,
+        epsilon: float = 1.0,
+        delta: Optional[float] = None,
         *,
-        lam=1e-3,
-        data_norm=None,
-        loss="logistic",
-        noise="gaussian",
-        fit_intercept=True,
-        intercept_scaling=1.0,
-        huber_width=0.5,
-        label_bound=None,
-        clip=False,
-        classes=DEFAULT_CLASSES,
-        tol=1e-10,
-        max_iter=1000,
-        residual_share=0.01,
+        lam: float = 1e-3,
+        data_norm: Optional[float] = None,
+        loss: Literal["logistic", "huber_svm", "hinge", "squared"] = "logistic",
+        noise: Literal["gaussian", "gamma"] = "gaussian",
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        huber_width: float = 0.5,
+        label_bound: Optional[float] = None,
+        clip: bool = False,
+        classes: Labels = DEFAULT_CLASSES,
+        tol: float = 1e-10,
+        max_iter: int = 1000,
+        residual_share: float = 0.01,
         verbose: bool | int = False,
-        random_state=None,
-        accountant=None,
+        random_state: RandomState = None,
+        accountant: Optional[BudgetAccountant] = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -809,6 +812,8 @@ _COMMON_PARAMS_DOC = """
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20 (the only setting fit for real data); an int:
         reproducible, for research and tests only.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(privacy_.epsilon, privacy_.delta)`` in :meth:`fit` before the solve and the noise.
 

@@ -132,7 +132,7 @@ Per-draw cost used for ``m`` (each of the two datasets contributes ``tol + ζ_fp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, Optional, TYPE_CHECKING
 
 import logging
 import numbers
@@ -160,8 +160,11 @@ from dpcore.glm._simplex_solver import EntropicSimplexProblem, SimplexSolution, 
 from dpcore.mechanisms.multinomial import multinomial_counts
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.validation import refuse_fit_params
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, Labels, RandomState
 from dpcore._internal.progress import check_verbose
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +253,8 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         The bar counts solver iterations (total ``max_iter``) and shows the certified τ.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Checked before the solve and charged ``(ε, δ)`` after certification, before any draw.
 
@@ -298,10 +303,13 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
 
     _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
 
-    def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
-                 huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
-                 clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
-                 accountant=None) -> None:
+    def __init__(self, epsilon: float, delta: float = 0.0, *, lam: float, data_norm_inf: float,
+                 loss: Literal["squared", "logistic", "huber_svm"] = "squared",
+                 task: Literal["auto", "regression", "classification"] = "auto", label_bound: Optional[float] = None,
+                 huber_width: float = 0.5, scale: float = 1.0, signed: bool = True, tol: Optional[float] = None,
+                 max_iter: int = 100_000, max_draws: int = 10_000_000, clip: bool = False,
+                 classes: Labels = DEFAULT_CLASSES, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.lam = lam

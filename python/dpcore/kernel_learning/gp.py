@@ -58,6 +58,7 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
+from dpcore._core import ChaChaRng
 from dpcore._internal.defaults import AUTO_NOISE_RATIO, DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import RADIUS_TOL, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
@@ -135,7 +136,7 @@ def gp_residual_bound(*, T: int, sigma: float, row_norm_max: float, prediction_e
     return math.sqrt(T) * per * 1.01
 
 
-def gp_noise(factor: GPFactor, sigma: float, rng, n_samples=None) -> np.ndarray:
+def gp_noise(factor: GPFactor, sigma: float, rng: ChaChaRng, n_samples: Optional[int] = None) -> np.ndarray:
     """``σ·L̂ξ̂`` (one row per sample), ``ξ̂`` exact standard normals rounded to ``2^XI_GRID_EXPONENT``.
 
     Refuses (``RuntimeError``) on the noise-only event ``||ξ̂|| > sqrt(T) + XI_NORM_SLACK``

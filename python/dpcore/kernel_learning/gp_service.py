@@ -66,6 +66,7 @@ import math
 import threading
 import warnings
 from dataclasses import asdict, dataclass
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
@@ -80,7 +81,7 @@ from dpcore.kernel_learning._model import (
 )
 from dpcore._internal.dask import refuse_dask
 from dpcore._internal.labels import decision_labels, label_agreement
-from dpcore._internal.sealing import KEYFILE
+from dpcore._internal.sealing import KEYFILE, StateKeyLike
 from dpcore._internal.state import DurableSession, check_params_doc
 from dpcore.exceptions import StateAuthenticationError
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
@@ -88,6 +89,10 @@ from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
 from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
 from dpcore._internal.progress import check_verbose, progress_bar
+from dpcore._internal.types import ArrayLike, KernelModel, RandomState, StateBackend, StrPath
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -204,9 +209,11 @@ class GPService(DurableSession):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, *, data_norm, max_exact_queries=10_000, ridge=None, clip=False,
-                 state_path=None, state_backend="auto", state_key=KEYFILE, verbose: bool | int = False,
-                 random_state=None, accountant=None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float,
+                 max_exact_queries: int = 10_000, ridge: Optional[float] = None, clip: bool = False,
+                 state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto",
+                 state_key: StateKeyLike = KEYFILE, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, data_norm=data_norm, max_exact_queries=max_exact_queries,
@@ -446,7 +453,7 @@ class GPService(DurableSession):
         X = check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
         return X + 0.0  # −0.0 → +0.0: one point, one key (the kernel does not tell them apart)
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Private decision values (answers) ``f(x) + σG(x)`` for the rows of ``X``, in order. Thread-safe (serialised).
 
         Points answered before get their stored answer; new points (up to ``max_exact_queries``
@@ -503,7 +510,7 @@ class GPService(DurableSession):
             self._n_answered += X.shape[0]
             return out
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predicted labels: ``classes_[1]`` where the private decision value is > ``threshold_``, else
         ``classes_[0]`` (post-processing of :meth:`decision_function`; scikit-learn's convention).
 
@@ -524,7 +531,7 @@ class GPService(DurableSession):
         """
         return decision_labels(self.decision_function(X), self.classes_, getattr(self, "threshold_", 0.0))
 
-    def score(self, X, y) -> float:
+    def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Mean accuracy of :meth:`predict` on ``(X, y)`` (the queries are answered like any others: they join
         the released path and use up ``max_exact_queries``).
 
@@ -548,7 +555,7 @@ class GPService(DurableSession):
             raise ValueError(f"y must have one label per row of X ({pred.shape[0]}), got shape {y.shape}")
         return float(np.mean(label_agreement(pred, y, self.classes_)))
 
-    def predict_labels(self, X) -> np.ndarray:
+    def predict_labels(self, X: ArrayLike) -> np.ndarray:
         """Deprecated alias of :meth:`predict` (the labels), kept for code written before issue 25.
 
         Examples
@@ -569,7 +576,7 @@ class GPService(DurableSession):
                       stacklevel=2)
         return self.predict(X)
 
-    def calibrate_prior(self, proportion: float, points) -> "GPService":
+    def calibrate_prior(self, proportion: float, points: ArrayLike) -> "GPService":
         """Set ``threshold_`` so that ``classes_[1]`` is predicted on the fraction ``proportion`` of ``points``.
 
         The imbalance remedy of :meth:`dpcore.KernelRelease.calibrate_prior` for the service: the
@@ -615,7 +622,7 @@ class GPService(DurableSession):
         return self._n_answered
 
     @property
-    def state_seq(self):
+    def state_seq(self) -> int:
         return self._seq
 
     # ------------------------------------------------------------------ persistence
@@ -631,8 +638,10 @@ class GPService(DurableSession):
                     factor_sha256=self._factor_hash())
 
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", state_key=KEYFILE, accountant=None,
-             verbose: bool | int = False, random_state=None) -> "GPService":
+    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None,
+             state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE,
+             accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False,
+             random_state: RandomState = None) -> "GPService":
         """Resume a service: same model (fingerprint), same calibration, the same factor bit for bit.
 
         The state file is opened and locked first (a second live session is refused before anything is

@@ -42,7 +42,7 @@ import logging
 import math
 import numbers
 import warnings
-from typing import Any, Optional
+from typing import Any, Optional, Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -54,7 +54,7 @@ from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose, progress_bar
 from dpcore._internal.validation import refuse_fit_params
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, Labels
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_positive, check_rows, check_scale, record_feature_names,
 )
@@ -183,8 +183,9 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, lam: float = 1e-3, kernel: str = "rbf", gamma: Optional[float] = None, degree: int = 3,
                  coef0: float = 1.0, tol: float = 1e-6, max_iter: Optional[int] = None, cache_size: float = 200.0,
-                 classes=None, class_weight=None, max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
-                 verbose: bool | int = False, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING):
+                 classes: Labels = None, class_weight: Optional[Mapping[Any, float]] = None,
+                 max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, verbose: bool | int = False,
+                 intercept_scaling: float = DEFAULT_INTERCEPT_SCALING) -> None:
         self.lam = lam
         self.kernel = kernel
         self.gamma = gamma

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
@@ -43,7 +43,7 @@ from scipy import linalg
 from dpcore import _core
 from dpcore._internal.fp import KERNEL_SUM_REL_ERROR, gamma_k
 from dpcore._internal.progress import check_verbose
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, KernelModel, RandomState
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.exceptions import NotFittedError
@@ -56,6 +56,9 @@ from dpcore.kernel_learning.gp import auto_lam, gp_factor, gp_noise, gp_residual
 from dpcore.kernel_learning.multiclass import MULTINOMIAL_LIPSCHITZ, MulticlassKernelLogisticRegression
 from dpcore.kernels.evaluation import kernel_args
 from dpcore.mechanisms.noise import check_random_state, gaussian_plan
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +240,8 @@ class MulticlassTDDL:
         Ridge of the interpolation on ``Z`` (post-processing); default ``1e-6·mean diag K_ZZ + τ``.
     random_state : None, int or ChaChaRng
         ``None``: OS-seeded ChaCha (secure); an int: reproducible (research/tests).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` before any noise is drawn.
     verbose : bool or int, default=False
@@ -271,9 +276,9 @@ class MulticlassTDDL:
 
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon: float, delta: float, *, data_norm: float, clip: bool = False,
-                 ridge: Optional[float] = None, random_state=None, accountant=None,
-                 verbose: bool | int = False) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, clip: bool = False,
+                 ridge: Optional[float] = None, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta

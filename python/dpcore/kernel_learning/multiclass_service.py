@@ -42,6 +42,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 from scipy import linalg
@@ -63,6 +64,7 @@ from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
 from dpcore.kernel_learning.multiclass_release import check_multiclass_tol
 from dpcore.kernels.evaluation import kernel_args
 from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
+from dpcore._internal.types import ArrayLike
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +295,7 @@ class MulticlassGPService(GPService):
         return y[:, [first[kb] for kb in keys], :]
 
     # ------------------------------------------------------------------ public API
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Private scores ``F̂(x) + σG(x)`` of shape ``(m, K)`` (columns as ``classes_``), in order.
 
         Points answered before get their stored answers; new points (up to ``max_exact_queries`` distinct
@@ -341,7 +343,7 @@ class MulticlassGPService(GPService):
             self._n_answered += X.shape[0]
             return out
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Alias of :meth:`predict` (the private ``(m, K)`` scores).
 
         Examples
@@ -355,7 +357,7 @@ class MulticlassGPService(GPService):
         """
         return self.predict(X)
 
-    def predict_labels(self, X) -> np.ndarray:
+    def predict_labels(self, X: ArrayLike) -> np.ndarray:
         """``classes_[argmax_k]`` of the private scores (post-processing; ties: the first class).
 
         Examples
@@ -369,7 +371,7 @@ class MulticlassGPService(GPService):
         """
         return self.classes_[np.argmax(self.predict(X), axis=1)]
 
-    def calibrate_prior(self, proportion, points):
+    def calibrate_prior(self, proportion: float, points: ArrayLike) -> NoReturn:
         """Not offered for K classes (the binary threshold remedy has no K-class counterpart here yet).
 
         Raises

@@ -10,7 +10,7 @@ import math
 import numbers
 import threading
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Dict, Literal, Optional, Tuple, Union, overload, TYPE_CHECKING
 
 import numpy as np
 
@@ -27,10 +27,14 @@ from dpcore.kernel_learning._model import (  # noqa: F401  (re-exported names us
 )
 
 from dpcore._internal.dask import refuse_dask
-from dpcore._internal.sealing import KEYFILE
+from dpcore._internal.sealing import KEYFILE, StateKeyLike
 from dpcore._internal.state import DurableSession, StateRollbackError, check_params_doc  # noqa: F401
 from dpcore.exceptions import PINPBudgetExhausted, StateAuthenticationError
 from dpcore._internal.progress import check_verbose, progress_bar
+from dpcore._internal.types import ArrayLike, KernelModel, RandomState, StateBackend, StrPath
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -346,9 +350,11 @@ class PINP(DurableSession):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, *, data_norm, n_queries, beta=0.05, norm_bound=None,
-                 clip=False, state_path=None, state_backend="auto", state_key=KEYFILE, verbose: bool | int = False,
-                 random_state=None, accountant=None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float, n_queries: int,
+                 beta: float = 0.05, norm_bound: Optional[float] = None, clip: bool = False,
+                 state_path: Optional[StrPath] = None, state_backend: StateBackend = "auto",
+                 state_key: StateKeyLike = KEYFILE, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         check_verbose(verbose)
         self.verbose = verbose
         params = dict(epsilon=epsilon, delta=delta, beta=beta, n_queries=n_queries,
@@ -446,8 +452,10 @@ class PINP(DurableSession):
         return doc
 
     @classmethod
-    def load(cls, state_path, model, *, min_seq=None, state_backend="auto", state_key=KEYFILE, accountant=None,
-             verbose: bool | int = False, random_state=None) -> "PINP":
+    def load(cls, state_path: StrPath, model: KernelModel, *, min_seq: Optional[int] = None,
+             state_backend: StateBackend = "auto", state_key: StateKeyLike = KEYFILE,
+             accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False,
+             random_state: RandomState = None) -> "PINP":
         """Resume the session persisted in ``state_path`` for ``model``.
 
         The state file is opened and locked first (a second live session is refused before anything
@@ -526,7 +534,17 @@ class PINP(DurableSession):
         X = check_array(X, "X", n_features=d)
         return check_in_domain(X, self._radius, "X", clip=self._params["clip"], what="query point(s)")
 
-    def predict(self, X, *, return_details: bool = False):
+    @overload
+    def predict(self, X: ArrayLike, *, return_details: Literal[False] = ...
+               ) -> np.ndarray: ...
+    @overload
+    def predict(self, X: ArrayLike, *, return_details: Literal[True]) -> Tuple[np.ndarray, Dict[str, Any]]: ...
+    @overload
+    def predict(self, X: ArrayLike, *, return_details: bool = ...
+                ) -> Union[np.ndarray, Tuple[np.ndarray, Dict[str, Any]]]: ...
+
+    def predict(self, X: ArrayLike, *, return_details: bool = False
+                ) -> Union[np.ndarray, Tuple[np.ndarray, Dict[str, Any]]]:
         """Answer the rows of ``X`` in order (Algorithm 1). Thread-safe; calls are serialised.
 
         Parameters
@@ -650,26 +668,61 @@ class PINP(DurableSession):
         return self.privacy_.n_queries - self.n_answered
 
     @property
-    def state_path(self):
+    def state_path(self) -> Optional[StrPath]:
         return self._state_path
 
     @property
-    def state_seq(self):
+    def state_seq(self) -> Optional[int]:
         """Sequence number of the last committed state (``None`` without ``state_path``)."""
         return self._seq
 
-    B_ = property(lambda self: self.privacy_.B)
-    epsilon0_ = property(lambda self: self.privacy_.epsilon0)
-    epsilon0_printed_ = property(lambda self: self.privacy_.epsilon0_printed)
-    sigma_ = property(lambda self: self.privacy_.sigma)
-    eta_ = property(lambda self: self.privacy_.eta)
-    sensitivity_ = property(lambda self: self.privacy_.sensitivity)
-    noise_scale_ = property(lambda self: self.privacy_.noise_scale)
-    grid_exponent_ = property(lambda self: self.privacy_.grid_exponent)
-    norm_bound_ = property(lambda self: self.privacy_.norm_bound)
-    r_phi_ = property(lambda self: self.privacy_.r_phi)
-    error_bound_ = property(lambda self: self.privacy_.error_bound)
-    theorem3_rate_ = property(lambda self: self.privacy_.theorem3_rate)
+    @property
+    def B_(self) -> int:
+        return self.privacy_.B
+
+    @property
+    def epsilon0_(self) -> float:
+        return self.privacy_.epsilon0
+
+    @property
+    def epsilon0_printed_(self) -> float:
+        return self.privacy_.epsilon0_printed
+
+    @property
+    def sigma_(self) -> float:
+        return self.privacy_.sigma
+
+    @property
+    def eta_(self) -> float:
+        return self.privacy_.eta
+
+    @property
+    def sensitivity_(self) -> float:
+        return self.privacy_.sensitivity
+
+    @property
+    def noise_scale_(self) -> float:
+        return self.privacy_.noise_scale
+
+    @property
+    def grid_exponent_(self) -> int:
+        return self.privacy_.grid_exponent
+
+    @property
+    def norm_bound_(self) -> float:
+        return self.privacy_.norm_bound
+
+    @property
+    def r_phi_(self) -> float:
+        return self.privacy_.r_phi
+
+    @property
+    def error_bound_(self) -> float:
+        return self.privacy_.error_bound
+
+    @property
+    def theorem3_rate_(self) -> float:
+        return self.privacy_.theorem3_rate
 
     def __repr__(self) -> str:
         c = self.privacy_

@@ -27,10 +27,10 @@ from dpcore._core import __version__ as _version
 from dpcore import _core
 from dpcore._internal.dask import compute_all
 from dpcore._internal.labels import PM_CLASSES, check_classes, decision_labels, label_agreement
-from dpcore._internal.sealing import resolve_key
+from dpcore._internal.sealing import StateKeyLike, resolve_key
 from dpcore._internal.state import atomic_write, checksum, encode_document, parse_document
 from dpcore.exceptions import NotFittedError, StateAuthenticationError
-from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Labels, StrPath
 from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
                                          map_rows)
@@ -99,8 +99,9 @@ class KernelRelease:
     ['calibration', 'checksum', 'classes']
     """
 
-    def __init__(self, points, mu, kernel: dict, *, classes=None, mechanism: str, epsilon: float,
-                 delta: float, calibration: Optional[dict] = None, data_norm: float, intercept: float = 0.0):
+    def __init__(self, points: ArrayLike, mu: ArrayLike, kernel: dict, *, classes: Labels = None, mechanism: str,
+                 epsilon: float, delta: float, calibration: Optional[dict] = None, data_norm: float,
+                 intercept: float = 0.0) -> None:
         fields = self._validate_public(points=points, mu=mu, kernel=kernel, classes=classes, mechanism=mechanism,
                                        epsilon=epsilon, delta=delta, calibration=calibration, data_norm=data_norm,
                                        intercept=intercept)
@@ -223,7 +224,7 @@ class KernelRelease:
         X = check_rows(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
         return map_rows(_release_decision, X, self.points, self.mu, self.kernel, self.intercept, X.shape[0], name="X")
 
-    def calibrate_prior(self, proportion: float, points=None) -> "KernelRelease":
+    def calibrate_prior(self, proportion: float, points: Optional[ArrayLike] = None) -> "KernelRelease":
         """A copy whose decision threshold predicts ``classes_[1]`` on the fraction ``proportion`` of ``points``.
 
         Post-processing for imbalanced data: a private model without a bias can rank well (high AUC)
@@ -346,7 +347,7 @@ class KernelRelease:
         doc["checksum"] = checksum(doc)
         return doc
 
-    def save(self, path, *, key=None) -> None:
+    def save(self, path: StrPath, *, key: Optional[StateKeyLike] = None) -> None:
         """Write the release to ``path`` atomically: JSON with a SHA-256 checksum, or sealed under ``key``.
 
         A release is public (post-processing of a DP release), so by default it is written readable,
@@ -383,7 +384,7 @@ class KernelRelease:
         atomic_write(path, encode_document(self.to_dict(), sealing, _FORMAT))
 
     @classmethod
-    def load(cls, path, *, key=None) -> "KernelRelease":
+    def load(cls, path: StrPath, *, key: Optional[StateKeyLike] = None) -> "KernelRelease":
         """Read a release written by :meth:`save`; every field is validated as by the constructor.
 
         Without ``key`` the file must be the plain format and its checksum must match (accidents are
@@ -505,12 +506,12 @@ class ReleasingEstimator(BaseEstimator):
         self._check_fitted()
         return self.release_.score(X, y)
 
-    def save(self, path) -> None:
+    def save(self, path: StrPath) -> None:
         """Save the release (points, α, kernel, privacy parameters and calibration)."""
         self._check_fitted()
         self.release_.save(path)
 
     @staticmethod
-    def load(path) -> KernelRelease:
+    def load(path: StrPath) -> KernelRelease:
         """Load a saved release (a :class:`dpcore.KernelRelease`)."""
         return KernelRelease.load(path)

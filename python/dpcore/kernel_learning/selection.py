@@ -124,7 +124,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, overload, Literal, Mapping, Optional, Sequence, Union, TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -146,8 +146,11 @@ from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, resolve_class_weight
 from dpcore.mechanisms.class_weights import class_count_noise_scale, private_class_weights
-from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self, ClassWeight, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -266,7 +269,7 @@ def _check_strategy(strategy, n_candidates, mean_runs):
 
 
 def selection_epsilon(mu: float, delta: float, *, n_candidates: int, strategy: str = "exhaustive",
-                      mean_runs=None, prior_epsilon: float = 0.0) -> float:
+                      mean_runs: Optional[int] = None, prior_epsilon: float = 0.0) -> float:
     """ε at ``delta`` of a selection whose every run is ``mu``-GDP (dp_accounting: PLD or RDP).
 
     ``prior_epsilon > 0`` adds the ε-DP Laplace release of the class proportion before the runs.
@@ -293,7 +296,7 @@ def selection_epsilon(mu: float, delta: float, *, n_candidates: int, strategy: s
 
 
 def selection_mu(epsilon: float, delta: float, *, n_candidates: int, strategy: str = "exhaustive",
-                 mean_runs=None, prior_epsilon: float = 0.0) -> float:
+                 mean_runs: Optional[int] = None, prior_epsilon: float = 0.0) -> float:
     """Largest per-run ``μ`` (to relative 1e-6, rounded down) with ``selection_epsilon(μ) ≤ epsilon``.
 
     Examples
@@ -466,6 +469,8 @@ class PrivateGridSearch(BaseEstimator):
         only — the random number of runs ``K`` is part of the mechanism's secret randomness (the guarantee
         holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` once, before any training — and only after everything public has been validated and
         calibrated: the parameters, ``Z`` (in the declared ball), ``X``'s shape and domain, ``y``'s labels (in the
@@ -521,10 +526,15 @@ class PrivateGridSearch(BaseEstimator):
     def __sklearn_tags__(self):
         return binary_classifier_tags(super().__sklearn_tags__())
 
-    def __init__(self, param_grid, epsilon, delta, *, Z, data_norm, base_params=None, strategy="exhaustive",
-                 score_share=0.05, prior_epsilon_share=0.05, mean_runs=None, class_weight=None,
-                 max_class_weight=DEFAULT_MAX_CLASS_WEIGHT, class_weight_epsilon_share=0.05,
-                 scoring="accuracy", verbose: bool | int = False, random_state=None, accountant=None) -> None:
+    def __init__(self, param_grid: Union[None, Mapping[str, Sequence[Any]], Sequence[Mapping[str, Sequence[Any]]]],
+                 epsilon: float, delta: float, *, Z: ArrayLike, data_norm: float,
+                 base_params: Optional[Mapping[str, Any]] = None,
+                 strategy: Literal["exhaustive", "repeat_and_select"] = "exhaustive", score_share: float = 0.05,
+                 prior_epsilon_share: float = 0.05, mean_runs: Optional[int] = None, class_weight: ClassWeight = None,
+                 max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, class_weight_epsilon_share: float = 0.05,
+                 scoring: Literal["accuracy", "balanced_accuracy", "roc_auc"] = "accuracy",
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.delta = delta

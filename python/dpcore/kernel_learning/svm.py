@@ -73,7 +73,7 @@ from dpcore._internal.validation import (
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params, check_kernel_domain, fused_predict
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
 from dpcore._internal.validation import refuse_fit_params
-from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self, ClassWeight, Labels
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -145,12 +145,12 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         max_iter: Optional[int] = None,
         cache_size: float | str = "auto",
         shrinking: bool = True,
-        classes=DEFAULT_CLASSES,
-        class_weight=None,
+        classes: Labels = DEFAULT_CLASSES,
+        class_weight: ClassWeight = None,
         max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
         verbose: bool | int = False,
         intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
-    ):
+    ) -> None:
         self.lam = lam
         self.kernel = kernel
         self.gamma = gamma

@@ -13,7 +13,7 @@ import numbers
 import warnings
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Dict, Literal, Tuple, Union, TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg, optimize
@@ -27,11 +27,14 @@ from dpcore.kernel_learning._model import (
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_probability
 from dpcore.accounting.calibrate import gaussian_sigma_analytic, per_step_epsilon
 from dpcore.kernel_learning.gp import gp_factor as _gp_factor
-from dpcore.kernel_learning.gp import gp_noise, gp_residual_bound
+from dpcore.kernel_learning.gp import GPFactor, gp_noise, gp_residual_bound
 from dpcore.mechanisms.noise import grid_release, check_random_state, gaussian_plan, laplace_plan
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, KernelModel, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ _NOISES = ("gp", "gaussian", "laplace")
 _GP_RESIDUAL_SHARE = 1e-3
 
 
-def loss_at_zero(model) -> Optional[float]:
+def loss_at_zero(model: KernelModel) -> Optional[float]:
     """``ℓ(0; y)`` for dpcore's kernel ERM estimators (``None`` if the loss is unknown)."""
     return _LOSS_AT_ZERO.get(getattr(model, "_loss", None))
 
@@ -139,7 +142,7 @@ def tddl_calibration(
     norm_fp_error: float = 0.0,
     norm_beta: float = 0.01,
     sensitivity_factor: float = 1.0,
-    gp_factor=None,
+    gp_factor: Optional[GPFactor] = None,
     value_bound: float = math.inf,
 ) -> TDDLCalibration:
     """Calibrate TDDL (see :class:`TDDL`). Pure function of public quantities.
@@ -241,7 +244,8 @@ def _tddl_event(cal: "TDDLCalibration"):
     return epsilon_delta_event(cal.epsilon, cal.delta)
 
 
-def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *, eig=None):
+def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *,
+                           eig: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
     r"""Exact ``argmin_{||w|| ≤ radius} Σ_t (<w, φ(z_t)> − y_t)²`` in representer form ``w = Σ_t α_t φ(z_t)``.
 
     Only the component of ``w`` in ``span φ(Z)`` changes the objective, and the orthogonal part only
@@ -421,6 +425,8 @@ class TDDL(ReleasingEstimator):
         predictions, reconstruction).
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` in :meth:`fit` before any noise is drawn.
 
@@ -454,9 +460,12 @@ class TDDL(ReleasingEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
-    def __init__(self, model, epsilon, delta, *, data_norm, noise="gp", norm_bound="private",
-                 norm_epsilon_share=0.1, norm_beta=0.01, ridge=None, clip=False, verbose: bool | int = False,
-                 random_state=None, accountant=None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, data_norm: float,
+                 noise: Literal["gp", "gaussian", "laplace"] = "gp",
+                 norm_bound: Union[Literal["public", "private"], float] = "private", norm_epsilon_share: float = 0.1,
+                 norm_beta: float = 0.01, ridge: Optional[float] = None, clip: bool = False,
+                 verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta

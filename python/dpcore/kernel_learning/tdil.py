@@ -10,7 +10,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Optional, Literal, TYPE_CHECKING
 
 import numpy as np
 
@@ -28,8 +28,11 @@ from dpcore.mechanisms import exponential as linear_em
 from dpcore.kernel_learning.release import KernelRelease, ReleasingEstimator
 from dpcore.kernel_learning.tddl import loss_at_zero
 from dpcore.exceptions import TDILCostError
-from dpcore._internal.types import Self
+from dpcore._internal.types import Self, KernelModel, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -308,6 +311,8 @@ class TDIL(ReleasingEstimator):
         :mod:`logging` messages are for the curator only and never part of a release.
         The bar counts the ``B`` rounds (public).
     random_state : None, int or ChaChaRng
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` before the first round.
 
@@ -342,9 +347,12 @@ class TDIL(ReleasingEstimator):
     _sensitivity_factor = 1.0
     _printed_em_scale = False
 
-    def __init__(self, model, epsilon, delta, *, beta=0.05, data_norm=1.0, calibration="paper",
-                 sampler="net", net_radius=None, norm_bound=None, max_candidates=2e10, max_kernel_evaluations=2e10,
-                 verbose: bool | int = False, random_state=None, accountant=None) -> None:
+    def __init__(self, model: KernelModel, epsilon: float, delta: float, *, beta: float = 0.05,
+                 data_norm: float = 1.0, calibration: Literal["paper", "tight"] = "paper",
+                 sampler: Literal["net", "continuous"] = "net", net_radius: Optional[float] = None,
+                 norm_bound: Optional[float] = None, max_candidates: float = 2e10,
+                 max_kernel_evaluations: float = 2e10, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None) -> None:
         self.model = model
         self.epsilon = epsilon
         self.delta = delta

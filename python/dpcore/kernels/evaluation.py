@@ -365,8 +365,8 @@ def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *,
     return map_rows(_predict_checked, Z, as_f64(X), as_f64(mu), params, Z.shape[0], name="Z")
 
 
-def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, n_features=None,
-                       intercept_scaling: float = 0.0) -> float:
+def feature_map_radius(data_norm: float, *, kernel: str = "rbf", gamma: Optional[float] = None, degree: int = 3,
+                       coef0: float = 1.0, n_features: Optional[int] = None, intercept_scaling: float = 0.0) -> float:
     """Feature-map radius ``R_phi = max_{||z|| <= data_norm} ||phi(z)||`` of a kernel.
 
     ``R_phi**2 = max K(z, z)`` over the ball is ``data_norm**2`` (linear),

@@ -36,7 +36,7 @@ maps a Dask array or DataFrame, block of rows by block of rows (lazily; bit-for-
 from __future__ import annotations
 
 import numbers
-from typing import overload
+from typing import overload, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -47,7 +47,7 @@ from dpcore._internal.validation import (
 )
 from dpcore.exceptions import NotFittedError
 from dpcore.mechanisms.noise import check_random_state
-from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self, RandomState
 
 __all__ = ["RandomFourierFeatures", "RFF_KERNELS"]
 
@@ -103,6 +103,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Bandwidth γ > 0.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible weights.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------
@@ -122,7 +124,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
     ((4, 50), True)
     """
 
-    def __init__(self, *, n_components=100, kernel="rbf", gamma=1.0, random_state=None) -> None:
+    def __init__(self, *, n_components: int = 100, kernel: Literal["rbf", "laplacian"] = "rbf", gamma: float = 1.0,
+                 random_state: RandomState = None) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -200,7 +203,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         """Output width for ``get_feature_names_out`` (``randomfourierfeatures0``, ...)."""
         return self.n_output_features_
 
-    def kernel_value(self, X, Z) -> np.ndarray:
+    def kernel_value(self, X: ArrayLike, Z: ArrayLike) -> np.ndarray:
         """The exact kernel ``k(X, Z)`` the features approximate (reference; dense ``m × n``).
 
         Examples

@@ -54,7 +54,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Union
+from typing import Union, Tuple
 
 import numpy as np
 from scipy import linalg
@@ -69,7 +69,7 @@ from dpcore.ldp.regression import check_zv_reports, check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import clip_rows, release
 from dpcore.kernels.random_features import RandomFourierFeatures
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class KernelRidgeProtocol(ProtocolMixin):
     def n_features(self) -> int:
         return self.n_components
 
-    def features(self, X) -> np.ndarray:
+    def features(self, X: ArrayLike) -> np.ndarray:
         """Public feature map ``φ̂`` on a batch (each row clipped to the unit ball against rounding).
 
         Examples
@@ -156,7 +156,8 @@ class KernelRidgeProtocol(ProtocolMixin):
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
 
-def kernel_report(x, y, protocol: KernelRidgeProtocol, *, clip: bool = False, random_state=None):
+def kernel_report(x: ArrayLike, y: float, protocol: KernelRidgeProtocol, *, clip: bool = False,
+                  random_state: RandomState = None) -> Tuple[np.ndarray, float]:
     """Client side of Algorithm 4: what ONE user sends, ``(z, v)``; ``z`` has shape ``(2D,)``.
 
     ``x``: shape ``(d,)``, finite; ``|y| ≤ label_bound`` (``ValueError`` otherwise unless ``clip=True``).

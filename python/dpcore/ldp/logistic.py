@@ -59,7 +59,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Callable
 
 import numpy as np
 from numpy.polynomial import chebyshev as C
@@ -72,7 +72,7 @@ from dpcore.ldp.regression import check_label
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, release, release_rows
 from dpcore.ldp._stats import LeafStream, check_finite, reduce_blocks
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -81,7 +81,8 @@ __all__ = ["LogisticProtocol", "LogisticReports", "logistic_report", "LDPLogisti
            "chebyshev_coefficients", "TERMS"]
 
 
-def chebyshev_coefficients(f, degree: int, n_nodes: int = 512, parity: Optional[str] = None) -> np.ndarray:
+def chebyshev_coefficients(f: Callable[[np.ndarray], np.ndarray], degree: int, n_nodes: int = 512,
+                           parity: Optional[str] = None) -> np.ndarray:
     """Power-basis coefficients ``c_0..c_p`` of the degree-``p`` truncated Chebyshev series of ``f`` on [−1, 1].
 
     ``parity="odd"`` / ``"even"`` declares ``f`` odd / even: the Chebyshev (and hence power-basis)
@@ -238,7 +239,8 @@ class LogisticReports:
     zx: np.ndarray
 
 
-def logistic_report(x, y, protocol: LogisticProtocol, *, clip: bool = False, random_state=None) -> LogisticReports:
+def logistic_report(x: ArrayLike, y: float, protocol: LogisticProtocol, *, clip: bool = False,
+                    random_state: RandomState = None) -> LogisticReports:
     """Client side of Algorithm 5: what ONE user sends (a :class:`LogisticReports` with one row).
 
     ``||x||_2 ≤ 1`` and ``y ∈ [−1, 1]`` (labels ±1) are required (``ValueError`` otherwise unless ``clip=True``).

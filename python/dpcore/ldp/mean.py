@@ -48,7 +48,7 @@ import math
 import warnings
 import functools
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, Union, Tuple
 
 import numpy as np
 from scipy import optimize, sparse
@@ -61,7 +61,7 @@ from dpcore.ldp.vectors import GaussianChannel, gaussian_channel
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore.ldp._stats import LeafStream, check_finite, feed
 from dpcore.exceptions import RecoveryRadiusWarning
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -174,7 +174,8 @@ class MeanEstimationProtocol(ProtocolMixin):
         return (ReleaseSpec("y (projected x)", "clip_R(G x)", self.channel, 1),)
 
 
-def mean_report(x, protocol: MeanEstimationProtocol, *, clip: bool = False, random_state=None) -> np.ndarray:
+def mean_report(x: ArrayLike, protocol: MeanEstimationProtocol, *, clip: bool = False,
+                random_state: RandomState = None) -> np.ndarray:
     """Client side of Algorithm 2: what ONE user sends — ``clip_R(G x) + N(0, σ² I_p)``, shape ``(p,)``.
 
     ``x`` (shape ``(d,)``) must satisfy ``||x||_2 ≤ 1`` (``ValueError`` otherwise unless ``clip=True``).
@@ -237,7 +238,7 @@ def median_of_means_from_sums(sums: np.ndarray, bounds: np.ndarray):
     return means[j], j, radii, means
 
 
-def l1_recovery(G: np.ndarray, u: np.ndarray, tau: float):
+def l1_recovery(G: np.ndarray, u: np.ndarray, tau: float) -> Tuple[np.ndarray, float]:
     """``argmin ||z||_1`` subject to ``||G z − u||_1 ≤ τ``, solved as an LP (HiGHS). Variables ``[z⁺, z⁻, t]``.
 
     If the constraint is infeasible (possible when p > d), τ is raised to the smallest feasible

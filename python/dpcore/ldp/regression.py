@@ -26,7 +26,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -39,7 +39,7 @@ from dpcore.ldp._stats import LeafStream, feed
 from dpcore.ldp.vectors import GaussianChannel, gaussian_channel, split_budget
 from dpcore.ldp._records import check_record, clip_to, release
 from dpcore._internal.validation import check_array
-from dpcore._internal.types import ArrayLike, NDArray, Self
+from dpcore._internal.types import ArrayLike, NDArray, Self, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["SparseRegressionProtocol", "regression_report", "LDPSparseRegression", "check_label"]
 
 
-def check_label(y, name: str, bound: float, clip: bool) -> np.ndarray:
+def check_label(y: ArrayLike, name: str, bound: float, clip: bool) -> np.ndarray:
     """One user's response as a length-1 vector, ``|y| ≤ bound`` (or clipped with ``clip=True``)."""
     arr = np.asarray(y, dtype=np.float64) if np.asarray(y).dtype.kind in "biuf" else None
     if arr is None:
@@ -133,7 +133,8 @@ class SparseRegressionProtocol(ProtocolMixin):
                 ReleaseSpec("v (response)", "y", self.y_channel, 1))
 
 
-def regression_report(x, y, protocol: SparseRegressionProtocol, *, clip: bool = False, random_state=None):
+def regression_report(x: ArrayLike, y: float, protocol: SparseRegressionProtocol, *, clip: bool = False,
+                      random_state: RandomState = None) -> Tuple[np.ndarray, float]:
     """Client side of Algorithm 3: what ONE user sends, ``(z, v)`` with ``z`` shape ``(m,)``, ``v`` a float.
 
     ``||x||_2 ≤ 1`` and ``|y| ≤ label_bound`` are required (``ValueError`` otherwise unless ``clip=True``).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import numbers
-from typing import List, Sequence, Union
+from typing import List, Sequence, Union, Any, Optional
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from dpcore.ldp.kernel import KernelRidgeProtocol
 from dpcore.ldp.logistic import LogisticProtocol, LogisticReports, simulate_logistic_reports
 from dpcore.ldp.mean import MeanEstimationProtocol
 from dpcore.ldp.regression import SparseRegressionProtocol
+from dpcore._internal.types import ArrayLike, RandomState
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,11 @@ def _check_no_y(y, kind: str) -> None:
         raise ValueError(f"y must be None for a {kind} (only X is released), got {type(y).__name__}")
 
 
-def simulate(X, y, protocol, random_state=None, *, clip: bool = False, verbose: bool | int = False,
-             chunks: Union[None, int, Sequence[int]] = None):
+def simulate(X: ArrayLike, y: Optional[ArrayLike],
+             protocol: Union[GaussianChannel, MeanEstimationProtocol, SparseRegressionProtocol, KernelRidgeProtocol,
+                             LogisticProtocol],
+             random_state: RandomState = None, *, clip: bool = False, verbose: bool | int = False,
+             chunks: Union[None, int, Sequence[int]] = None) -> Any:
     """Run all ``n`` clients of ``protocol`` on ``X`` (and ``y``) and return their reports.
 
     Parameters

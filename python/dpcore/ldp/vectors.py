@@ -37,6 +37,7 @@ from dpcore.mechanisms import noise
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_classic
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.ldp._records import check_record, release
+from dpcore._internal.types import ArrayLike, RandomState
 
 __all__ = ["GaussianChannel", "gaussian_channel", "privatize_vector", "sample_privatize_vector"]
 
@@ -99,7 +100,8 @@ def _make_channel(dim: int, epsilon: float, delta: float, data_norm: float, sens
                            calibration=calibration, sigma=plan.sigma, delta_used=plan.delta_used, plan=plan)
 
 
-def gaussian_channel(dim, epsilon, delta, *, data_norm=1.0, calibration: str = "analytic") -> GaussianChannel:
+def gaussian_channel(dim: int, epsilon: float, delta: float, *, data_norm: float = 1.0, calibration: str = "analytic"
+                    ) -> GaussianChannel:
     """Calibrate the Basic Private Vector mechanism for vectors of length ``dim`` with
     ``||x||_2 ≤ data_norm`` (L2 sensitivity ``2·data_norm``) at (ε, δ)-LDP. See the module docstring.
 
@@ -121,8 +123,8 @@ def gaussian_channel(dim, epsilon, delta, *, data_norm=1.0, calibration: str = "
     return _make_channel(dim, epsilon, delta, data_norm, 2.0 * data_norm, calibration)
 
 
-def privatize_vector(x, epsilon, delta, *, clip: bool = False, data_norm=1.0, calibration: str = "analytic",
-                     random_state=None) -> np.ndarray:
+def privatize_vector(x: ArrayLike, epsilon: float, delta: float, *, clip: bool = False, data_norm: float = 1.0,
+                     calibration: str = "analytic", random_state: RandomState = None) -> np.ndarray:
     """Client side: privatise ONE user's vector (Basic Private Vector mechanism, Algorithm 1).
 
     What leaves the device: the returned array ``z = x + N(0, σ² I)`` (exact grid release), nothing else.
@@ -164,8 +166,8 @@ def privatize_vector(x, epsilon, delta, *, clip: bool = False, data_norm=1.0, ca
     return release(xv, channel, noise.check_random_state(random_state))
 
 
-def sample_privatize_vector(x, epsilon, delta, n_samples: int, *, data_norm=1.0, calibration: str = "analytic",
-                            random_state=None) -> np.ndarray:
+def sample_privatize_vector(x: ArrayLike, epsilon: float, delta: float, n_samples: int, *, data_norm: float = 1.0,
+                            calibration: str = "analytic", random_state: RandomState = None) -> np.ndarray:
     """``n_samples`` independent outputs of :func:`privatize_vector` on the same ``x`` (for audits only).
 
     Examples

@@ -50,14 +50,16 @@ import math
 import numpy as np
 
 from dpcore import _core
+from dpcore._core import ChaChaRng
 
 __all__ = ["LinearBallEM", "t_logpdf", "snap_to_net", "fp_delta", "FP_REL_ERROR", "FP_REJECT_ERROR"]
 
 from dpcore._internal.fp import EM_FP_REJECT_ERROR as FP_REJECT_ERROR
 from dpcore._internal.fp import EM_FP_REL_ERROR as FP_REL_ERROR
+from dpcore._internal.types import ArrayLike
 
 
-def t_logpdf(t, a: float, d: int, r: float):
+def t_logpdf(t: ArrayLike, a: float, d: int, r: float) -> np.ndarray:
     """Unnormalised log-density of ``t = |<z, û>|`` under ``p(z) ∝ exp(a|<z, û>|)`` on the ball."""
     t = np.asarray(t, dtype=np.float64)
     k = (d - 1) / 2.0
@@ -65,7 +67,7 @@ def t_logpdf(t, a: float, d: int, r: float):
         return a * t + (k * np.log(np.maximum(r * r - t * t, 0.0)) if k > 0 else 0.0)
 
 
-def snap_to_net(z: np.ndarray, nu: float, radius: float):
+def snap_to_net(z: np.ndarray, nu: float, radius: float) -> tuple[np.ndarray, np.ndarray]:
     """The net point of ``z``: the Rust ``BallNet`` snapping (``dpcore._core.net_snap``), so that a
     continuous sample lands on exactly the points the exponential mechanism's net enumerates
     (same spacing ``h = 2ν/√d·(1 − 2⁻³²)``, same projection into the ball).
@@ -102,7 +104,7 @@ class LinearBallEM:
     ((3,), True)
     """
 
-    def __init__(self, rng) -> None:
+    def __init__(self, rng: ChaChaRng) -> None:
         self._rng = rng
 
     # -- uniform variates from the ChaCha stream ------------------------------------------------

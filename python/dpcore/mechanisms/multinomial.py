@@ -63,6 +63,7 @@ import numpy as np
 
 from dpcore import _core
 from dpcore.mechanisms.noise import RandomState, check_random_state
+from dpcore._internal.types import ArrayLike
 
 __all__ = [
     "multinomial_counts",
@@ -114,7 +115,7 @@ def _check_sum_tol(sum_tol) -> float:
 
 
 def multinomial_counts(
-    p, m: int, *, random_state: RandomState = None, sum_tol: float = DEFAULT_SUM_TOL
+    p: ArrayLike, m: int, *, random_state: RandomState = None, sum_tol: float = DEFAULT_SUM_TOL
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Draw ``m`` i.i.d. indices from ``p`` and return the distinct indices with their counts.
 
@@ -166,7 +167,7 @@ def multinomial_counts(
 
 
 def multinomial_draws(
-    p,
+    p: ArrayLike,
     m: int,
     *,
     shuffle: bool = False,
@@ -219,7 +220,7 @@ def multinomial_draws(
     return _core.multinomial_draws(arr, m, rng, bool(shuffle), tol)
 
 
-def probability_error_bound(p) -> float:
+def probability_error_bound(p: ArrayLike) -> float:
     """Uniform bound on the relative error of the sampled probabilities.
 
     Returns ``eps`` with ``|(q_j/T) / (p_j/S) - 1| <= eps`` for every ``p_j > 0`` (``S = sum(p)``;
@@ -263,7 +264,7 @@ def probability_error_bound(p) -> float:
     return 1.01 * (_TWO_POW_M100 / p_min + d + 2.0 * d * d)
 
 
-def quantized_weights(p, *, sum_tol: float = DEFAULT_SUM_TOL) -> Tuple[list, int]:
+def quantized_weights(p: ArrayLike, *, sum_tol: float = DEFAULT_SUM_TOL) -> Tuple[list, int]:
     """The exact integer weights of the sampler: ``(q, T)``.
 
     ``q[j] = floor(p[j] * 2**100)`` (Python ints, exact) and ``T = sum(q)``; index ``j`` is drawn

@@ -81,7 +81,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Optional, Union, overload
+from typing import Optional, Union, overload, Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -89,9 +89,12 @@ from dpcore import _core
 from dpcore._internal.exact import float_up
 from dpcore._internal.validation import check_count, check_delta, check_epsilon, check_sensitivity
 from dpcore._internal.fp import MAX_NOISE_SCALE
-from dpcore._internal.types import ArrayLike, NDArray
+from dpcore._internal.types import ArrayLike, NDArray, RandomState
 from dpcore.accounting.events import epsilon_delta_event, gaussian_event, zcdp_event
 from dpcore.accounting.calibrate import gaussian_delta, gaussian_sigma_analytic, zcdp_delta, zcdp_rho
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 ChaChaRng = _core.ChaChaRng
 
@@ -119,7 +122,6 @@ __all__ = [
     "GAUSSIAN_METHODS",
 ]
 
-RandomState = Union[None, int, "ChaChaRng"]
 
 #: The Laplace grid is ``2**LAPLACE_GRID_BITS`` times finer than the noise scale.
 LAPLACE_GRID_BITS = 40
@@ -229,7 +231,7 @@ class LaplacePlan:
         """``(noise, num, den)`` for the Rust grid sampler: discrete Laplace with scale num/den."""
         return ("laplace", self.scale_num, self.scale_den)
 
-    def dp_event(self):
+    def dp_event(self) -> "_dpe.DpEvent":
         """The dp_accounting event of this release: pure ``ε' = epsilon_used``."""
         return epsilon_delta_event(float(self.epsilon_used), 0.0)
 
@@ -288,7 +290,7 @@ class GaussianPlan:
             )
         return ("gaussian", self.sigma2_units, 1)
 
-    def dp_event(self):
+    def dp_event(self) -> "_dpe.DpEvent":
         """The dp_accounting event of this release: ``GaussianDpEvent(σ/Δ₂)`` (analytic) or ρ-zCDP."""
         if self.method == "analytic":
             return gaussian_event(self.sigma, self.sensitivity)
@@ -462,7 +464,8 @@ def _as_values(value) -> tuple[np.ndarray, tuple, bool]:
     return flat, shape, scalar
 
 
-def grid_release(flat: np.ndarray, plan, random_state, n_samples: Optional[int] = None) -> np.ndarray:
+def grid_release(flat: np.ndarray, plan: Union[LaplacePlan, GaussianPlan], random_state: RandomState,
+                 n_samples: Optional[int] = None) -> np.ndarray:
     """Release the float64 vector ``flat`` with a calibrated plan's exact sampler (no charge).
 
     The building block every mechanism in dpcore releases through (the estimators validate, calibrate and
@@ -503,7 +506,8 @@ def _sample_releases(value, plan_for, n_samples, random_state) -> np.ndarray:
     return out[:, 0] if scalar else out
 
 
-def private_proportion(y, positive, epsilon, *, random_state: RandomState = None, accountant=None) -> float:
+def private_proportion(y: ArrayLike, positive: Any, epsilon: float, *, random_state: RandomState = None,
+                       accountant: Optional[BudgetAccountant] = None) -> float:
     """ε-DP fraction of the entries of ``y`` equal to ``positive`` (n = len(y) is public).
 
     Replace-one changes the count by at most 1, so the count is released with the exact grid Laplace
@@ -529,17 +533,17 @@ def private_proportion(y, positive, epsilon, *, random_state: RandomState = None
 
 @overload
 def laplace_mechanism(value: float, sensitivity: float, epsilon: float, *, random_state: RandomState = None,
-                      accountant=None) -> float: ...
+                      accountant: Optional[BudgetAccountant] = None) -> float: ...
 @overload
 def laplace_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, *, random_state: RandomState = None,
-                      accountant=None) -> NDArray[np.float64]: ...
+                      accountant: Optional[BudgetAccountant] = None) -> NDArray[np.float64]: ...
 def laplace_mechanism(
-    value,
+    value: Union[float, ArrayLike],
     sensitivity: float,
     epsilon: float,
     *,
     random_state: RandomState = None,
-    accountant=None,
+    accountant: Optional[BudgetAccountant] = None,
 ) -> float | NDArray[np.float64]:
     """Release ``value`` with ε-DP Laplace noise, sampled exactly on a power-of-two grid.
 
@@ -585,20 +589,20 @@ def laplace_mechanism(
 
 @overload
 def gaussian_mechanism(value: float, sensitivity: float, epsilon: float, delta: float, *, method: str = "analytic",
-                       random_state: RandomState = None, accountant=None) -> float: ...
+                       random_state: RandomState = None, accountant: Optional[BudgetAccountant] = None) -> float: ...
 @overload
 def gaussian_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, delta: float, *,
                        method: str = "analytic", random_state: RandomState = None,
-                       accountant=None) -> NDArray[np.float64]: ...
+                       accountant: Optional[BudgetAccountant] = None) -> NDArray[np.float64]: ...
 def gaussian_mechanism(
-    value,
+    value: Union[float, ArrayLike],
     sensitivity: float,
     epsilon: float,
     delta: float,
     *,
     method: str = "analytic",
     random_state: RandomState = None,
-    accountant=None,
+    accountant: Optional[BudgetAccountant] = None,
 ) -> float | NDArray[np.float64]:
     """Release ``value`` with (ε, δ)-DP Gaussian noise on a power-of-two grid, sampled exactly.
 
@@ -654,7 +658,8 @@ def _check_n_samples(n_samples, name: str = "n_samples", per_sample: int = 1) ->
     return check_count(n_samples, name, bytes_per_unit=8 * max(per_sample, 1))
 
 
-def sample_laplace_mechanism(value, sensitivity: float, epsilon: float, n_samples: int, *, random_state: RandomState = None) -> np.ndarray:
+def sample_laplace_mechanism(value: ArrayLike, sensitivity: float, epsilon: float, n_samples: int, *,
+                             random_state: RandomState = None) -> np.ndarray:
     """``n_samples`` independent releases of :func:`laplace_mechanism` on ``value`` (for auditing).
 
     Every row has exactly the law of one ``laplace_mechanism(value, sensitivity, epsilon)`` call.
@@ -665,7 +670,7 @@ def sample_laplace_mechanism(value, sensitivity: float, epsilon: float, n_sample
 
 
 def sample_gaussian_mechanism(
-    value,
+    value: ArrayLike,
     sensitivity: float,
     epsilon: float,
     delta: float,
@@ -693,7 +698,8 @@ def _check_rational(num, den, name: str) -> tuple[int, int]:
     return int(num), int(den)
 
 
-def discrete_laplace(scale_num: int, scale_den: int = 1, size: int = 1, *, random_state: RandomState = None) -> np.ndarray:
+def discrete_laplace(scale_num: int, scale_den: int = 1, size: int = 1, *, random_state: RandomState = None
+                    ) -> np.ndarray:
     """Exact i.i.d. discrete Laplace integers, ``P[Y=y] ∝ exp(-|y| / (scale_num/scale_den))``.
 
     Examples
@@ -707,7 +713,8 @@ def discrete_laplace(scale_num: int, scale_den: int = 1, size: int = 1, *, rando
     return _core.discrete_samples("laplace", num, den, _check_n_samples(size, "size"), check_random_state(random_state))
 
 
-def discrete_gaussian(sigma2_num: int, sigma2_den: int = 1, size: int = 1, *, random_state: RandomState = None) -> np.ndarray:
+def discrete_gaussian(sigma2_num: int, sigma2_den: int = 1, size: int = 1, *, random_state: RandomState = None
+                     ) -> np.ndarray:
     """Exact i.i.d. discrete Gaussian integers, ``P[Y=y] ∝ exp(-y² / (2·sigma2_num/sigma2_den))``.
 
     Examples

@@ -171,6 +171,8 @@ class PrivateQuantiles(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (:meth:`dpcore.BudgetAccountant.default`), if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------

@@ -44,7 +44,7 @@ the declared ``bounds``, costing ``epsilon``.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 from dp_accounting import dp_event as _dpe
@@ -53,7 +53,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpcore._internal.validation import check_delta, check_int, check_probability, check_scale
 from dpcore.accounting.events import compose_events, epsilon_delta_event, plan_event
-from dpcore.mechanisms.noise import check_random_state, gaussian_plan, grid_release, laplace_plan
+from dpcore.mechanisms.noise import (GaussianPlan, LaplacePlan, check_random_state, gaussian_plan, grid_release,
+                                     laplace_plan)
 from dpcore._internal.fp import UNIT_ROUNDOFF
 from dpcore.preprocessing._common import (
     charge, check_accountant, check_bounds, check_data, check_epsilon_param, check_random_state_param,
@@ -61,6 +62,7 @@ from dpcore.preprocessing._common import (
 from dpcore.preprocessing.quantiles import (
     MAX_BINS, _check_quantiles, check_quantile_budget, ordered_bounds, private_quantiles,
 )
+from dpcore._internal.types import RandomState
 
 __all__ = ["StandardScaler", "MinMaxScaler", "SCALE_FLOOR", "moments_plan", "release_moments"]
 
@@ -71,7 +73,7 @@ VAR_FLOOR_NOISE = 1.0
 _NOISES = ("laplace", "gaussian")
 
 
-def moments_plan(noise: str, n: int, d: int, epsilon: float, delta: float):
+def moments_plan(noise: str, n: int, d: int, epsilon: float, delta: float) -> Union[LaplacePlan, GaussianPlan]:
     """The Laplace/Gaussian plan of the ``2d`` normalised moments (module docstring: sensitivities)."""
     u = UNIT_ROUNDOFF
     if noise == "laplace":
@@ -89,8 +91,8 @@ def moment_terms(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndar
     return np.asarray(m1 + m2, dtype=np.float64)
 
 
-def release_moments(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, plan, rng,
-                    n_samples: Optional[int] = None) -> np.ndarray:
+def release_moments(X: np.ndarray, lower: np.ndarray, upper: np.ndarray, plan: Union[LaplacePlan, GaussianPlan],
+                    rng: RandomState, n_samples: Optional[int] = None) -> np.ndarray:
     """The noisy normalised moments (``n_samples`` independent rows if given: audits). No charge here."""
     return grid_release(moment_terms(X, lower, upper), plan, rng, n_samples)
 
@@ -142,6 +144,8 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged the step's (ε, δ) before the data are read; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------
@@ -335,6 +339,8 @@ class MinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged ``(epsilon, 0)`` when the bounds are estimated; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
 
     Attributes
     ----------

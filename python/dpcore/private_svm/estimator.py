@@ -107,7 +107,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Literal, Union, TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -130,8 +130,11 @@ from dpcore._internal.validation import (
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
 from dpcore._internal.validation import refuse_fit_params
-from dpcore._internal.types import ArrayLike, Self
+from dpcore._internal.types import ArrayLike, Self, Labels, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
+
+if TYPE_CHECKING:
+    from dpcore.accounting import BudgetAccountant
 
 logger = logging.getLogger(__name__)
 
@@ -387,6 +390,8 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     random_state : None, int or ChaChaRng
         Randomness of the RFF frequencies and of the noise. ``None``: OS-seeded ChaCha20 (the only
         setting fit for real data); an int: reproducible, research/tests only.
+        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
+        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
     accountant : BudgetAccountant, optional
         Charged ``(epsilon, 0)`` in :meth:`fit` before anything is solved or sampled.
     calibration : {"spec", "tight"}, default "tight"
@@ -438,10 +443,14 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return binary_classifier_tags(super().__sklearn_tags__())
 
-    def __init__(self, epsilon=1.0, *, C="auto", kernel="rbf", n_components=100, gamma=1.0, data_norm=None,
-                 loss="hinge", fit_intercept=False, intercept_scaling=1.0, huber_width=0.5, tol=1e-10,
-                 max_iter=None, clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
-                 accountant=None, calibration="tight") -> None:
+    def __init__(self, epsilon: float = 1.0, *, C: Union[float, Literal["auto"]] = "auto",
+                 kernel: Literal["rbf", "laplacian", "linear"] = "rbf", n_components: int = 100, gamma: float = 1.0,
+                 data_norm: Optional[float] = None, loss: Literal["hinge", "logistic", "huber_svm"] = "hinge",
+                 fit_intercept: bool = False, intercept_scaling: float = 1.0, huber_width: float = 0.5,
+                 tol: float = 1e-10, max_iter: Optional[int] = None, clip: bool = False,
+                 classes: Labels = DEFAULT_CLASSES, verbose: bool | int = False, random_state: RandomState = None,
+                 accountant: Optional[BudgetAccountant] = None, calibration: Literal["spec", "tight"] = "tight"
+                ) -> None:
         self.C = C
         self.epsilon = epsilon
         self.kernel = kernel
