@@ -195,7 +195,7 @@ def test_max_iter_reports_the_honest_gap():
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         est = KernelSVM(lam=1e-3, intercept_scaling=0.0, kernel="rbf", gamma=2.0, max_iter=20).fit(X, y)
     assert not est.converged_ and est.stop_reason_ == "max_iter" and est.n_iter_ == 20
-    assert est.duality_gap_ > est.tol
+    assert est.duality_gap_ > est.tol_
     # the reported gap is the true gap of the returned point
     Phi = feature_map(X, kernel="rbf", gamma=2.0)
     w = Phi.T @ est.mu_

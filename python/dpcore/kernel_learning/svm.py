@@ -30,7 +30,7 @@ approximation ``w``, so the fit reports a certified bound on its distance to ``w
 
 A mechanism must add ``2 R_phi w_error_bound_`` to its sensitivity (SPEC: ``S_eff = S + 2 R_phi
 err``). ``tol`` is an **absolute** target for the gap in the ``(1/n)``-scaled objective above
-(default ``1e-6``); for the hinge loss it is the average KKT violation, i.e. LIBSVM's ``eps`` is
+(default ``"auto"``: twice the public float floor of the certificate, see :func:`kernel_auto_tol`); for the hinge loss it is the average KKT violation, i.e. LIBSVM's ``eps`` is
 roughly comparable to ``tol`` (LIBSVM's default ``1e-3`` is much looser than ours). The solver
 stops on the exactly recomputed gap, never on a projected-gradient heuristic; if ``max_iter`` is
 reached first, the honest (larger) gap is reported and a :class:`ConvergenceWarning` is issued.
@@ -64,11 +64,12 @@ from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.dask import compute_all
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
-from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR, RADIUS_TOL, auto_tol, kernel_gap_floor
 from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels, label_agreement
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, resolve_class_weight
 from dpcore._internal.validation import (
-    check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
+    check_array, check_feature_names, check_positive, check_rows, check_scale, check_tol, map_rows,
+    record_feature_names,
 )
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params, check_kernel_domain, fused_predict
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
@@ -113,6 +114,35 @@ def _cache_bytes(cache_size, loss: str, n: int) -> int:
     return int(cache_size * 2**20)
 
 
+def unit_ball_r_phi_sq(kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float) -> float:
+    """``R_φ'² = sup K(x, x) + b²`` over rows of norm ``≤ 1 + RADIUS_TOL`` (the package's declared row bound).
+
+    ``poly`` with ``coef0 < 0`` (not PSD) uses the bound ``(γ + |coef0|)**degree`` of ``|K(x, x)|``.
+    """
+    r = 1.0 + RADIUS_TOL
+    if kernel == "poly" and coef0 < 0.0:
+        return (float(gamma) * r * r + abs(float(coef0))) ** int(degree) + float(intercept_scaling) ** 2
+    return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0),
+                                             float(intercept_scaling)))
+
+
+def kernel_auto_tol(lam: float, kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float,
+                    lipschitz: float = 1.0) -> float:
+    """``tol="auto"`` of the kernel ERM solvers: ``CERTIFY_MARGIN·KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ``.
+
+    ``R_φ'²`` over the unit ball (:func:`unit_ball_r_phi_sq`, the package's declared row bound), ``L`` the largest
+    class weight: the smallest tolerance the private releases (TDDL, TDIL, PINP, GPService, PrivateGridSearch)
+    accept for ``data_norm ≤ 1`` (:func:`dpcore._internal.fp.kernel_gap_floor`,
+    :func:`~dpcore._internal.fp.auto_tol`). Public quantities only (λ, the kernel parameters, ``b``, ``L``), never
+    X or y: the same for neighbouring datasets.
+
+    >>> kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5)
+    2.5e-09
+    """
+    return auto_tol(kernel_gap_floor(lam, unit_ball_r_phi_sq(kernel, gamma, degree, coef0, intercept_scaling),
+                                     lipschitz))
+
+
 def _check_int(value, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
@@ -141,7 +171,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         gamma: Optional[float] = None,
         degree: int = 3,
         coef0: float = 1.0,
-        tol: float = 1e-6,
+        tol: float | str = "auto",
         max_iter: Optional[int] = None,
         cache_size: float | str = "auto",
         shrinking: bool = True,
@@ -170,7 +200,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
 
     def _validate_params(self, n_features: int):
         lam = check_scale(self.lam, "lam")
-        tol = check_positive(self.tol, "tol")
+        tol = check_tol(self.tol, "tol")
         cache_size = _check_cache_size(self.cache_size)
         if self.max_iter is None:
             max_iter = None
@@ -225,6 +255,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         class_weight_, cw_public, sample_weight, w_max = resolve_class_weight(
             self.class_weight, classes, y_pm, max_class_weight=self.max_class_weight)
         n = X.shape[0]
+        if tol == "auto":
+            tol = kernel_auto_tol(lam, name, gamma, degree, coef0, b, w_max)
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
@@ -259,6 +291,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                     type(self).__name__, n, res["n_iter"], res["gap"], tol, res["primal"], res["dual"],
                     "full Gram" if res["full_gram"] else "row cache")
         self.classes_ = classes
+        self.tol_ = float(tol)
         self.X_fit_ = X
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
@@ -320,7 +353,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
         "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
         "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "intercept_", "train_decision_",
-        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_",
+        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_", "tol_",
     )
 
     def _reset_fitted(self):
@@ -410,14 +443,18 @@ class KernelSVM(KernelERM):
         Degree of ``"poly"``.
     coef0 : float, default=1.0
         Constant of ``"poly"``.
-    tol : float, default=1e-6
-        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. The certificate carries a
-        float slack ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|mu_j| <= 1e-12·R_phi'**2/lam``
-        (``K' = K + intercept_scaling**2``): a ``tol`` below it stops with ``stop_reason_ = "precision"`` and a
-        :class:`ConvergenceWarning` naming the ``tol`` that certifies, even when the problem is solved. It grows
-        with the intercept: ``KernelSVM(kernel="linear", lam=0.01, tol=1e-10)`` on unit-ball data certifies at
-        ``b = 0`` or ``0.5`` (slack 6.5e-11 / 8.2e-11) but not at ``b = 1`` (1.3e-10). The private releases refuse
-        a ``tol`` below twice the public floor ``1e-12·R_phi'**2·L/lam`` before anything is charged.
+    tol : float or "auto", default="auto"
+        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. ``"auto"`` (recorded as
+        ``tol_``): ``2·1e-12·R_phi'**2·L**2/lam`` with ``R_phi'**2`` the kernel's bound on the unit ball plus
+        ``intercept_scaling**2`` and ``L`` the largest class weight (:func:`dpcore._internal.fp.kernel_gap_floor`):
+        the smallest tolerance the private releases accept for ``data_norm <= 1``, a function of public parameters
+        only (2.5e-9 for rbf at ``lam=1e-3``, ``b = 0.5``). The certificate carries a float slack
+        ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|mu_j| <= 1e-12·R_phi'**2·L/lam``
+        (``K' = K + intercept_scaling**2``): a float ``tol`` below it stops with ``stop_reason_ = "precision"`` and
+        a :class:`ConvergenceWarning` naming the ``tol`` that certifies, even when the problem is solved. The
+        private releases (TDDL, TDIL, PINP, GPService) calibrate with ``tol_`` (a smaller tolerance, a smaller
+        solver term ``2 R_phi' sqrt(2 tol_/lam)`` in the sensitivity) and refuse a ``tol_`` below twice the public
+        floor ``1e-12·R_phi'**2·L**2/lam`` of their declared domain before anything is charged.
     max_iter : int, optional
         Maximum number of iterations; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule). For the hinge loss an
         iteration is a coordinate update; for :class:`KernelLogisticRegression` it is one product with the kernel
@@ -510,7 +547,9 @@ class KernelSVM(KernelERM):
     n_iter_ : int
         Coordinate updates performed.
     converged_ : bool
-        ``duality_gap_ <= tol``.
+        ``duality_gap_ <= tol_``.
+    tol_ : float
+        The tolerance used: ``tol``, or its public value for ``tol="auto"``. The private releases read it.
     stop_reason_ : str
         ``"converged"``, ``"max_iter"`` or ``"precision"`` (``tol`` below the floating-point
         floor of the certificate).
