@@ -145,9 +145,9 @@ def test_releases_calibrate_with_the_fitted_tol():
 def test_private_grid_search_resolves_auto_tol_on_the_declared_domain():
     from dpcore.kernel_learning.selection import _certifiable
 
-    params = _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "gamma": 1.0, "tol": "auto"}, 1.0, 4)
+    params = _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "gamma": 1.0, "tol": "auto"}, 1.0, 4, n_samples=100)
     assert params["tol"] == pytest.approx(4 * 1e-12 * 1.25 / 1e-3, rel=1e-12)
-    assert _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "tol": 1e-6}, 1.0, 4)["tol"] == 1e-6
+    assert _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "tol": 1e-6}, 1.0, 4, n_samples=100)["tol"] == 1e-6
 
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
@@ -159,3 +159,63 @@ def test_private_svm_auto_tol_is_public(loss):
     assert make().get_params()["tol"] == "auto"
     assert a.tol_ == b.tol_ == a.privacy_.tol and a.privacy_ == b.privacy_
     assert 0.0 < a.tol_ < 1e-10
+
+
+# -- C with scikit-learn's meaning ------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", [dpcore.KernelSVM, dpcore.KernelLogisticRegression])
+def test_kernel_learners_take_sklearn_C(cls):
+    """Was: ``KernelSVM(C=1.0)`` → ``unexpected keyword argument 'C'``. SVC's C is lam = 1/(C n)."""
+    X, y = _data(n=100)
+    by_C = cls(C=2.0, kernel="linear", tol=1e-9).fit(X, y)
+    by_lam = cls(lam=1.0 / (2.0 * 100), kernel="linear", tol=1e-9).fit(X, y)
+    assert by_C.lam_ == pytest.approx(by_lam.lam_, rel=1e-15) and by_C.C_ == 2.0
+    np.testing.assert_allclose(by_C.mu_, by_lam.mu_, rtol=1e-9, atol=1e-12)
+    assert cls().fit(X, y).lam_ == 1e-3 and "C" in cls().get_params()
+    with pytest.raises(ValueError, match="C and lam"):
+        cls(C=1.0, lam=1e-3).fit(X, y)
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="C"):
+            cls(C=bad).fit(X, y)
+
+
+def test_multiclass_kernel_learner_takes_C_and_releases_read_lam_():
+    X, y = _data(n=120)
+    yk = np.digitize(X[:, 1], [-0.2, 0.2])
+    m = dpcore.MulticlassKernelLogisticRegression(C=5.0, gamma=1.0, classes=[0, 1, 2]).fit(X, yk)
+    assert m.lam_ == pytest.approx(1.0 / 600) and m.C_ == 5.0 and m.lam is None
+    with pytest.raises(ValueError, match="C and lam"):
+        dpcore.MulticlassKernelLogisticRegression(C=5.0, lam=1e-3, classes=[0, 1, 2]).fit(X, yk)
+    rel = dpcore.MulticlassTDDL(m, 1.0, 1e-6, data_norm=1.0, random_state=0).fit(X[:5])
+    assert rel.privacy_.lam == m.lam_
+
+
+def test_tddl_and_grid_search_accept_a_model_given_by_C():
+    X, y = _data(n=200)
+    Z = X[:10]
+    svm = dpcore.KernelSVM(C=5.0, gamma=1.0).fit(X, y)
+    a = dpcore.TDDL(svm, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=0).fit(Z).privacy_
+    same = dpcore.KernelSVM(lam=svm.lam_, gamma=1.0).fit(X, y)
+    b = dpcore.TDDL(same, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=0).fit(Z).privacy_
+    assert a.noise_scale == b.noise_scale
+    sel = dpcore.PrivateGridSearch({"C": [0.5, 5.0]}, 2.0, 1e-6, Z=Z, data_norm=1.0, random_state=0).fit(X, y)
+    assert sel.best_params_["C"] in (0.5, 5.0)
+
+
+# -- gamma ------------------------------------------------------------------------------------------
+
+def test_gamma_default_is_one_and_auto_is_one_over_n_features():
+    """Was: ``gamma=None`` meant 1/n_features (0.0013 on 784 pixels: a nearly linear kernel on the unit ball)."""
+    X, y = _data(n=80, d=50)
+    for cls in (dpcore.KernelSVM, dpcore.KernelLogisticRegression):
+        assert cls().get_params()["gamma"] == 1.0
+        assert cls().fit(X, y).kernel_params_["gamma"] == 1.0
+        assert cls(gamma="auto").fit(X, y).kernel_params_["gamma"] == 1.0 / 50
+        with pytest.raises(ValueError, match="scale"):
+            cls(gamma="scale").fit(X, y)
+    yk = np.digitize(X[:, 1], [-0.05, 0.05])
+    m = dpcore.MulticlassKernelLogisticRegression(classes=[0, 1, 2]).fit(X, yk)
+    assert m.kernel_params_["gamma"] == 1.0
+    K = dpcore.kernel_matrix(X[:3], X[:4])
+    np.testing.assert_allclose(K, np.exp(-((X[:3, None, :] - X[None, :4, :]) ** 2).sum(-1)), rtol=1e-12)
+    assert dpcore.RandomFourierFeatures().get_params()["gamma"] == 1.0

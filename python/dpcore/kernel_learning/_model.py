@@ -78,7 +78,7 @@ def model_info(model, who: str = "PINP") -> dict:
     b = check_intercept_scaling(kp.get("intercept_scaling", 0.0))  # regularised intercept: kernel K + b²
     w_norm = getattr(model, "w_norm_", None)
     return dict(
-        X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(model.lam), L=float(model.lipschitz_),
+        X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(fitted_lam(model)), L=float(model.lipschitz_),
         w_err=float(w_err), w_norm=None if w_norm is None else float(w_norm),
         kernel=dict(kernel=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0), intercept_scaling=b),
     )
@@ -129,6 +129,13 @@ def seed_from(random_state):
 # ----------------------------------------------------------------------------------------------
 # certified sensitivity: solver certificate and floating-point slack
 # ----------------------------------------------------------------------------------------------
+def fitted_lam(model):
+    """The λ a fitted model was solved with: ``model.lam_`` (from ``lam``, ``C`` or the default) when the model
+    records it, else ``model.lam``."""
+    lam = getattr(model, "lam_", None)
+    return getattr(model, "lam", None) if lam is None else lam
+
+
 def fitted_tol(model):
     """The public tolerance a fitted model was solved to: ``model.tol_`` (the resolved value of ``tol="auto"``, a
     function of public parameters only) when the model records it, else ``model.tol``."""

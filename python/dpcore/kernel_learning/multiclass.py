@@ -60,7 +60,7 @@ from dpcore._internal.validation import (
 )
 from dpcore._internal.fp import auto_tol, multiclass_gap_floor
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
-from dpcore.kernel_learning.svm import unit_ball_r_phi_sq
+from dpcore.kernel_learning.svm import resolve_lam, unit_ball_r_phi_sq
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params, fused_predict
 
 logger = logging.getLogger(__name__)
@@ -108,15 +108,18 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    lam : float, default=1e-3
-        Regularisation ``λ > 0``. For a model that will be released privately (:class:`dpcore.MulticlassTDDL`,
+    lam : float, optional
+        Regularisation ``λ > 0`` (give ``lam`` or ``C``, not both; neither: ``1e-3``; the value used is
+        ``lam_``). For a model that will be released privately (:class:`dpcore.MulticlassTDDL`,
         :class:`dpcore.MulticlassGPService`) use the data-independent
         :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam` ``(n, ε, δ, data_norm=...)``
         (the binary ``auto_lam`` rule with ``L = √2``): the documented default of the multi-class releases.
+    C : float, optional
+        scikit-learn's (SVC's) ``C``: ``lam = 1 / (C n)``, as in :class:`dpcore.KernelSVM`.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel, as in :func:`dpcore.kernel_matrix`.
     gamma : float, optional
-        ``γ > 0``; ``None`` means ``1/n_features`` (data-independent).
+        ``γ > 0``, default ``1.0`` (rows in the unit ball); ``"auto"`` means ``1/n_features``.
     degree, coef0 : int, float
         Of ``"poly"``.
     tol : float or "auto", default="auto"
@@ -187,11 +190,13 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
     (True, True)
     """
 
-    def __init__(self, *, lam: float = 1e-3, kernel: str = "rbf", gamma: Optional[float] = None, degree: int = 3,
+    def __init__(self, *, lam: Optional[float] = None, C: Optional[float] = None, kernel: str = "rbf",
+                 gamma: float | str | None = 1.0, degree: int = 3,
                  coef0: float = 1.0, tol: float | str = "auto", max_iter: Optional[int] = None, cache_size: float = 200.0,
                  classes=None, class_weight=None, max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT,
                  verbose: bool | int = False, intercept_scaling: float = DEFAULT_INTERCEPT_SCALING):
         self.lam = lam
+        self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -273,7 +278,7 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         classes_, idx = encode_multiclass_labels(y, self.classes, n)
         K = classes_.shape[0]
-        lam = check_scale(self.lam, "lam")
+        lam = resolve_lam(self.lam, self.C, n)
         tol = check_tol(self.tol, "tol")
         cache_size = check_positive(self.cache_size, "cache_size")
         max_iter = 200 if self.max_iter is None else self.max_iter
@@ -309,13 +314,14 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
                     type(self).__name__, n, K, res["n_iter"], res["n_matvec"], res["gap"], tol,
                     "full Gram" if res["full_gram"] else "row blocks")
         self.classes_ = classes_
+        self.lam_ = lam
         self.tol_ = float(tol)
         self.X_fit_ = X
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
         self.mu_ = np.asarray(res["mu"])
         self.dual_point_ = np.asarray(res["p"])
-        self.C_ = 1.0 / (lam * n)
+        self.C_ = 1.0 / (lam * n) if self.C is None else float(self.C)
         self.duality_gap_ = float(res["gap"])
         self.certificate_slack_ = float(res["slack"])
         self.primal_objective_ = float(res["primal"])

@@ -48,7 +48,8 @@ from dpcore._internal.validation import check_array, check_delta, check_epsilon,
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.exceptions import NotFittedError
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, check_in_domain, fitted_tol, kernel_eval_error, prediction_fp_bound, public_error_bound,
+    RADIUS_TOL, SLACK, check_in_domain, fitted_lam, fitted_tol, kernel_eval_error, prediction_fp_bound,
+    public_error_bound,
 )
 from dpcore._internal.class_weight import check_max_class_weight
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
@@ -317,7 +318,7 @@ class MulticlassTDDL:
         k = dict(m.kernel_params_)
         r_eff = r * (1.0 + RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
-        n, lam, K = int(m.n_samples_fit_), float(m.lam), mu.shape[1]
+        n, lam, K = int(m.n_samples_fit_), float(fitted_lam(m)), mu.shape[1]
         w_max = float(m.lipschitz_) / math.sqrt(2.0)  # lipschitz_ = √2·max_k w_k
         L = math.sqrt(2.0) * w_max
         check_multiclass_tol(m, w_max=w_max, r_phi_sq=r2, lam=lam, n_classes=K)

@@ -135,7 +135,7 @@ from dpcore.accounting.events import compose_events, epsilon_delta_event, make_a
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import auto_tol, kernel_gap_floor
 from dpcore.exceptions import NotFittedError
-from dpcore.kernel_learning.svm import KernelLogisticRegression, KernelSVM
+from dpcore.kernel_learning.svm import KernelLogisticRegression, KernelSVM, resolve_lam
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
@@ -697,7 +697,7 @@ class PrivateGridSearch(BaseEstimator):
                 # KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
                 # before anything is charged, instead of refusing in the middle of the runs
                 L = cw_max if cw_balanced else _public_lipschitz(c.cls, c.params, classes_)
-                c.params = _certifiable(c.cls, c.params, radius, X.shape[1], lipschitz=L)
+                c.params = _certifiable(c.cls, c.params, radius, X.shape[1], lipschitz=L, n_samples=n)
                 # its TDDL-gp calibration, on a public stand-in of its model (declared parameters and the validated
                 # X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
                 # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
@@ -977,17 +977,18 @@ def _public_stand_in(cls: type, params: dict, X: np.ndarray, *, lipschitz: float
     ``KernelSVM.fit`` sets it). The TDDL calibration is a function of these public quantities only."""
     model = cls(**params)
     n, d = X.shape
-    _, _, _, _, name, gamma, degree, coef0 = model._validate_params(d)
+    lam, _, _, _, name, gamma, degree, coef0 = model._validate_params(d, n)
     b = check_intercept_scaling(model.intercept_scaling)
     check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
-    model.X_fit_, model.mu_, model.n_samples_fit_ = X, np.zeros(n), n
+    model.X_fit_, model.mu_, model.n_samples_fit_, model.lam_ = X, np.zeros(n), n, lam
     model.lipschitz_, model.w_error_bound_ = float(lipschitz), 0.0
     model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
                             "intercept_scaling": b}
     return model
 
 
-def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0) -> dict:
+def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0,
+                 n_samples: int) -> dict:
     """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²·L²/λ`` where needed, or set to it for
     ``tol="auto"`` (public: ``R_φ²`` of the declared ``data_norm``, ``L`` the largest class weight).
 
@@ -996,7 +997,7 @@ def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lip
     hinge loss's duality gap at ``w = 0`` on every dataset, so the solver would stop at the zero model.
     """
     probe = cls(**params)
-    lam = check_scale(probe.lam, "lam")
+    lam = resolve_lam(probe.lam, probe.C, n_samples)
     tol = check_tol(probe.tol, "tol")
     coef0 = probe.coef0
     if isinstance(coef0, numbers.Real) and not isinstance(coef0, bool):

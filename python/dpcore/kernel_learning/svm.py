@@ -114,6 +114,29 @@ def _cache_bytes(cache_size, loss: str, n: int) -> int:
     return int(cache_size * 2**20)
 
 
+#: The regularisation when neither ``C`` nor ``lam`` is given (``C = 1/(1e-3·n)``).
+DEFAULT_LAM = 1e-3
+
+
+def resolve_lam(lam, C, n: int) -> float:
+    """The ``λ`` of a kernel learner from its ``lam`` (the papers' λ) or ``C`` (scikit-learn's SVC ``C``).
+
+    SVC minimises ``½||f||² + C Σ_i ℓ_i``, which is ``(C n)`` times ``(1/n) Σ_i ℓ_i + (λ/2)||f||²`` at
+    ``λ = 1/(C n)`` (``n`` the public number of training rows). At most one of the two may be given (a
+    ``ValueError`` naming both otherwise); neither: ``λ = DEFAULT_LAM``.
+
+    >>> resolve_lam(None, 1.0, 1000), resolve_lam(0.01, None, 1000), resolve_lam(None, None, 5)
+    (0.001, 0.01, 0.001)
+    """
+    if lam is not None and C is not None:
+        raise ValueError(f"C and lam: give one of them, not both (C is scikit-learn's SVC C, lam = 1/(C n) the "
+                         f"papers' lambda); got C={C!r}, lam={lam!r}")
+    if C is None:
+        return check_scale(DEFAULT_LAM if lam is None else lam, "lam")
+    C = check_scale(C, "C")
+    return check_scale(1.0 / (C * n), f"C (lam = 1/(C n) at n={n})")
+
+
 def unit_ball_r_phi_sq(kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float) -> float:
     """``R_φ'² = sup K(x, x) + b²`` over rows of norm ``≤ 1 + RADIUS_TOL`` (the package's declared row bound).
 
@@ -166,9 +189,10 @@ class KernelERM(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        lam: float = 1e-3,
+        lam: Optional[float] = None,
+        C: Optional[float] = None,
         kernel: str = "rbf",
-        gamma: Optional[float] = None,
+        gamma: float | str | None = 1.0,
         degree: int = 3,
         coef0: float = 1.0,
         tol: float | str = "auto",
@@ -182,6 +206,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
     ):
         self.lam = lam
+        self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -198,8 +223,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def _validate_params(self, n_features: int):
-        lam = check_scale(self.lam, "lam")
+    def _validate_params(self, n_features: int, n_samples: int):
+        lam = resolve_lam(self.lam, self.C, n_samples)
         tol = check_tol(self.tol, "tol")
         cache_size = _check_cache_size(self.cache_size)
         if self.max_iter is None:
@@ -249,7 +274,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         # one class trains like any other (see dpcore._internal.labels).
         classes, y_pm = encode_binary_labels(y, self.classes, X.shape[0])
         lam, tol, cache_size, max_iter, name, gamma, degree, coef0 = self._validate_params(
-            X.shape[1]
+            X.shape[1], X.shape[0]
         )
         b = check_intercept_scaling(self.intercept_scaling)  # the kernel is K + b² (regularised intercept)
         class_weight_, cw_public, sample_weight, w_max = resolve_class_weight(
@@ -291,13 +316,14 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                     type(self).__name__, n, res["n_iter"], res["gap"], tol, res["primal"], res["dual"],
                     "full Gram" if res["full_gram"] else "row cache")
         self.classes_ = classes
+        self.lam_ = lam
         self.tol_ = float(tol)
         self.X_fit_ = X
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
         self.mu_ = res["mu"]
         self.box_duals_ = res["a"]
-        self.C_ = 1.0 / (lam * n)
+        self.C_ = 1.0 / (lam * n) if self.C is None else float(self.C)
         self.support_ = np.flatnonzero(self.mu_)
         self.support_vectors_ = X[self.support_]
         self.dual_coef_ = self.mu_[self.support_][None, :]  # scikit-learn's y_i alpha_i over the support
@@ -353,7 +379,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
         "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
         "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "intercept_", "train_decision_",
-        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_", "tol_",
+        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_", "tol_", "lam_",
     )
 
     def _reset_fitted(self):
@@ -432,13 +458,19 @@ class KernelSVM(KernelERM):
 
     Parameters
     ----------
-    lam : float, default=1e-3
-        Regularisation ``lambda > 0``. scikit-learn / LIBSVM's ``C`` equals ``1 / (lam * n)``.
+    lam : float, optional
+        Regularisation ``lambda > 0`` of the papers (the ``(1/n)``-scaled objective above). Give ``lam`` or ``C``,
+        not both; neither means ``lam = 1e-3``. The value used is ``lam_``.
+    C : float, optional
+        scikit-learn's (SVC's) ``C``: the same problem as ``lam = 1 / (C * n)`` (``n`` training rows), as in
+        PrivateSVM and PrivateGridSearch. Fitted value ``C_``.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel, as in :func:`dpcore.kernel_matrix` (``"polynomial"`` is an alias of ``"poly"``).
-    gamma : float, optional
-        ``gamma > 0``; ``None`` means ``1 / n_features`` (data-independent, unlike scikit-learn's
-        ``"scale"``).
+    gamma : float or "auto", default=1.0
+        ``gamma > 0`` of ``"rbf"`` / ``"poly"``. The default ``1.0`` suits rows in the unit ball (the package's
+        declared bound: squared distances in ``[0, 4]``); ``"auto"`` is ``1 / n_features`` (scikit-learn's old
+        "auto", which shrinks the kernel's range as features are added); ``None`` means ``1.0``. Always
+        data-independent: scikit-learn's ``"scale"`` (the data's variance) is refused.
     degree : int, default=3
         Degree of ``"poly"``.
     coef0 : float, default=1.0
@@ -531,7 +563,9 @@ class KernelSVM(KernelERM):
         scikit-learn's meaning: ``y_i alpha_i`` of the support vectors (``= mu_[support_]``, with
         ``alpha_i in [0, C_]``); ``decision_function(z) = dual_coef_ @ K(support_vectors_, z) + intercept_``.
     C_ : float
-        ``1 / (lam n)`` (scikit-learn's ``C`` of the same problem).
+        ``1 / (lam_ n)`` (scikit-learn's ``C`` of the same problem; ``C`` itself when given).
+    lam_ : float
+        The ``lambda`` used (``lam``, ``1 / (C n)``, or the default ``1e-3``); the private releases read it.
     support_ : ndarray
         Indices with ``mu_i != 0``.
     support_vectors_ : ndarray of shape (n_support, n_features)
@@ -575,8 +609,14 @@ class KernelSVM(KernelERM):
     >>> clf = KernelSVM(lam=0.1, kernel="linear", classes=["b", "a"]).fit(X, ["a", "a", "b", "b"])
     >>> clf.predict(X).tolist()
     ['a', 'a', 'b', 'b']
-    >>> bool(clf.duality_gap_ <= 1e-6)
+    >>> bool(clf.duality_gap_ <= clf.tol_)
     True
+
+scikit-learn's ``C`` (SVC's) or the papers' ``lam``: the same problem at ``lam = 1 / (C n)``:
+
+    >>> by_C = KernelSVM(C=2.5, kernel="linear").fit(X, [1, 1, -1, -1])
+    >>> by_C.lam_, by_C.C_
+    (0.1, 2.5)
 
     Class weights (public, capped by ``max_class_weight``) raise the Lipschitz constant the private
     mechanisms use:
