@@ -219,3 +219,27 @@ def test_gamma_default_is_one_and_auto_is_one_over_n_features():
     K = dpcore.kernel_matrix(X[:3], X[:4])
     np.testing.assert_allclose(K, np.exp(-((X[:3, None, :] - X[None, :4, :]) ** 2).sum(-1)), rtol=1e-12)
     assert dpcore.RandomFourierFeatures().get_params()["gamma"] == 1.0
+
+
+# -- SimplexERM's default lam ------------------------------------------------------------------------
+
+def test_simplex_erm_default_lam_is_a_public_rule():
+    """Was: ``SimplexERM(epsilon=...)`` → ``missing 1 required keyword-only argument: 'lam'``."""
+    from dpcore.glm._simplex_calibration import simplex_auto_lam
+
+    X, y = _data(n=600, d=5)
+    X2, y2 = _neighbour(X, y)
+    make = lambda: dpcore.SimplexERM(epsilon=10.0, data_norm_inf=1.0, random_state=0)  # noqa: E731
+    assert make().get_params()["lam"] == "auto"
+    a, b = make().fit(X, y), make().fit(X2, y2)
+    assert a.lam_ == b.lam_ == a.privacy_.lam and a.privacy_ == b.privacy_
+    # the rule itself: (8 L L_g^2 R^5 / (eps n log P))^(1/3), squared loss on +-1 labels: L = R + 1 = 2, L_g = 1
+    rule = (8 * 2.0 * 1.0 * 1.0 / (10.0 * 600 * np.log(10))) ** (1 / 3)
+    assert a.lam_ == pytest.approx(max(rule, 1.01 * 2 * 2.0 / (60 * np.log(2) - np.log(10) - 1e-6)), rel=1e-12)
+    assert a.lam_ == simplex_auto_lam(n=600, epsilon=10.0, n_coords=10, lipschitz=2.0, smoothness=1.0, r_eff=1.0)
+    # larger n (public) gives a smaller lam, at the paper's n^(-1/3) rate while above the sampler's floor
+    assert simplex_auto_lam(n=8000, epsilon=0.1, n_coords=10, lipschitz=2.0, smoothness=1.0, r_eff=1.0) == \
+        pytest.approx(0.5 * simplex_auto_lam(n=1000, epsilon=0.1, n_coords=10, lipschitz=2.0, smoothness=1.0,
+                                             r_eff=1.0), rel=1e-12)
+    assert a.score(X, y) > 0.6
+    assert dpcore.SimplexERM(epsilon=10.0, lam=1.0, data_norm_inf=1.0, random_state=0).fit(X, y).lam_ == 1.0

@@ -200,8 +200,13 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     delta : float, default 0.0
         ``0``: pure ε-DP with ``m = ⌊ε/ε_draw⌋``. ``δ ∈ (0, 1)``: (ε, δ)-DP with the larger of
         that and the advanced-composition ``m`` (δ used entirely as its δ').
-    lam : float
-        Entropy regularisation ``λ > 0`` (required; it drives both utility and ``ε0 ∝ 1/λ²``).
+    lam : float or "auto", default "auto"
+        Entropy regularisation ``λ > 0`` (it drives both utility and ``ε0 ∝ 1/λ²``). ``"auto"``: the
+        data-independent rule of :func:`~dpcore.glm._simplex_calibration.simplex_auto_lam`,
+        ``λ = (8 L L_g² R⁵/(ε n log P))^{1/3}`` — the balance of the entropy bias ``λ log P`` and the sampling
+        error of the ``m = ε/ε0`` draws in Jain–Thakurta 2014, Thm 4 (rate ``n^{-1/3}``) — raised to 1.01× the
+        smallest λ the exact sampler accepts; public ``n``, ``ε``, ``P``, loss constants and ``R`` only. The value
+        used is ``privacy_.lam`` (and ``lam_``).
     data_norm_inf : float
         Declared ``R∞ ≥ |x_ij|`` for every training entry (required). Rows outside raise
         ``ValueError`` unless ``clip=True``. Never inferred from the data.
@@ -296,9 +301,10 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _epsilon0_factor = 1.0
 
-    _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
+    _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_", "lam_")
 
-    def __init__(self, epsilon, delta=0.0, *, lam, data_norm_inf, loss="squared", task="auto", label_bound=None,
+    def __init__(self, epsilon, delta=0.0, *, lam="auto", data_norm_inf, loss="squared", task="auto",
+                 label_bound=None,
                  huber_width=0.5, scale=1.0, signed=True, tol=None, max_iter=100_000, max_draws=10_000_000,
                  clip=False, classes=DEFAULT_CLASSES, verbose: bool | int = False, random_state=None,
                  accountant=None) -> None:
@@ -551,6 +557,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         self.counts_ = counts
         self.n_draws_ = int(cal.n_draws)
         self.privacy_ = cal
+        self.lam_ = float(cal.lam)  # lam="auto": a function of public parameters only
         self.n_features_in_ = int(pdim)
         if prep["classes"] is not None:
             self.classes_ = prep["classes"]

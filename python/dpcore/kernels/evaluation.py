@@ -71,10 +71,11 @@ def check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int])
     if gamma is None:
         gamma = DEFAULT_GAMMA
     elif isinstance(gamma, str):
+        if gamma == "scale":
+            raise ValueError('gamma="scale" reads the variance of the data (not data-independent): pass a float '
+                             '> 0 (default 1.0, for rows in the unit ball) or "auto" (1 / n_features)')
         if gamma != "auto":
-            raise ValueError(f'gamma must be a float > 0 or "auto" (1 / n_features), got {gamma!r}'
-                             + (' ("scale" reads the variance of the data: not data-independent)'
-                                if gamma == "scale" else ""))
+            raise TypeError(f'gamma must be a real number > 0 or "auto" (1 / n_features), got {gamma!r}')
         if n_features is not None:
             gamma = 1.0 / n_features
         elif name == "linear":
@@ -393,9 +394,9 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
         Radius ``r > 0`` of the input domain ``{z : ||z|| <= r}``.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
-    gamma : float, optional
-        ``gamma > 0``; ``None`` means ``1 / n_features`` (then ``n_features`` is required for
-        ``"poly"``).
+    gamma : float or "auto", optional
+        ``gamma > 0``; ``None`` means ``1.0``, ``"auto"`` ``1 / n_features`` (then ``n_features`` is required
+        for ``"poly"``).
     degree : int, default=3
         Degree of ``"poly"``.
     coef0 : float, default=1.0
@@ -403,7 +404,7 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
         maximised on the sphere (and the kernel is not positive semi-definite), so no valid
         bound exists.
     n_features : int, optional
-        Number of features, used to resolve ``gamma=None``.
+        Number of features, used to resolve ``gamma="auto"``.
     intercept_scaling : float, default=0.0
         Public ``b >= 0`` of the regularised intercept: the kernel ``K + b**2`` has ``R_phi'**2 = R_phi**2 + b**2``
         (rounded up).
@@ -415,7 +416,7 @@ def feature_map_radius(data_norm: float, *, kernel="rbf", gamma=None, degree=3, 
     Raises
     ------
     ValueError
-        ``data_norm`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma=None`` without
+        ``data_norm`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma="auto"`` without
         ``n_features`` for ``"poly"``, invalid kernel parameters, or an overflowing bound.
 
     Examples
