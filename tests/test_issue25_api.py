@@ -59,7 +59,7 @@ def test_kernel_erm_default_tol_certifies_at_small_lam(cls):
         warnings.simplefilter("error", ConvergenceWarning)
         clf = cls(lam=1e-7, gamma=1.0).fit(X, y)
     assert clf.converged_ and clf.stop_reason_ == "converged"
-    assert clf.tol_ == pytest.approx(2 * 1e-12 * 1.25 / 1e-7, rel=1e-9)
+    assert clf.tol_ == pytest.approx(2 * 1e-12 * 1.25 / 1e-7, rel=1e-9)  # above the hinge's minimum 1e-8
     assert clf.duality_gap_ <= clf.tol_
 
 
@@ -69,7 +69,7 @@ def test_kernel_svm_default_tol_on_a_standard_task():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = dpcore.KernelSVM().fit(X, y)
     assert clf.tol_ == dpcore.KernelSVM(tol="auto").fit(X[::-1], y[::-1]).tol_
-    assert clf.score(X, y) > 0.8 and clf.duality_gap_ <= clf.tol_ < 1e-8
+    assert clf.score(X, y) > 0.8 and clf.duality_gap_ <= clf.tol_ == 1e-8  # hinge: max(2.5e-9, 1e-8)
 
 
 def _auto_tols(make, X, y):
@@ -136,17 +136,19 @@ def test_releases_calibrate_with_the_fitted_tol():
     def sigma(model):
         return dpcore.TDDL(model, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=0).fit(Z).privacy_.noise_scale
 
-    auto = dpcore.KernelSVM(lam=1e-3, gamma=1.0).fit(X, y)
-    explicit = dpcore.KernelSVM(lam=1e-3, gamma=1.0, tol=auto.tol_).fit(X, y)
-    old = dpcore.KernelSVM(lam=1e-3, gamma=1.0, tol=1e-6).fit(X, y)
+    auto = dpcore.KernelLogisticRegression(lam=1e-3, gamma=1.0).fit(X, y)
+    explicit = dpcore.KernelLogisticRegression(lam=1e-3, gamma=1.0, tol=auto.tol_).fit(X, y)
+    old = dpcore.KernelLogisticRegression(lam=1e-3, gamma=1.0, tol=1e-6).fit(X, y)
     assert sigma(auto) == sigma(explicit) < sigma(old)
 
 
 def test_private_grid_search_resolves_auto_tol_on_the_declared_domain():
     from dpcore.kernel_learning.selection import _certifiable
 
-    params = _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "gamma": 1.0, "tol": "auto"}, 1.0, 4, n_samples=100)
+    params = _certifiable(dpcore.KernelLogisticRegression, {"lam": 1e-3, "gamma": 1.0, "tol": "auto"}, 1.0, 4,
+                          n_samples=100)
     assert params["tol"] == pytest.approx(4 * 1e-12 * 1.25 / 1e-3, rel=1e-12)
+    assert _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "tol": "auto"}, 1.0, 4, n_samples=100)["tol"] == 1e-8
     assert _certifiable(dpcore.KernelSVM, {"lam": 1e-3, "tol": 1e-6}, 1.0, 4, n_samples=100)["tol"] == 1e-6
 
 

@@ -219,7 +219,7 @@ def kernel_gap_floor(lam: float, r_phi_sq: float, lipschitz: float = 1.0) -> flo
     the slack ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|μ_j|``, at most this value on rows with
     ``K'(x, x) ≤ R_φ'²`` (``|μ_j| ≤ L/(λn)``). A function of public quantities only.
 
-    >>> kernel_gap_floor(1e-3, 1.25)
+    >>> float(f"{kernel_gap_floor(1e-3, 1.25):.12g}")
     1.25e-09
     """
     return KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) * float(lipschitz) / float(lam)

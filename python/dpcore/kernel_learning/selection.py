@@ -135,7 +135,7 @@ from dpcore.accounting.events import compose_events, epsilon_delta_event, make_a
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import auto_tol, kernel_gap_floor
 from dpcore.exceptions import NotFittedError
-from dpcore.kernel_learning.svm import KernelLogisticRegression, KernelSVM, resolve_lam
+from dpcore.kernel_learning.svm import HINGE_AUTO_TOL_MIN, KernelLogisticRegression, KernelSVM, resolve_lam
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
@@ -1020,7 +1020,9 @@ def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lip
     # twice the smallest tolerance TDDL accepts (auto_tol of the floor): headroom for its R_phi² at data_norm·(1 +
     # RADIUS_TOL); tol="auto" is this value for the declared data_norm, a declared float is raised to it
     floor = 2.0 * auto_tol(kernel_gap_floor(lam, r2, lipschitz))
-    tol = floor if tol == "auto" else max(tol, floor)
+    if tol == "auto":  # the hinge's dual coordinate descent: at least HINGE_AUTO_TOL_MIN (degenerate problems)
+        tol = max(floor, HINGE_AUTO_TOL_MIN) if getattr(cls, "_loss", "") == "hinge" else floor
+    tol = max(tol, floor)
     if not tol < 1.0:
         raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "
                          f"floor 4·KERNEL_SUM_REL_ERROR·R_phi²/lam = {floor:.3g}) is >= 1, the duality gap of the zero "

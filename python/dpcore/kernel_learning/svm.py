@@ -149,21 +149,28 @@ def unit_ball_r_phi_sq(kernel: str, gamma: float, degree: int, coef0: float, int
                                              float(intercept_scaling)))
 
 
+#: Smallest ``tol="auto"`` of the hinge loss (KernelSVM): dual coordinate descent converges only linearly on
+#: degenerate problems (e.g. a one-class training set at λ = 0.1: gap 1.7e-9 after 10⁷ updates), so the hinge's
+#: "auto" is ``max(CERTIFY_MARGIN·floor, 1e-8)`` (the old PrivateGridSearch default); a public constant.
+HINGE_AUTO_TOL_MIN = 1e-8
+
+
 def kernel_auto_tol(lam: float, kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float,
-                    lipschitz: float = 1.0) -> float:
+                    lipschitz: float = 1.0, loss: str = "logistic") -> float:
     """``tol="auto"`` of the kernel ERM solvers: ``CERTIFY_MARGIN·KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ``.
 
     ``R_φ'²`` over the unit ball (:func:`unit_ball_r_phi_sq`, the package's declared row bound), ``L`` the largest
     class weight: the smallest tolerance the private releases (TDDL, TDIL, PINP, GPService, PrivateGridSearch)
     accept for ``data_norm ≤ 1`` (:func:`dpcore._internal.fp.kernel_gap_floor`,
     :func:`~dpcore._internal.fp.auto_tol`). Public quantities only (λ, the kernel parameters, ``b``, ``L``), never
-    X or y: the same for neighbouring datasets.
+    X or y: the same for neighbouring datasets. For the hinge loss at least :data:`HINGE_AUTO_TOL_MIN`.
 
-    >>> kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5)
-    2.5e-09
+    >>> kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5), kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5, loss="hinge")
+    (2.5e-09, 1e-08)
     """
-    return auto_tol(kernel_gap_floor(lam, unit_ball_r_phi_sq(kernel, gamma, degree, coef0, intercept_scaling),
-                                     lipschitz))
+    t = auto_tol(kernel_gap_floor(lam, unit_ball_r_phi_sq(kernel, gamma, degree, coef0, intercept_scaling),
+                                  lipschitz))
+    return max(t, HINGE_AUTO_TOL_MIN) if loss == "hinge" else t
 
 
 def _check_int(value, name: str, *, minimum: int = 1) -> int:
@@ -281,7 +288,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             self.class_weight, classes, y_pm, max_class_weight=self.max_class_weight)
         n = X.shape[0]
         if tol == "auto":
-            tol = kernel_auto_tol(lam, name, gamma, degree, coef0, b, w_max)
+            tol = kernel_auto_tol(lam, name, gamma, degree, coef0, b, w_max, loss=self._loss)
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
@@ -477,7 +484,8 @@ class KernelSVM(KernelERM):
         Constant of ``"poly"``.
     tol : float or "auto", default="auto"
         Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. ``"auto"`` (recorded as
-        ``tol_``): ``2·1e-12·R_phi'**2·L**2/lam`` with ``R_phi'**2`` the kernel's bound on the unit ball plus
+        ``tol_``): ``2·1e-12·R_phi'**2·L**2/lam`` (KernelLogisticRegression; KernelSVM: at least ``1e-8``, as dual
+        coordinate descent is slow on degenerate problems) with ``R_phi'**2`` the kernel's bound on the unit ball plus
         ``intercept_scaling**2`` and ``L`` the largest class weight (:func:`dpcore._internal.fp.kernel_gap_floor`):
         the smallest tolerance the private releases accept for ``data_norm <= 1``, a function of public parameters
         only (2.5e-9 for rbf at ``lam=1e-3``, ``b = 0.5``). The certificate carries a float slack
@@ -612,7 +620,7 @@ class KernelSVM(KernelERM):
     >>> bool(clf.duality_gap_ <= clf.tol_)
     True
 
-scikit-learn's ``C`` (SVC's) or the papers' ``lam``: the same problem at ``lam = 1 / (C n)``:
+    scikit-learn's ``C`` (SVC's) or the papers' ``lam``: the same problem at ``lam = 1 / (C n)``:
 
     >>> by_C = KernelSVM(C=2.5, kernel="linear").fit(X, [1, 1, -1, -1])
     >>> by_C.lam_, by_C.C_
