@@ -150,7 +150,7 @@ def run_dataset(name, args, eps_list, runs, methods):
         rows = {}
         model = models[f"eps={eps:g}"]
         lam_lin = multiclass_auto_lam(n, eps, DELTA, data_norm=1.0, kernel="linear")
-        info = {"C": 1.0 / (model.lam * n), "C_linear": 1.0 / (lam_lin * n), "tol": model.tol}
+        info = {"C": 1.0 / (model.lam * n), "C_linear": 1.0 / (lam_lin * n), "tol": model.tol_}
         for r in range(runs):
             seed = args.seed + 1000 * r + int(100 * eps)
             if "tddl" in methods:

@@ -538,7 +538,7 @@ def test_smooth_solver_falls_back_to_gradient_descent_with_a_public_iteration_bo
     for Xy in ((X, y), (X, np.ones(300, dtype=int))):  # a one-class neighbour converges as well
         est = ObjectivePerturbation(**_BASE, max_iter=1, random_state=0).fit(*Xy)
         cert = est._fit_release(est._prepare(*Xy), noise.check_random_state(0))[1]
-        assert cert.grad_norm <= est.tol
+        assert cert.grad_norm <= est.tol_
     assert calls and all(k > 0 for k in calls)
     assert issubclass(ConvergenceError, RuntimeError)
 
@@ -588,7 +588,7 @@ def test_certificate_and_privacy_records(clf_data):
             cert = m._fit_release(m._prepare(X, y), noise.check_random_state(0))[1]
             cal = m.privacy_
             assert isinstance(cert, GLMCertificate) and isinstance(cal, GLMPrivacy)
-            assert cert.grad_norm <= m.tol and cert.residual <= cert.residual_bound == cal.residual_bound
+            assert cert.grad_norm <= m.tol_ and cert.residual <= cert.residual_bound == cal.residual_bound
             assert cert.n_iter > 0
             assert cal.mechanism == ("output" if cls is OutputPerturbation else "objective")
             assert cal.epsilon == 1.0 and cal.delta == (budget_grid_down(1e-6) if noise_kind == "gaussian" else GAMMA_DEFAULT_DELTA)
@@ -606,7 +606,8 @@ def test_hinge_output_perturbation_is_certified_against_an_independent_qp():
     y = np.where(X[:, 0] + 0.4 * rng.normal(size=n) > 0, 1.0, -1.0)
     est = OutputPerturbation(epsilon=1.0, delta=1e-6, lam=lam, data_norm=1.0, loss="hinge", fit_intercept=False)
     theta, cert = est._solve(est._prepare(X, y))
-    assert cert.duality_gap <= est.tol and cert.residual == pytest.approx(math.sqrt(2 * cert.duality_gap / lam))
+    tol = est._prepare(X, y).cal.tol  # tol="auto", resolved from public parameters (est.tol_ after fit)
+    assert cert.duality_gap <= tol and cert.residual == pytest.approx(math.sqrt(2 * cert.duality_gap / lam))
     # independent: the primal QP in (θ, ξ) by SLSQP
     obj = lambda v: v[d:].mean() + lam / 2 * v[:d] @ v[:d]  # noqa: E731
     cons = [dict(type="ineq", fun=lambda v: v[d:] - (1 - y * (X @ v[:d]))), dict(type="ineq", fun=lambda v: v[d:])]
@@ -620,7 +621,7 @@ def test_hinge_output_perturbation_is_certified_against_an_independent_qp():
         theta2, cert2 = est._solve(est._prepare(X, y))
     finally:
         _glm_solver._DENSE_LIMIT = old
-    assert cert2.duality_gap <= est.tol
+    assert cert2.duality_gap <= tol
     assert np.linalg.norm(theta2 - theta) <= cert.residual + cert2.residual
 
 
@@ -666,7 +667,7 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
             est = OutputPerturbation(epsilon=1.0, delta=1e-6, lam=lam, data_norm=1.0, loss="hinge", random_state=0)
             est.fit(X, y)
             cert = est._solve(est._prepare(X, y))[1]
-            assert cert.duality_gap <= est.tol, (dense_limit, lam, cert)
+            assert cert.duality_gap <= est.tol_, (dense_limit, lam, cert)
             assert cert.residual == pytest.approx(math.sqrt(2 * cert.duality_gap / lam), rel=1e-9)
             assert cert.residual <= est.privacy_.residual_bound
             for c in calls:
@@ -687,11 +688,12 @@ def test_certified_hinge_solver_on_adult_has_bounded_polish(monkeypatch):
     Xs, ys = X[:1500], y[:1500]
     kw = dict(C=300.0 / 1500, epsilon=1.0, kernel="rbf", n_components=50, random_state=0)
     slow = PrivateSVM(max_iter=1, **kw)
-    theta_slow, cert_slow = slow._solve(slow._prepare(Xs, ys, noise.check_random_state(0)))
+    prep_slow = slow._prepare(Xs, ys, noise.check_random_state(0))
+    theta_slow, cert_slow = slow._solve(prep_slow)
     fast = PrivateSVM(**kw)
     theta_fast, cert_fast = fast._solve(fast._prepare(Xs, ys, noise.check_random_state(0)))
     assert cert_slow.method == "dcd+dual-lbfgs+active-set" and cert_fast.method == "dcd+active-set"
-    assert cert_slow.duality_gap <= slow.tol and cert_slow.residual <= cert_slow.residual_bound
+    assert cert_slow.duality_gap <= prep_slow.cal.tol and cert_slow.residual <= cert_slow.residual_bound
     assert np.linalg.norm(theta_slow - theta_fast) <= cert_slow.residual + cert_fast.residual
     for c in calls:
         for tau, free, cap, bvls, _ in c:

@@ -320,7 +320,8 @@ def test_fitted_model_holds_only_private_output_and_public_calibration():
     X, y = _data(rng, 200, 5, "logistic")
     est = SimplexERM(5.0, delta=1e-6, lam=0.5, data_norm_inf=1.0, loss="logistic", random_state=0).fit(X, y)
     fitted = {k for k in vars(est) if k.endswith("_")}
-    assert fitted == {"coef_", "support_", "counts_", "n_draws_", "privacy_", "dp_event_", "classes_", "n_features_in_"}
+    assert fitted == {"coef_", "support_", "counts_", "n_draws_", "privacy_", "dp_event_", "classes_", "n_features_in_",
+                      "lam_"}
     assert est.counts_.sum() == est.n_draws_ == est.privacy_.n_draws
     assert np.all(np.diff(est.support_) > 0) and est.support_.max() < 10
     theta = np.zeros(10)

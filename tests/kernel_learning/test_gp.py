@@ -210,8 +210,8 @@ def test_auto_lam_balances_the_gp_noise_against_the_margin(loss, rho):
         auto_lam(1000, 1.0, 1e-6, data_norm=1.0, loss="squared")
     # more privacy budget: less regularisation
     assert auto_lam(1000, 2.0, 1e-6, data_norm=1.0) < auto_lam(1000, 0.5, 1e-6, data_norm=1.0)
-    assert feature_radius_sq(1.0, "poly", None, 3, 1.0, n_features=4) == pytest.approx((0.25 + 1) ** 3, rel=1e-9)
-    for kw, match in ((dict(n_samples=0), "n_samples"), (dict(kernel="poly"), "n_features"),
+    assert feature_radius_sq(1.0, "poly", "auto", 3, 1.0, n_features=4) == pytest.approx((0.25 + 1) ** 3, rel=1e-9)
+    for kw, match in ((dict(n_samples=0), "n_samples"), (dict(kernel="poly", gamma="auto"), "n_features"),
                       (dict(kernel="cosine"), "kernel"), (dict(epsilon=-1.0), "epsilon"),
                       (dict(data_norm=0.0), "data_norm")):
         args = dict(n_samples=100, epsilon=1.0, delta=1e-6, data_norm=1.0) | kw

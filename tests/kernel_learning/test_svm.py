@@ -195,7 +195,7 @@ def test_max_iter_reports_the_honest_gap():
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         est = KernelSVM(lam=1e-3, intercept_scaling=0.0, kernel="rbf", gamma=2.0, max_iter=20).fit(X, y)
     assert not est.converged_ and est.stop_reason_ == "max_iter" and est.n_iter_ == 20
-    assert est.duality_gap_ > est.tol
+    assert est.duality_gap_ > est.tol_
     # the reported gap is the true gap of the returned point
     Phi = feature_map(X, kernel="rbf", gamma=2.0)
     w = Phi.T @ est.mu_
@@ -324,13 +324,13 @@ def test_get_set_params_and_clone():
     est = KernelSVM(lam=0.1, kernel="poly", degree=2)
     p = est.get_params()
     assert p["lam"] == 0.1 and p["degree"] == 2 and p["shrinking"] is True
-    assert set(p) == {"lam", "kernel", "gamma", "degree", "coef0", "tol", "max_iter",
+    assert set(p) == {"lam", "C", "kernel", "gamma", "degree", "coef0", "tol", "max_iter",
                       "cache_size", "shrinking", "classes", "class_weight", "max_class_weight", "verbose",
                       "intercept_scaling"}
     est.set_params(lam=0.5, gamma=2.0)
     assert est.lam == 0.5 and est.gamma == 2.0
     with pytest.raises(ValueError, match="Invalid parameter"):
-        est.set_params(C=1.0)
+        est.set_params(nu=1.0)
     c = clone(est)
     assert c.get_params() == est.get_params() and c is not est
     assert "lam=0.5" in repr(est)
@@ -340,7 +340,7 @@ def test_gamma_default_and_verbose(capsys, caplog):
     X, y = make_data(60, 4, 10)
     with caplog.at_level(logging.DEBUG, logger="dpcore.kernel_learning.svm"):
         est = KernelSVM(verbose=True).fit(X, y)
-    assert est.kernel_params_["gamma"] == 0.25
+    assert est.kernel_params_["gamma"] == 1.0  # issue 25: data-independent 1.0 ("auto" is 1 / n_features)
     out = capsys.readouterr()
     assert out.out == "" and "KernelSVM" in out.err  # a progress bar on stderr, nothing printed
     assert "exact duality gap" in caplog.text and "duality gap" in caplog.records[-1].getMessage()

@@ -38,7 +38,7 @@ HYP = settings(
 
 
 def _params(kernel, gamma, degree, coef0, d):
-    g = 1.0 / d if gamma is None else gamma
+    g = 1.0 if gamma is None else 1.0 / d if gamma == "auto" else gamma  # issue 25: None is 1.0
     return dict(gamma=g, degree=degree, coef0=coef0)
 
 
@@ -131,7 +131,7 @@ def test_matrix_matches_sklearn(m, n, d, kernel, gamma, degree, coef0, seed):
 @pytest.mark.parametrize("kernel", ["linear", "poly", "rbf"])
 def test_gram_matrix(kernel):
     A, _, _ = data(300, 1, 7, seed=3)
-    got = kernel_matrix(A, kernel=kernel)
+    got = kernel_matrix(A, kernel=kernel, gamma="auto")  # 1 / n_features (the default is 1.0 since issue 25)
     want = pairwise_kernels(A, metric=kernel, filter_params=True, gamma=1 / 7, degree=3, coef0=1.0)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got, got.T)
@@ -144,8 +144,9 @@ def test_polynomial_alias_and_defaults():
     a = kernel_predict(Z, X, mu, kernel="polynomial", gamma=0.3, degree=2, coef0=0.5)
     b = kernel_predict(Z, X, mu, kernel="poly", gamma=0.3, degree=2, coef0=0.5)
     np.testing.assert_array_equal(a, b)
-    # defaults: rbf with gamma = 1 / n_features
-    np.testing.assert_array_equal(kernel_predict(Z, X, mu), kernel_predict(Z, X, mu, gamma=0.2))
+    # defaults: rbf with gamma = 1 (issue 25; "auto" is 1 / n_features)
+    np.testing.assert_array_equal(kernel_predict(Z, X, mu), kernel_predict(Z, X, mu, gamma=1.0))
+    np.testing.assert_array_equal(kernel_predict(Z, X, mu, gamma="auto"), kernel_predict(Z, X, mu, gamma=0.2))
     # degree given as an integral float (scikit-learn style) is accepted
     np.testing.assert_array_equal(kernel_predict(Z, X, mu, kernel="poly", degree=3.0),
                                   kernel_predict(Z, X, mu, kernel="poly", degree=3))
@@ -347,7 +348,7 @@ def test_feature_map_radius_values():
     assert feature_map_radius(2.0, kernel="rbf") == 1.0  # gamma irrelevant
     r = feature_map_radius(2.0, kernel="poly", gamma=0.5, degree=3, coef0=1.0)
     assert r == pytest.approx(np.sqrt(27.0), rel=1e-15)
-    r = feature_map_radius(1.5, kernel="poly", gamma=None, degree=2, coef0=0.25, n_features=4)
+    r = feature_map_radius(1.5, kernel="poly", gamma="auto", degree=2, coef0=0.25, n_features=4)
     assert r == pytest.approx(np.sqrt((1.5**2 / 4 + 0.25) ** 2), rel=1e-15)
     assert feature_map_radius(1.0, kernel="poly", gamma=1.0, degree=4, coef0=0.0) == 1.0
 
@@ -377,8 +378,8 @@ def test_feature_map_radius_is_the_max_of_k_zz_over_the_ball(kw):
         ((np.inf,), dict(kernel="rbf"), "data_norm", ValueError),
         ((np.nan,), dict(kernel="rbf"), "data_norm", ValueError),
         ((1.0,), dict(kernel="poly", gamma=1.0, coef0=-0.5), "coef0", ValueError),
-        ((1.0,), dict(kernel="poly"), "gamma", ValueError),  # gamma=None without n_features
-        ((1.0,), dict(kernel="poly", n_features=0), "n_features", ValueError),
+        ((1.0,), dict(kernel="poly", gamma="auto"), "gamma", ValueError),  # gamma="auto" without n_features
+        ((1.0,), dict(kernel="poly", gamma="auto", n_features=0), "n_features", ValueError),
         ((1.0,), dict(kernel="poly", gamma=1.0, degree=0), "degree", ValueError),
         ((1.0,), dict(kernel="poly", gamma=1.0, degree=4000), "data_norm", ValueError),  # overflow
         ((1.0,), dict(kernel="tanh"), "kernel", ValueError),

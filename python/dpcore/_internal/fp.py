@@ -47,6 +47,11 @@ RANGE_SLACK        1e-6          absolute slack on the public range of SimplexER
                                  (covers the float error of the bound b, ≤ γ_{d+4}·b)
 EM_FP_REL_ERROR    2⁻⁴⁵          LinearBallEM: a sampled point's float error relative to the radius
 EM_FP_REJECT_ERROR 2⁻⁴⁰          LinearBallEM: probability that one float acceptance decision is wrong
+CERTIFY_MARGIN     2             a certified solver is asked for ``tol`` only if ``tol`` >= this many times the
+                                 public float floor of its certificate; ``tol="auto"`` is exactly that
+                                 value (:func:`auto_tol`): the smallest tolerance every release accepts
+kernel_gap_floor   1e-12·R²L²/λ  public floor of the kernel ERM certificate's float slack
+(λ, R², L)                       (KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ; |μ_j| ≤ L/(λn))
 PARAM_RANGE        1e±100        accepted range of scale hyper-parameters (λ, C, norm bounds): derived
                                  constants (1/(λn), λ², C/n) stay normal floats
 =================  ============  ========================================================================
@@ -81,6 +86,10 @@ __all__ = [
     "shifted_kernel_error",
     "round_down",
     "PARAM_RANGE",
+    "CERTIFY_MARGIN",
+    "kernel_gap_floor",
+    "auto_tol",
+    "multiclass_gap_floor",
     "MAX_NOISE_SCALE",
 ]
 
@@ -107,6 +116,12 @@ RANGE_SLACK = 1e-6
 EM_FP_REL_ERROR = 2.0**-45
 #: LinearBallEM: assumed probability that one float acceptance decision is wrong.
 EM_FP_REJECT_ERROR = 2.0**-40
+
+#: A certified solver is asked to certify ``tol`` only if ``tol ≥ CERTIFY_MARGIN ×`` the public
+#: floating-point floor of its certificate (the worst case over the declared domain): below that, no
+#: point's computed certificate can be trusted to reach ``tol``, whatever the data. ``tol="auto"`` is
+#: ``CERTIFY_MARGIN ×`` the floor (:func:`auto_tol`).
+CERTIFY_MARGIN = 2.0
 
 #: Accepted range of positive scale hyper-parameters (λ, C, norm bounds): inside it, their
 #: products with n ≤ 2⁵³, their squares and reciprocals stay normal floats, so no derived constant
@@ -195,3 +210,40 @@ def budget_grid_down(x: float) -> float:
         return x
     k = math.floor(Fraction(x) * (1 - Fraction(1, 2 ** BUDGET_GRID_BITS)) * Fraction(2) ** (BUDGET_GRID_BITS - e))
     return math.ldexp(float(k), e - BUDGET_GRID_BITS)
+
+
+def kernel_gap_floor(lam: float, r_phi_sq: float, lipschitz: float = 1.0) -> float:
+    """Public floor ``KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ`` of the kernel ERM certificate's float slack.
+
+    The certified duality gap of :class:`~dpcore.KernelSVM` / :class:`~dpcore.KernelLogisticRegression` carries
+    the slack ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|μ_j|``, at most this value on rows with
+    ``K'(x, x) ≤ R_φ'²`` (``|μ_j| ≤ L/(λn)``). A function of public quantities only.
+
+    >>> float(f"{kernel_gap_floor(1e-3, 1.25):.12g}")
+    1.25e-09
+    """
+    return KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) * float(lipschitz) / float(lam)
+
+
+def multiclass_gap_floor(lam: float, n_classes: int, r_phi_sq: float, max_class_weight: float = 1.0) -> float:
+    """Public floor of the multi-class kernel certificate (``src/kernel_learning/multiclass.rs``): the kernel-sum
+    slack ``2·KERNEL_SUM_REL_ERROR·w²R²/λ`` plus the scalar slack ``γ_{4K+16}·(3|z| + log K + 1)·w`` with
+    ``|z| ≤ √2·w·R²/λ`` (``R² = R_φ'²``, ``w`` the largest class weight, ``K`` classes).
+
+    >>> 5e-10 < multiclass_gap_floor(1e-3, 26, 1.25) < 1e-8
+    True
+    """
+    lam, r2, w, K = float(lam), float(r_phi_sq), float(max_class_weight), int(n_classes)
+    zmax = math.sqrt(2.0) * w * r2 / lam
+    return 2.0 * KERNEL_SUM_REL_ERROR * w * w * r2 / lam + gamma_k(4 * K + 16) * w * (3.0 * zmax + math.log(K) + 1.0)
+
+
+def auto_tol(floor: float) -> float:
+    """``tol="auto"``: :data:`CERTIFY_MARGIN` times a solver's public float ``floor`` (its smallest certifiable
+    tolerance, with headroom). The same public inputs give the same value for every dataset.
+
+    >>> auto_tol(1.25e-09)
+    2.5e-09
+    """
+    return CERTIFY_MARGIN * float(floor)
+

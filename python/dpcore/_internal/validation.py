@@ -27,6 +27,7 @@ __all__ = [
     "check_delta",
     "check_sensitivity",
     "check_positive",
+    "check_tol",
     "check_probability",
     "check_array",
     "check_rows",
@@ -129,6 +130,15 @@ def check_positive(value, name: str) -> float:
     if value <= 0.0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return value
+
+
+def check_tol(value, name: str = "tol"):
+    """``"auto"`` (returned as is) or a finite float ``> 0`` (a ``ValueError`` naming ``name`` otherwise)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f'{name} must be "auto" or a finite float > 0, got {value!r}')
+        return value
+    return check_positive(value, name)
 
 
 def check_sensitivity(sensitivity, name: str = "sensitivity") -> float:

@@ -31,7 +31,7 @@ client (``⌈log₂ n⌉`` levels at most), and for the intercept coordinate one
 ``intercept_scaling`` — so ``k = min(n, SUB_ROWS + 2⌈log₂ n⌉ + 1)`` (:func:`blocked_sum_terms`), a function
 of the public ``n`` only, whatever the chunking. At ``n = 10⁷`` this is ``k = 4,145`` instead of ``10⁷``: the
 public floating-point floor of the certificate drops from 1.6e-9 to 1.5e-12 (d̂ = 100, λ = 5.6e-5), so the
-default ``tol = 1e-10`` stays certifiable and the public residual ρ (hence the residual release's noise) is
+``tol = 1e-10`` stays certifiable (``tol="auto"``: twice the floor of the path used) and the public residual ρ (hence the residual release's noise) is
 100× smaller than with the ``tol = 1e-8`` one BLAS call would force. The gradient at the certified point is recomputed by one more pass.
 """
 

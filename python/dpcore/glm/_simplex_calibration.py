@@ -20,7 +20,7 @@ from dpcore.mechanisms.multinomial import probability_error_bound
 
 
 __all__ = ["loss_constants", "epsilon0", "n_draws", "sampler_error_bound", "softmax_fp_error", "SimplexCalibration",
-           "simplex_calibration", "MIN_PROBABILITY", "DEFAULT_TOL_FRACTION", "LOSSES", "TASKS"]
+           "simplex_calibration", "simplex_auto_lam", "MIN_PROBABILITY", "DEFAULT_TOL_FRACTION", "LOSSES", "TASKS"]
 
 #: Smallest admissible public lower bound on a sampling probability.
 MIN_PROBABILITY = 2.0**-60
@@ -178,6 +178,32 @@ class SimplexCalibration:
         return asdict(self)
 
 
+def simplex_auto_lam(*, n: int, epsilon: float, n_coords: int, lipschitz: float, smoothness: float,
+                     r_eff: float) -> float:
+    """``lam="auto"`` of :class:`SimplexERM`: the λ that balances the excess-risk terms of Jain–Thakurta 2014, Thm 4.
+
+    The excess empirical risk of the released average of ``m`` draws over the exact minimiser of ``f`` is at most
+    the entropy bias ``λ log P`` plus the sampling term ``L_g R²/(2m)`` (``E<x, θ_priv − θ̂>² ≤ R²/m`` for an
+    ``L_g``-smooth loss). With ``m = ε/ε0`` and ``ε0 = 4LR(λ + L_g R²)/(λ²n) ≤ 8 L L_g R³/(λ²n)`` (for
+    ``λ ≤ L_g R²``) the sum is ``λ log P + 4 L L_g² R⁵/(ε λ² n)``, minimised at
+
+    ``λ = (8 L L_g² R⁵ / (ε n log P))^{1/3}`` — the paper's ``n^{-1/3}`` rate. Raised, if needed, to
+    ``1.01×`` the smallest λ the exact sampler accepts (``exp(−2LR/λ)/P ≥ 2^-60``). Public quantities only
+    (``n``, ``ε``, ``P`` coordinates, the loss constants, ``R = scale·data_norm_inf``); the pure-ε ``m`` is used
+    for ``δ > 0`` too (advanced composition only adds draws).
+
+    >>> round(simplex_auto_lam(n=10_000, epsilon=1.0, n_coords=20, lipschitz=4.0, smoothness=2.0, r_eff=1.0), 4)
+    0.2094
+    """
+    L, Lg, R = float(lipschitz), float(smoothness), float(r_eff)
+    log_p = math.log(max(int(n_coords), 2))
+    lam = (8.0 * L * Lg * Lg * R**5 / (float(epsilon) * int(n) * log_p)) ** (1.0 / 3.0)
+    room = math.log(1.0 / MIN_PROBABILITY) - math.log(int(n_coords)) - RANGE_SLACK
+    if room > 0:
+        lam = max(lam, 1.01 * 2.0 * L * R / room)
+    return lam
+
+
 def simplex_calibration(*, epsilon: float, delta: float, n: int, n_features: int, lam: float, data_norm_inf: float,
                         loss: Literal["squared", "logistic", "huber_svm"] = "squared",
                         task: Literal["regression", "classification"] = "regression",
@@ -201,7 +227,9 @@ def simplex_calibration(*, epsilon: float, delta: float, n: int, n_features: int
     if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
         raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
     n, p = int(n), int(n_features)
-    lam = check_scale(lam, "lam")
+    auto = isinstance(lam, str) and lam == "auto"
+    if not auto:
+        lam = check_scale(lam, "lam")
     r_inf = check_positive(data_norm_inf, "data_norm_inf")
     s = check_positive(scale, "scale")
     if not isinstance(signed, (bool, np.bool_)):
@@ -226,6 +254,8 @@ def simplex_calibration(*, epsilon: float, delta: float, n: int, n_features: int
     P = 2 * p if signed else p
     r_eff = s * r_inf
     L, Lg = loss_constants(loss, r_eff, label_bound=B, huber_width=h)
+    if auto:
+        lam = simplex_auto_lam(n=n, epsilon=epsilon, n_coords=P, lipschitz=L, smoothness=Lg, r_eff=r_eff)
     eps0 = epsilon0(n=n, lam=lam, lipschitz=L, smoothness=Lg, r_eff=r_eff) * float(epsilon0_factor)
     if tol is None:
         tol_v = DEFAULT_TOL_FRACTION * eps0

@@ -61,7 +61,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 from scipy import optimize, sparse
 
-from dpcore._internal.fp import SLACK, UNIT_ROUNDOFF, gamma_k
+from dpcore._internal.fp import CERTIFY_MARGIN, SLACK, UNIT_ROUNDOFF, auto_tol, gamma_k
 from dpcore.glm._losses import GLMLoss
 from dpcore.exceptions import ConvergenceError
 from dpcore import _core
@@ -116,10 +116,6 @@ def gradient_fp_bound(*, n: int, d: int, radius: float, theta_norm: float, b_nor
     return ((1.0 + 6.0 * u) * main + rounding) * (1.0 + _BOUND_SLACK)
 
 
-#: A solver is asked to certify ``tol`` only if ``tol ≥ CERTIFY_MARGIN ×`` the public floating-point
-#: floor of its certificate (the worst case over the declared domain): below that, no point's
-#: computed certificate can be trusted to reach ``tol``, whatever the data.
-CERTIFY_MARGIN = 2.0
 
 
 def check_certifiable(tol: float, floor: float, what: str) -> None:
@@ -134,6 +130,27 @@ def check_certifiable(tol: float, floor: float, what: str) -> None:
             f"tol={tol!r} is below what float64 can certify for these public parameters: the {what} has a "
             f"worst-case floating-point floor of {floor:.3g} over the declared domain; use tol >= "
             f"{CERTIFY_MARGIN * floor:.3g} (or a larger lam / C-equivalent regularisation)")
+
+
+def resolve_tol(tol, floor_at) -> float:
+    """``tol`` itself, or for ``tol="auto"`` the smallest ``t`` with ``t ≥ CERTIFY_MARGIN·floor_at(t)``.
+
+    ``floor_at(t)`` is a solver's public float floor at tolerance ``t`` (non-decreasing in ``t``, through the
+    public norm bound of a point certified to ``t``); it is a function of public quantities only (n, d, λ, the
+    declared norm bound, the loss), so the resolved value is the same for every dataset. Found by the monotone
+    fixed-point iteration ``t ← CERTIFY_MARGIN·floor_at(t)`` from ``t = 0`` (the floor barely moves with ``t``;
+    two or three steps).
+    """
+    if not (isinstance(tol, str) and tol == "auto"):
+        return tol
+    t = auto_tol(floor_at(0.0))
+    for _ in range(50):
+        need = auto_tol(floor_at(t))
+        if t >= need:
+            return t
+        t = need * (1.0 + 1e-9)
+    raise ValueError("tol='auto': no certifiable tolerance for these public parameters (numerically degenerate "
+                     "lam / data_norm); pass an explicit tol")
 
 
 def hinge_gap_floor(*, n: int, d: int, radius: float, lam: float, tol: float) -> float:

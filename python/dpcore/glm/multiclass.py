@@ -54,7 +54,7 @@ import logging
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Optional, TYPE_CHECKING
+from typing import Any, Literal, Optional, Union, TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize
@@ -66,10 +66,10 @@ from dpcore._internal.fp import LIBM_LN_ULPS, NUMPY_EXP_ULPS, RADIUS_TOL, SLACK,
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose
 from dpcore._internal.types import ArrayLike, NDArray, Self, Labels, RandomState
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_rows
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_rows, check_tol
 from dpcore.exceptions import ConvergenceError, NotFittedError
 from dpcore.glm._data import project_rows
-from dpcore.glm._solver import _cg, _norm
+from dpcore.glm._solver import _cg, _norm, check_certifiable, resolve_tol
 from dpcore.mechanisms.noise import check_random_state, gaussian_plan, grid_release
 
 if TYPE_CHECKING:
@@ -81,9 +81,6 @@ __all__ = ["MulticlassOutputPerturbation", "MulticlassGLMPrivacy", "gradient_fp_
 
 _U = UNIT_ROUNDOFF
 _LOSSES = ("multinomial", "ovr")
-#: default tol (relative): the public residual adds about ``2 tol/λ`` to ``2 L R'/(λn)``; tol = 10⁻⁴ L R'/n keeps
-#: it at 10⁻⁴ of the sensitivity.
-_TOL_REL = 1e-4
 
 
 def gradient_fp_bound(*, n: int, p: int, K: int, radius: float, w_norm: float, lam: float, lipschitz: float) -> float:
@@ -160,9 +157,10 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         Append the constant ``intercept_scaling`` to every row (regularised intercept).
     intercept_scaling : float, default=0.5
         ``b``; ``R' = sqrt(R² + b²)``.
-    tol : float, optional
-        Certified gradient-norm target; ``None``: ``10⁻⁴ L R'/n`` (the solver residual is then about ``10⁻⁴`` of
-        the sensitivity).
+    tol : float or "auto", default="auto"
+        Certified gradient-norm target. ``"auto"``: the smallest value certifiable for the public parameters,
+        ``CERTIFY_MARGIN·e_fp`` (twice the worst-case float error of the gradient, a function of n, p, K, λ and
+        the declared ``data_norm`` only; recorded as ``tol_``). A float below it is refused before any charge.
     max_iter : int, default=1000
         L-BFGS-B iterations (then at most 50 Newton–CG steps).
     clip : bool, default=False
@@ -206,7 +204,7 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float,
                  classes: Labels = None, loss: str = "multinomial", fit_intercept: bool = True,
-                 intercept_scaling: float = DEFAULT_INTERCEPT_SCALING, tol: Optional[float] = None,
+                 intercept_scaling: float = DEFAULT_INTERCEPT_SCALING, tol: Union[float, Literal["auto"]] = "auto",
                  max_iter: int = 1000, clip: bool = False, random_state: RandomState = None,
                  accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
         self.epsilon = epsilon
@@ -254,13 +252,19 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         p = d + (1 if self.fit_intercept else 0)
         r_eff = math.sqrt((R * (1.0 + RADIUS_TOL)) ** 2 + b * b) * (1.0 + SLACK)
         L = math.sqrt(2.0) if self.loss == "multinomial" else math.sqrt(K)
-        tol = _TOL_REL * L * r_eff / n if self.tol is None else check_positive(self.tol, "tol")
+        tol = check_tol(self.tol, "tol")
         loss0 = math.log(K) if self.loss == "multinomial" else K * math.log(2.0)
         w_star = min(math.sqrt(2.0 * loss0 / lam), L * r_eff / lam)
-        # Ŵ is within ρ = (tol + e_fp)/λ of W*, so ||Ŵ|| ≤ w_star + ρ ≤ w_bound whenever e_fp ≤ tol (checked after
-        # the solve: a larger ||Ŵ|| is refused); e_fp is evaluated at w_bound
-        w_bound = (2.0 * w_star + 2.0 * tol / lam) * (1.0 + 1e-6)
-        e_fp = gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam, lipschitz=L)
+
+        # Ŵ is within ρ = (tol + e_fp)/λ of W*, so ||Ŵ|| ≤ w_star + ρ ≤ w_bound whenever e_fp ≤ tol (the public
+        # check_certifiable below; a larger ||Ŵ|| is refused after the solve); e_fp is evaluated at w_bound
+        def bounds(t):
+            w_bound = (2.0 * w_star + 2.0 * t / lam) * (1.0 + 1e-6)
+            return w_bound, gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam, lipschitz=L)
+
+        tol = resolve_tol(tol, lambda t: bounds(t)[1])  # "auto": CERTIFY_MARGIN·e_fp, public quantities only
+        w_bound, e_fp = bounds(tol)
+        check_certifiable(tol, e_fp, "certified gradient norm")
         rho = (tol + e_fp) / lam * (1.0 + SLACK)
         sens = (2.0 * L * r_eff / (lam * n) * (1.0 + SLACK) + 2.0 * rho) * (1.0 + SLACK) * self._sensitivity_factor
         plan = gaussian_plan(sens, epsilon, delta, dim=K * p)
@@ -386,6 +390,7 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = d
         self.coef_ = Wr[:, :d]
         self.intercept_ = Wr[:, d] * self._b if self.fit_intercept else np.zeros(K)
+        self.tol_ = float(cal.tol)
         self.privacy_ = cal  # no n_iter_: the iteration count depends on the data and is not covered by the proof
         return self
 

@@ -117,7 +117,7 @@ import logging
 import math
 import numbers
 from dataclasses import asdict, dataclass
-from typing import Any, Optional, Literal, TYPE_CHECKING
+from typing import Any, Optional, Literal, Union, TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
@@ -130,14 +130,14 @@ from dpcore.glm._data import encode_targets, project_rows
 from dpcore.glm._losses import LOSSES, make_loss
 from dpcore.accounting.events import epsilon_delta_event
 from dpcore.glm._solver import (
-    ConvergenceError, GLMObjective, certify_smooth, check_certifiable, gradient_fp_bound, hinge_gap_floor,
+    ConvergenceError, GLMObjective, certify_smooth, check_certifiable, gradient_fp_bound, hinge_gap_floor, resolve_tol,
     solve_hinge, solve_smooth,
 )
 from dpcore._internal.dask import is_dask_collection
 from dpcore._internal.labels import DEFAULT_CLASSES, check_classes, default_classes
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    as_1d_target, check_X, check_delta, check_required, check_epsilon, check_feature_names, check_positive, check_scale, record_feature_names,
+    as_1d_target, check_X, check_delta, check_required, check_epsilon, check_feature_names, check_positive, check_scale, check_tol, record_feature_names,
 )
 from dpcore.mechanisms.noise import (
     grid_release, check_random_state, gamma_norm_vector_coupled, gaussian_plan, laplace_plan,
@@ -404,7 +404,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         label_bound: Optional[float] = None,
         clip: bool = False,
         classes: Labels = DEFAULT_CLASSES,
-        tol: float = 1e-10,
+        tol: Union[float, Literal["auto"]] = "auto",
         max_iter: int = 1000,
         residual_share: float = 0.01,
         verbose: bool | int = False,
@@ -471,7 +471,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         scaling = check_positive(self.intercept_scaling, "intercept_scaling")
         h = check_positive(self.huber_width, "huber_width")
         clip = _check_bool(self.clip, "clip")
-        tol = check_positive(self.tol, "tol")
+        tol = check_tol(self.tol, "tol")
         max_iter = _check_int(self.max_iter, "max_iter")
         share = self.residual_share
         if isinstance(share, bool) or not isinstance(share, numbers.Real) or not (0.0 < float(share) < 1.0):
@@ -579,21 +579,26 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         return _Prepared(X=design, y=None, classes=classes, n=n, d=d, dim=dim, cal=cal, p=p, loss=loss)
 
     def _opt_residual(self, n, dim, R, loss, mu, tol, theta_star_bound, b_norm, extra=0.0, sum_terms=None):
-        """Public ``(ρ_opt, θ̂ bound, e_fp)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``.
+        """Public ``(ρ_opt, θ̂ bound, e_fp, tol)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``.
 
         ``sum_terms``: :func:`~dpcore.glm._solver.gradient_fp_bound`'s ``k`` (``None``: ``n``, the in-memory
         solver; the Dask solver's blocked sums use :func:`dpcore.glm._dask.blocked_sum_terms`, a function of ``n``).
         """
-        theta_hat = theta_star_bound * (1.0 + 1e-6) + 2.0 * (tol + extra / n) / mu + 1e-300
-        for _ in range(4):
-            fp = gradient_fp_bound(n=n, d=dim, radius=R, theta_norm=theta_hat, b_norm=b_norm, mu=mu, loss=loss,
-                                   sum_terms=sum_terms)
-            rho = _up((tol + fp + extra / n) / mu, 1e-9)
-            if theta_star_bound + rho <= theta_hat:
-                check_certifiable(tol, fp, "certified gradient norm")
-                return rho, theta_hat, fp
-            theta_hat = (theta_star_bound + rho) * 1.01
-        raise ValueError("could not compute a public residual bound (numerically degenerate parameters)")
+        def at(t):
+            theta_hat = theta_star_bound * (1.0 + 1e-6) + 2.0 * (t + extra / n) / mu + 1e-300
+            for _ in range(4):
+                fp = gradient_fp_bound(n=n, d=dim, radius=R, theta_norm=theta_hat, b_norm=b_norm, mu=mu, loss=loss,
+                                       sum_terms=sum_terms)
+                rho = _up((t + fp + extra / n) / mu, 1e-9)
+                if theta_star_bound + rho <= theta_hat:
+                    return rho, theta_hat, fp
+                theta_hat = (theta_star_bound + rho) * 1.01
+            raise ValueError("could not compute a public residual bound (numerically degenerate parameters)")
+
+        tol = resolve_tol(tol, lambda t: at(t)[2])
+        rho, theta_hat, fp = at(tol)
+        check_certifiable(tol, fp, "certified gradient norm")
+        return rho, theta_hat, fp, tol
 
     # -- noise ---------------------------------------------------------------------------------
     def _sample_noise(self, prep: _Prepared, rng):
@@ -642,10 +647,10 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         name = type(self).__name__
         if prep.loss.name == "hinge":
             with progress_bar(self.verbose, total=p["max_iter"], desc=f"{name} solve", unit="it") as bar:
-                theta, hc = solve_hinge(prep.X, prep.y, lam=cal.lam, tol=p["tol"], max_iter=p["max_iter"],
+                theta, hc = solve_hinge(prep.X, prep.y, lam=cal.lam, tol=cal.tol, max_iter=p["max_iter"],
                                         radius=cal.data_norm_eff, bar=bar)
             logger.info("%s: hinge solver certified duality gap %.3e (tol %.1e) after %d iterations", name,
-                        hc.duality_gap, p["tol"], hc.n_iter)
+                        hc.duality_gap, cal.tol, hc.n_iter)
             cert = GLMCertificate(grad_norm=math.nan, duality_gap=hc.duality_gap, fp_bound=hc.fp_bound,
                                   coupling_error=0.0, residual=hc.residual, residual_bound=math.nan,
                                   strong_convexity=cal.lam, n_iter=hc.n_iter, method=hc.method)
@@ -655,15 +660,15 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         else:
             obj = GLMObjective(prep.X, prep.y, prep.loss, cal.strong_convexity, b)
         with progress_bar(self.verbose, total=2 * p["max_iter"], desc=f"{name} solve", unit="it") as bar:
-            theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=p["max_iter"], radius=cal.data_norm_eff,
+            theta, n_iter = solve_smooth(obj, tol=cal.tol, max_iter=p["max_iter"], radius=cal.data_norm_eff,
                                          bar=bar)
         sc = certify_smooth(obj, theta, radius=cal.data_norm_eff, coupling_error=err, n_iter=n_iter)
         logger.info("%s: certified gradient norm %.3e (tol %.1e) after %d iterations%s", name, sc.grad_norm,
-                    p["tol"], sc.n_iter, f" ({obj.passes} passes over the Dask blocks)"
+                    cal.tol, sc.n_iter, f" ({obj.passes} passes over the Dask blocks)"
                     if isinstance(obj, DaskGLMObjective) else "")
-        if not sc.grad_norm <= p["tol"]:
+        if not sc.grad_norm <= cal.tol:
             raise ConvergenceError(
-                f"certified gradient norm {sc.grad_norm:.3e} > tol={p['tol']:.3e}; refusing to release"
+                f"certified gradient norm {sc.grad_norm:.3e} > tol={cal.tol:.3e}; refusing to release"
             )
         cert = GLMCertificate(grad_norm=sc.grad_norm, duality_gap=math.nan, fp_bound=sc.fp_bound,
                               coupling_error=float(err), residual=sc.residual, residual_bound=math.nan,
@@ -672,7 +677,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
-        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "dp_event_"):
+        for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_", "dp_event_", "tol_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
@@ -736,6 +741,7 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
             self.classes_ = prep.classes
         self.n_features_in_ = prep.d
         self.privacy_ = cal
+        self.tol_ = float(cal.tol)  # the resolved tolerance (tol="auto": a function of public parameters only)
         # The solver certificate (gradient norm / duality gap, iteration count) is a function of the
         # data that the proof does not cover: it was checked against the public bound
         # privacy_.residual_bound and is discarded, never stored on the released model.
@@ -799,8 +805,11 @@ _COMMON_PARAMS_DOC = """
         The declared (public) label set of the classification losses; ``classes_[1]`` is +1.
         Labels outside it are refused; a training set with only one of the two classes trains
         normally. Never inferred from ``y`` (that would leak through refusals and relabelling).
-    tol : float, default 1e-10
-        Certified gradient-norm tolerance of the solver (duality-gap tolerance for the hinge loss).
+    tol : float or "auto", default "auto"
+        Certified gradient-norm tolerance of the solver (duality-gap tolerance for the hinge loss). ``"auto"``:
+        the smallest certifiable value, ``CERTIFY_MARGIN = 2`` times the public worst-case float floor of the
+        certificate (a function of n, d, ``lam``, ``data_norm``, the loss and the noise calibration only, never of
+        X or y; recorded as ``tol_`` and ``privacy_.tol``). A float below that is refused before any charge.
     max_iter : int, default 1000
         Iteration limit (L-BFGS-B and Newton each); :class:`ConvergenceError` if ``tol`` is not met.
     residual_share : float, default 0.01
@@ -825,6 +834,8 @@ _COMMON_PARAMS_DOC = """
     classes_ : ndarray of shape (2,)
         The labels; ``classes_[1]`` is +1 (classification losses only).
     n_features_in_ : int
+    tol_ : float
+        The solver tolerance used (``tol``, or its public value for ``tol="auto"``).
     privacy_ : GLMPrivacy
         The claimed guarantee and every calibrated number (public).
 
@@ -879,9 +890,10 @@ class OutputPerturbation(_GLMPerturbation):
         c = loss.curvature
         sens = _up(2.0 * L * R / (lam * n), 1e-9)
         if loss.smooth:
-            rho_opt, theta_hat, fp = self._opt_residual(n, dim, R, loss, lam, tol, theta_star, 0.0,
+            rho_opt, theta_hat, fp, tol = self._opt_residual(n, dim, R, loss, lam, tol, theta_star, 0.0,
                                                         sum_terms=p.get("sum_terms"))
         else:
+            tol = resolve_tol(tol, lambda t: hinge_gap_floor(n=n, d=dim, radius=R, lam=lam, tol=t))
             check_certifiable(tol, hinge_gap_floor(n=n, d=dim, radius=R, lam=lam, tol=tol), "certified duality gap")
             rho_opt = _up(math.sqrt(2.0 * tol / lam), 1e-9)
             theta_hat, fp = theta_star + rho_opt, 0.0
@@ -1052,7 +1064,7 @@ class ObjectivePerturbation(_GLMPerturbation):
             delta_claim = delta
         r_b = r_pub + err_pub
         theta_star = (r_b / n + math.sqrt((r_b / n) ** 2 + 2.0 * mu * ell0)) / mu * (1.0 + 8.0 * _U)
-        rho, theta_hat, fp = self._opt_residual(n, dim, R, loss, mu, tol, theta_star, r_b, extra=err_pub,
+        rho, theta_hat, fp, tol = self._opt_residual(n, dim, R, loss, mu, tol, theta_star, r_b, extra=err_pub,
                                                 sum_terms=p.get("sum_terms"))
         if p["noise"] == "gamma":
             res_sens = _up(2.0 * rho * math.sqrt(dim), 1e-9)

@@ -132,7 +132,7 @@ Per-draw cost used for ``m`` (each of the two datasets contributes ``tol + ζ_fp
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, TYPE_CHECKING
+from typing import Any, Literal, Optional, Union, TYPE_CHECKING
 
 import logging
 import numbers
@@ -203,8 +203,13 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     delta : float, default 0.0
         ``0``: pure ε-DP with ``m = ⌊ε/ε_draw⌋``. ``δ ∈ (0, 1)``: (ε, δ)-DP with the larger of
         that and the advanced-composition ``m`` (δ used entirely as its δ').
-    lam : float
-        Entropy regularisation ``λ > 0`` (required; it drives both utility and ``ε0 ∝ 1/λ²``).
+    lam : float or "auto", default "auto"
+        Entropy regularisation ``λ > 0`` (it drives both utility and ``ε0 ∝ 1/λ²``). ``"auto"``: the
+        data-independent rule of :func:`~dpcore.glm._simplex_calibration.simplex_auto_lam`,
+        ``λ = (8 L L_g² R⁵/(ε n log P))^{1/3}`` — the balance of the entropy bias ``λ log P`` and the sampling
+        error of the ``m = ε/ε0`` draws in Jain–Thakurta 2014, Thm 4 (rate ``n^{-1/3}``) — raised to 1.01× the
+        smallest λ the exact sampler accepts; public ``n``, ``ε``, ``P``, loss constants and ``R`` only. The value
+        used is ``privacy_.lam`` (and ``lam_``).
     data_norm_inf : float
         Declared ``R∞ ≥ |x_ij|`` for every training entry (required). Rows outside raise
         ``ValueError`` unless ``clip=True``. Never inferred from the data.
@@ -301,9 +306,10 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     #: Test hook for deliberately broken copies; must stay 1.0.
     _epsilon0_factor = 1.0
 
-    _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_")
+    _FITTED = ("coef_", "support_", "counts_", "n_draws_", "privacy_", "classes_", "n_features_in_", "lam_")
 
-    def __init__(self, epsilon: float, delta: float = 0.0, *, lam: float, data_norm_inf: float,
+    def __init__(self, epsilon: float, delta: float = 0.0, *, lam: Union[float, Literal["auto"]] = "auto",
+                 data_norm_inf: float,
                  loss: Literal["squared", "logistic", "huber_svm"] = "squared",
                  task: Literal["auto", "regression", "classification"] = "auto", label_bound: Optional[float] = None,
                  huber_width: float = 0.5, scale: float = 1.0, signed: bool = True, tol: Optional[float] = None,
@@ -559,6 +565,7 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         self.counts_ = counts
         self.n_draws_ = int(cal.n_draws)
         self.privacy_ = cal
+        self.lam_ = float(cal.lam)  # lam="auto": a function of public parameters only
         self.n_features_in_ = int(pdim)
         if prep["classes"] is not None:
             self.classes_ = prep["classes"]

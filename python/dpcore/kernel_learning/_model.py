@@ -35,7 +35,7 @@ from dpcore._internal.validation import check_array
 from dpcore.exceptions import NotFittedError
 
 from dpcore._internal.fp import KERNEL_EXP_ULPS, KERNEL_SUM_REL_ERROR, RADIUS_TOL, SLACK, UNIT_ROUNDOFF  # noqa: F401  (used by tddl/tdil/pinp)
-from dpcore._internal.fp import shifted_kernel_error
+from dpcore._internal.fp import auto_tol, kernel_gap_floor, shifted_kernel_error
 from dpcore.kernel_learning.svm import KernelERM
 from dpcore._internal.class_weight import check_public_weights
 
@@ -78,7 +78,7 @@ def model_info(model, who: str = "PINP") -> dict:
     b = check_intercept_scaling(kp.get("intercept_scaling", 0.0))  # regularised intercept: kernel K + b²
     w_norm = getattr(model, "w_norm_", None)
     return dict(
-        X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(model.lam), L=float(model.lipschitz_),
+        X=X, mu=mu, n=int(model.n_samples_fit_), lam=float(fitted_lam(model)), L=float(model.lipschitz_),
         w_err=float(w_err), w_norm=None if w_norm is None else float(w_norm),
         kernel=dict(kernel=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0), intercept_scaling=b),
     )
@@ -129,10 +129,24 @@ def seed_from(random_state):
 # ----------------------------------------------------------------------------------------------
 # certified sensitivity: solver certificate and floating-point slack
 # ----------------------------------------------------------------------------------------------
+def fitted_lam(model):
+    """The λ a fitted model was solved with: ``model.lam_`` (from ``lam``, ``C`` or the default) when the model
+    records it, else ``model.lam``."""
+    lam = getattr(model, "lam_", None)
+    return getattr(model, "lam", None) if lam is None else lam
+
+
+def fitted_tol(model):
+    """The public tolerance a fitted model was solved to: ``model.tol_`` (the resolved value of ``tol="auto"``, a
+    function of public parameters only) when the model records it, else ``model.tol``."""
+    tol = getattr(model, "tol_", None)
+    return getattr(model, "tol", None) if tol is None else tol
+
+
 def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschitz: float = 1.0) -> float:
     """Public bound on ``||w − w*||`` from the model's *declared* tolerance, checked against its certificate.
 
-    The solver stops once its certified duality gap is ``≤ tol`` (``model.tol``, a public
+    The solver stops once its certified duality gap is ``≤ tol`` (``model.tol_``, the fitted value of the public
     hyper-parameter), and λ-strong convexity turns that into ``||w − w*|| ≤ sqrt(2 tol/λ)``.
     Calibrating with this bound — not with the model's own ``w_error_bound_``, which depends on
     the data — keeps the noise level a function of public quantities. A model whose certificate
@@ -151,7 +165,7 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
        this box QP converges linearly, Wang & Lin 2014); this refusal is outside the proof and has
        not been observed in the neighbour-pair tests. Choose ``max_iter`` generously.
     """
-    tol = getattr(model, "tol", None)
+    tol = fitted_tol(model)
     if tol is None or isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (
         math.isfinite(float(tol)) and tol > 0
     ):
@@ -159,13 +173,14 @@ def public_error_bound(model, lam: float, who: str, *, r_phi_sq: float, lipschit
             f"model.tol = {tol!r}: {who} needs the solver's public duality-gap tolerance to bound "
             "||w - w*|| independently of the data"
         )
-    floor = KERNEL_SUM_REL_ERROR * float(r_phi_sq) * float(lipschitz) * float(lipschitz) / lam
+    floor = kernel_gap_floor(lam, r_phi_sq, lipschitz)
 
-    if isinstance(model, KernelERM) and not float(tol) >= 2.0 * floor:
+    if isinstance(model, KernelERM) and not float(tol) >= auto_tol(floor):
         raise ValueError(
-            f"model.tol = {tol!r} is below what the certified kernel solver can certify for the declared "
+            f"model.tol_ = {tol!r} is below what the certified kernel solver can certify for the declared "
             f"domain (float floor {floor:.3g} = KERNEL_SUM_REL_ERROR·R_phi²·L²/lam); {who} refuses before "
-            f"anything is charged: refit the model with tol >= {2.0 * floor:.3g}")
+            f"anything is charged: refit the model with tol >= {auto_tol(floor):.3g} (tol=\"auto\" fits the unit "
+            "ball; a larger declared data_norm needs a larger tol)")
     bound = math.sqrt(2.0 * float(tol) / lam) * (1.0 + SLACK)
     cert = float(model.w_error_bound_)
     if cert > bound:

@@ -184,8 +184,8 @@ def auto_lam(n_samples: int, epsilon: float, delta: float, *, data_norm: float, 
     data_norm : float
         Declared bound on ``||x||``.
     kernel, gamma, degree, coef0 : as in :class:`dpcore.KernelSVM`
-        ``gamma=None`` means ``1/n_features`` (then ``n_features`` is required, except for ``"rbf"``
-        whose ``R_φ = 1`` does not depend on γ).
+        ``gamma=None`` means ``1.0``; ``"auto"`` means ``1/n_features`` (then ``n_features`` is required,
+        except for ``"rbf"`` whose ``R_φ = 1`` does not depend on γ).
     lipschitz : float, default 1.0
         ``L`` of the loss (1 for the hinge and logistic losses).
     intercept_scaling : float, default 0.5
@@ -232,19 +232,21 @@ def feature_radius_sq(data_norm: float, kernel: str, gamma: Optional[float], deg
 
     ``b`` is ``intercept_scaling`` (the regularised intercept's augmented map ``φ' = (φ, b)``; 0: none).
 
-    ``gamma=None`` means ``1/n_features`` (as :class:`dpcore.KernelSVM`); it is not needed for the
-    kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
+    ``gamma=None`` means ``1.0`` and ``"auto"`` ``1/n_features`` (as :class:`dpcore.KernelSVM`); ``n_features``
+    is not needed for the kernels whose ``R_φ`` does not depend on γ (rbf, laplacian, linear).
     """
 
     if kernel not in ("rbf", "poly", "linear", "sigmoid", "laplacian"):
         raise ValueError(f"kernel must be 'rbf', 'poly', 'linear', 'sigmoid' or 'laplacian', got {kernel!r}")
     if gamma is None:
+        gamma = 1.0
+    elif isinstance(gamma, str) and gamma == "auto":
         if kernel in ("rbf", "laplacian", "linear"):
             gamma = 1.0
         elif isinstance(n_features, numbers.Integral) and not isinstance(n_features, bool) and n_features >= 1:
             gamma = 1.0 / n_features
         else:
-            raise ValueError(f"gamma=None for kernel={kernel!r} means 1/n_features: give n_features or gamma")
+            raise ValueError(f"gamma='auto' for kernel={kernel!r} means 1/n_features: give n_features or gamma")
     gamma = check_positive(gamma, "gamma")
     r = check_positive(data_norm, "data_norm") * (1.0 + RADIUS_TOL)
     b = check_intercept_scaling(intercept_scaling)

@@ -42,7 +42,7 @@ import logging
 import math
 import numbers
 import warnings
-from typing import Any, Optional, Mapping
+from typing import Any, Literal, Mapping, Optional, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -56,9 +56,11 @@ from dpcore._internal.progress import check_verbose, progress_bar
 from dpcore._internal.validation import refuse_fit_params
 from dpcore._internal.types import ArrayLike, NDArray, Self, Labels
 from dpcore._internal.validation import (
-    check_array, check_feature_names, check_positive, check_rows, check_scale, record_feature_names,
+    check_array, check_feature_names, check_positive, check_rows, check_scale, check_tol, record_feature_names,
 )
+from dpcore._internal.fp import auto_tol, multiclass_gap_floor
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
+from dpcore.kernel_learning.svm import resolve_lam, unit_ball_r_phi_sq
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params, fused_predict
 
 logger = logging.getLogger(__name__)
@@ -106,19 +108,26 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    lam : float, default=1e-3
-        Regularisation ``λ > 0``. For a model that will be released privately (:class:`dpcore.MulticlassTDDL`,
+    lam : float, optional
+        Regularisation ``λ > 0`` (give ``lam`` or ``C``, not both; neither: ``1e-3``; the value used is
+        ``lam_``). For a model that will be released privately (:class:`dpcore.MulticlassTDDL`,
         :class:`dpcore.MulticlassGPService`) use the data-independent
         :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam` ``(n, ε, δ, data_norm=...)``
         (the binary ``auto_lam`` rule with ``L = √2``): the documented default of the multi-class releases.
+    C : float, optional
+        scikit-learn's (SVC's) ``C``: ``lam = 1 / (C n)``, as in :class:`dpcore.KernelSVM`.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel, as in :func:`dpcore.kernel_matrix`.
     gamma : float, optional
-        ``γ > 0``; ``None`` means ``1/n_features`` (data-independent).
+        ``γ > 0``, default ``1.0`` (rows in the unit ball); ``"auto"`` means ``1/n_features``.
     degree, coef0 : int, float
         Of ``"poly"``.
-    tol : float, default=1e-6
-        Target certified duality gap (absolute, ``(1/n)``-scaled objective).
+    tol : float or "auto", default="auto"
+        Target certified duality gap (absolute, ``(1/n)``-scaled objective). ``"auto"`` (recorded as ``tol_``):
+        :func:`~dpcore.kernel_learning.multiclass_release.multiclass_min_tol` on the unit ball — twice the public
+        float floor of the certificate (``λ``, the declared classes, the kernel, ``intercept_scaling``, the largest
+        class weight; never the data), the smallest tolerance the multi-class releases accept for
+        ``data_norm <= 1``.
     max_iter : int, optional
         Maximum Newton iterations (each solves its Newton system by conjugate gradients with kernel
         products); ``None`` means 200.
@@ -181,12 +190,15 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
     (True, True)
     """
 
-    def __init__(self, *, lam: float = 1e-3, kernel: str = "rbf", gamma: Optional[float] = None, degree: int = 3,
-                 coef0: float = 1.0, tol: float = 1e-6, max_iter: Optional[int] = None, cache_size: float = 200.0,
+    def __init__(self, *, lam: Optional[float] = None, C: Optional[float] = None, kernel: str = "rbf",
+                 gamma: Union[float, Literal["auto"], None] = 1.0, degree: int = 3,
+                 coef0: float = 1.0, tol: Union[float, Literal["auto"]] = "auto", max_iter: Optional[int] = None,
+                 cache_size: float = 200.0,
                  classes: Labels = None, class_weight: Optional[Mapping[Any, float]] = None,
                  max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, verbose: bool | int = False,
                  intercept_scaling: float = DEFAULT_INTERCEPT_SCALING) -> None:
         self.lam = lam
+        self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -268,8 +280,8 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         classes_, idx = encode_multiclass_labels(y, self.classes, n)
         K = classes_.shape[0]
-        lam = check_scale(self.lam, "lam")
-        tol = check_positive(self.tol, "tol")
+        lam = resolve_lam(self.lam, self.C, n)
+        tol = check_tol(self.tol, "tol")
         cache_size = check_positive(self.cache_size, "cache_size")
         max_iter = 200 if self.max_iter is None else self.max_iter
         if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
@@ -277,6 +289,9 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         name, gamma, degree, coef0 = check_kernel_params(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
         b = check_intercept_scaling(self.intercept_scaling)
         w = self._class_weights(classes_)
+        if tol == "auto":  # public: λ, K (declared classes), the kernel on the unit ball, b, the largest weight
+            tol = auto_tol(multiclass_gap_floor(lam, K, unit_ball_r_phi_sq(name, gamma, degree, coef0, b),
+                                                max(1.0, float(w.max()))))
         check_verbose(self.verbose)
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         X = np.array(X, dtype=np.float64, order="C", copy=True)
@@ -301,12 +316,14 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
                     type(self).__name__, n, K, res["n_iter"], res["n_matvec"], res["gap"], tol,
                     "full Gram" if res["full_gram"] else "row blocks")
         self.classes_ = classes_
+        self.lam_ = lam
+        self.tol_ = float(tol)
         self.X_fit_ = X
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
         self.mu_ = np.asarray(res["mu"])
         self.dual_point_ = np.asarray(res["p"])
-        self.C_ = 1.0 / (lam * n)
+        self.C_ = 1.0 / (lam * n) if self.C is None else float(self.C)
         self.duality_gap_ = float(res["gap"])
         self.certificate_slack_ = float(res["slack"])
         self.primal_objective_ = float(res["primal"])

@@ -41,14 +41,15 @@ import numpy as np
 from scipy import linalg
 
 from dpcore import _core
-from dpcore._internal.fp import KERNEL_SUM_REL_ERROR, gamma_k
+from dpcore._internal.fp import auto_tol, multiclass_gap_floor
 from dpcore._internal.progress import check_verbose
 from dpcore._internal.types import ArrayLike, NDArray, Self, KernelModel, RandomState
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.exceptions import NotFittedError
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, check_in_domain, kernel_eval_error, prediction_fp_bound, public_error_bound,
+    RADIUS_TOL, SLACK, check_in_domain, fitted_lam, fitted_tol, kernel_eval_error, prediction_fp_bound,
+    public_error_bound,
 )
 from dpcore._internal.class_weight import check_max_class_weight
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
@@ -91,19 +92,16 @@ def multiclass_min_tol(lam: float, n_classes: int, r_phi_sq: float, *, max_class
     w = check_max_class_weight(max_class_weight)
     if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
         raise ValueError(f"n_classes must be an integer >= 2, got {n_classes!r}")
-    zmax = math.sqrt(2.0) * w * r2 / lam
-    floor = 2.0 * KERNEL_SUM_REL_ERROR * w * w * r2 / lam + gamma_k(4 * int(n_classes) + 16) * w * (
-        3.0 * zmax + math.log(n_classes) + 1.0)
-    return 2.0 * floor
+    return auto_tol(multiclass_gap_floor(lam, int(n_classes), r2, w))
 
 
 def check_multiclass_tol(model, *, w_max: float, r_phi_sq: float, lam: float, n_classes: int) -> None:
     """Refuse (public check, before any charge) a ``model.tol`` below :func:`multiclass_min_tol` on the declared
     domain."""
     t_min = multiclass_min_tol(lam, n_classes, r_phi_sq, max_class_weight=max(1.0, w_max))
-    tol = getattr(model, "tol", None)
+    tol = fitted_tol(model)
     if isinstance(tol, (int, float)) and not isinstance(tol, bool) and math.isfinite(tol) and tol < t_min:
-        raise ValueError(f"model.tol = {tol!r} is below what the multi-class certificate can certify on the "
+        raise ValueError(f"model.tol_ = {tol!r} is below what the multi-class certificate can certify on the "
                          f"declared domain (float floor {t_min / 2:.3g}); refit with tol >= {t_min:.3g}")
 
 
@@ -325,7 +323,7 @@ class MulticlassTDDL:
         k = dict(m.kernel_params_)
         r_eff = r * (1.0 + RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
-        n, lam, K = int(m.n_samples_fit_), float(m.lam), mu.shape[1]
+        n, lam, K = int(m.n_samples_fit_), float(fitted_lam(m)), mu.shape[1]
         w_max = float(m.lipschitz_) / math.sqrt(2.0)  # lipschitz_ = √2·max_k w_k
         L = math.sqrt(2.0) * w_max
         check_multiclass_tol(m, w_max=w_max, r_phi_sq=r2, lam=lam, n_classes=K)

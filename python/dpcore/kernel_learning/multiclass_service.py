@@ -54,7 +54,8 @@ from dpcore._internal.validation import check_array, check_count, check_delta, c
 from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.exceptions import NotFittedError, StateAuthenticationError
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, check_in_domain, kernel_eval_error, prediction_fp_bound, public_error_bound, unb64,
+    RADIUS_TOL, SLACK, check_in_domain, fitted_lam, kernel_eval_error, prediction_fp_bound, public_error_bound,
+    unb64,
 )
 from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
 from dpcore.kernel_learning.gp_service import (
@@ -173,7 +174,7 @@ class MulticlassGPService(GPService):
         r_eff = r * (1.0 + RADIUS_TOL)
         r2 = _core.feature_map_radius_sq(r_eff, *kernel_args(k))
         X = check_in_domain(X, r, "model.X_fit_", clip=False)
-        n, lam, K, d = int(m.n_samples_fit_), float(m.lam), mu.shape[1], X.shape[1]
+        n, lam, K, d = int(m.n_samples_fit_), float(fitted_lam(m)), mu.shape[1], X.shape[1]
         w_max = float(m.lipschitz_) / math.sqrt(2.0)  # lipschitz_ = √2·max_k w_k
         L = math.sqrt(2.0) * w_max
         check_multiclass_tol(m, w_max=w_max, r_phi_sq=r2, lam=lam, n_classes=K)

@@ -132,15 +132,15 @@ from sklearn.base import BaseEstimator
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.labels import check_classes, default_classes, encode_binary_labels
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale, refuse_fit_params
+from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale, check_tol, refuse_fit_params
 from dpcore.kernel_learning._model import check_in_domain
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
 from dpcore.accounting.events import compose_events, epsilon_delta_event, make_accountant
 from dpcore.mechanisms.noise import check_random_state
-from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+from dpcore._internal.fp import auto_tol, kernel_gap_floor
 from dpcore.exceptions import NotFittedError
-from dpcore.kernel_learning.svm import KernelLogisticRegression, KernelSVM
+from dpcore.kernel_learning.svm import HINGE_AUTO_TOL_MIN, KernelLogisticRegression, KernelSVM, resolve_lam
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
@@ -434,7 +434,7 @@ class PrivateGridSearch(BaseEstimator):
     data_norm : float
         Declared bound on ``||x||`` (training rows and ``Z``).
     base_params : dict, optional
-        Fixed ``KernelSVM`` parameters (default ``{"kernel": "rbf", "tol": 1e-8}``).
+        Fixed ``KernelSVM`` parameters (default ``{"kernel": "rbf", "tol": "auto"}``: the smallest tolerance certifiable on the declared domain).
     strategy : {"exhaustive", "repeat_and_select"}, default "exhaustive"
         Run every candidate once (cost ``√m`` in μ) or Papernot–Steinke repeat-and-select with a
         geometric number of runs (cost independent of ``m``; better for large grids).
@@ -618,7 +618,7 @@ class PrivateGridSearch(BaseEstimator):
         Z = check_in_domain(check_array(self.Z, "Z", n_features=X.shape[1], estimator="X (the training rows)"),
                             radius, "Z", clip=False)
         X = check_in_domain(X, radius, "X", clip=False)
-        base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
+        base = {"kernel": "rbf", "tol": "auto"} if self.base_params is None else dict(self.base_params)
         rng = check_random_state(self.random_state)
         # -- class weights (public dict, or "balanced": released privately with ε_w, basic composition); they
         #    apply to the kernel candidates (OutputPerturbation has no class weights)
@@ -712,7 +712,7 @@ class PrivateGridSearch(BaseEstimator):
                 # KERNEL_SUM_REL_ERROR·R_φ²/λ, dpcore.kernel_learning._model.public_error_bound): raised here,
                 # before anything is charged, instead of refusing in the middle of the runs
                 L = cw_max if cw_balanced else _public_lipschitz(c.cls, c.params, classes_)
-                c.params = _certifiable(c.cls, c.params, radius, X.shape[1], lipschitz=L)
+                c.params = _certifiable(c.cls, c.params, radius, X.shape[1], lipschitz=L, n_samples=n)
                 # its TDDL-gp calibration, on a public stand-in of its model (declared parameters and the validated
                 # X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
                 # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
@@ -1012,27 +1012,28 @@ def _public_stand_in(cls: type, params: dict, X: np.ndarray, *, lipschitz: float
     ``KernelSVM.fit`` sets it). The TDDL calibration is a function of these public quantities only."""
     model = cls(**params)
     n, d = X.shape
-    _, _, _, _, name, gamma, degree, coef0 = model._validate_params(d)
+    lam, _, _, _, name, gamma, degree, coef0 = model._validate_params(d, n)
     b = check_intercept_scaling(model.intercept_scaling)
     check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
-    model.X_fit_, model.mu_, model.n_samples_fit_ = X, np.zeros(n), n
+    model.X_fit_, model.mu_, model.n_samples_fit_, model.lam_ = X, np.zeros(n), n, lam
     model.lipschitz_, model.w_error_bound_ = float(lipschitz), 0.0
     model.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
                             "intercept_scaling": b}
     return model
 
 
-def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0) -> dict:
-    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²·L²/λ`` where needed (public; ``L`` the
-    largest class weight).
+def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lipschitz: float = 1.0,
+                 n_samples: int) -> dict:
+    """``params`` with ``tol`` raised to ``4·KERNEL_SUM_REL_ERROR·R_φ²·L²/λ`` where needed, or set to it for
+    ``tol="auto"`` (public: ``R_φ²`` of the declared ``data_norm``, ``L`` the largest class weight).
 
     Also refuses, naming the parameters, what would fail only after the charge: kernel parameters whose public
     constants overflow (``gamma·(2·data_norm)²``, ``R_φ²``), and a tolerance (raised or declared) ``≥ 1`` — the
     hinge loss's duality gap at ``w = 0`` on every dataset, so the solver would stop at the zero model.
     """
     probe = cls(**params)
-    lam = check_scale(probe.lam, "lam")
-    tol = check_positive(probe.tol, "tol")
+    lam = resolve_lam(probe.lam, probe.C, n_samples)
+    tol = check_tol(probe.tol, "tol")
     coef0 = probe.coef0
     if isinstance(coef0, numbers.Real) and not isinstance(coef0, bool):
         try:
@@ -1051,7 +1052,11 @@ def _certifiable(cls: type, params: dict, radius: float, n_features: int, *, lip
     if not (math.isfinite(r2) and r2 > 0.0):
         raise ValueError(f"degree, gamma, coef0: the feature-map radius R_phi² = {r2!r} of the declared domain is "
                          "not a positive finite float")
-    floor = 4.0 * KERNEL_SUM_REL_ERROR * r2 * lipschitz * lipschitz / lam
+    # twice the smallest tolerance TDDL accepts (auto_tol of the floor): headroom for its R_phi² at data_norm·(1 +
+    # RADIUS_TOL); tol="auto" is this value for the declared data_norm, a declared float is raised to it
+    floor = 2.0 * auto_tol(kernel_gap_floor(lam, r2, lipschitz))
+    if tol == "auto":  # the hinge's dual coordinate descent: at least HINGE_AUTO_TOL_MIN (degenerate problems)
+        tol = max(floor, HINGE_AUTO_TOL_MIN) if getattr(cls, "_loss", "") == "hinge" else floor
     tol = max(tol, floor)
     if not tol < 1.0:
         raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "

@@ -30,7 +30,7 @@ approximation ``w``, so the fit reports a certified bound on its distance to ``w
 
 A mechanism must add ``2 R_phi w_error_bound_`` to its sensitivity (SPEC: ``S_eff = S + 2 R_phi
 err``). ``tol`` is an **absolute** target for the gap in the ``(1/n)``-scaled objective above
-(default ``1e-6``); for the hinge loss it is the average KKT violation, i.e. LIBSVM's ``eps`` is
+(default ``"auto"``: twice the public float floor of the certificate, see :func:`kernel_auto_tol`); for the hinge loss it is the average KKT violation, i.e. LIBSVM's ``eps`` is
 roughly comparable to ``tol`` (LIBSVM's default ``1e-3`` is much looser than ours). The solver
 stops on the exactly recomputed gap, never on a projected-gradient heuristic; if ``max_iter`` is
 reached first, the honest (larger) gap is reported and a :class:`ConvergenceWarning` is issued.
@@ -64,11 +64,12 @@ from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.dask import compute_all
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
-from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+from dpcore._internal.fp import KERNEL_SUM_REL_ERROR, RADIUS_TOL, auto_tol, kernel_gap_floor
 from dpcore._internal.labels import DEFAULT_CLASSES, decision_labels, encode_binary_labels, label_agreement
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, resolve_class_weight
 from dpcore._internal.validation import (
-    check_array, check_feature_names, check_positive, check_rows, check_scale, map_rows, record_feature_names,
+    check_array, check_feature_names, check_positive, check_rows, check_scale, check_tol, map_rows,
+    record_feature_names,
 )
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_params, check_kernel_domain, fused_predict
 from dpcore.exceptions import ConvergenceWarning, NotFittedError
@@ -113,6 +114,65 @@ def _cache_bytes(cache_size, loss: str, n: int) -> int:
     return int(cache_size * 2**20)
 
 
+#: The regularisation when neither ``C`` nor ``lam`` is given (``C = 1/(1e-3·n)``).
+DEFAULT_LAM = 1e-3
+
+
+def resolve_lam(lam, C, n: int) -> float:
+    """The ``λ`` of a kernel learner from its ``lam`` (the papers' λ) or ``C`` (scikit-learn's SVC ``C``).
+
+    SVC minimises ``½||f||² + C Σ_i ℓ_i``, which is ``(C n)`` times ``(1/n) Σ_i ℓ_i + (λ/2)||f||²`` at
+    ``λ = 1/(C n)`` (``n`` the public number of training rows). At most one of the two may be given (a
+    ``ValueError`` naming both otherwise); neither: ``λ = DEFAULT_LAM``.
+
+    >>> resolve_lam(None, 1.0, 1000), resolve_lam(0.01, None, 1000), resolve_lam(None, None, 5)
+    (0.001, 0.01, 0.001)
+    """
+    if lam is not None and C is not None:
+        raise ValueError(f"C and lam: give one of them, not both (C is scikit-learn's SVC C, lam = 1/(C n) the "
+                         f"papers' lambda); got C={C!r}, lam={lam!r}")
+    if C is None:
+        return check_scale(DEFAULT_LAM if lam is None else lam, "lam")
+    C = check_scale(C, "C")
+    return check_scale(1.0 / (C * n), f"C (lam = 1/(C n) at n={n})")
+
+
+def unit_ball_r_phi_sq(kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float) -> float:
+    """``R_φ'² = sup K(x, x) + b²`` over rows of norm ``≤ 1 + RADIUS_TOL`` (the package's declared row bound).
+
+    ``poly`` with ``coef0 < 0`` (not PSD) uses the bound ``(γ + |coef0|)**degree`` of ``|K(x, x)|``.
+    """
+    r = 1.0 + RADIUS_TOL
+    if kernel == "poly" and coef0 < 0.0:
+        return (float(gamma) * r * r + abs(float(coef0))) ** int(degree) + float(intercept_scaling) ** 2
+    return float(_core.feature_map_radius_sq(r, kernel, float(gamma), int(degree), float(coef0),
+                                             float(intercept_scaling)))
+
+
+#: Smallest ``tol="auto"`` of the hinge loss (KernelSVM): dual coordinate descent converges only linearly on
+#: degenerate problems (e.g. a one-class training set at λ = 0.1: gap 1.7e-9 after 10⁷ updates), so the hinge's
+#: "auto" is ``max(CERTIFY_MARGIN·floor, 1e-8)`` (the old PrivateGridSearch default); a public constant.
+HINGE_AUTO_TOL_MIN = 1e-8
+
+
+def kernel_auto_tol(lam: float, kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float,
+                    lipschitz: float = 1.0, loss: str = "logistic") -> float:
+    """``tol="auto"`` of the kernel ERM solvers: ``CERTIFY_MARGIN·KERNEL_SUM_REL_ERROR·R_φ'²·L²/λ``.
+
+    ``R_φ'²`` over the unit ball (:func:`unit_ball_r_phi_sq`, the package's declared row bound), ``L`` the largest
+    class weight: the smallest tolerance the private releases (TDDL, TDIL, PINP, GPService, PrivateGridSearch)
+    accept for ``data_norm ≤ 1`` (:func:`dpcore._internal.fp.kernel_gap_floor`,
+    :func:`~dpcore._internal.fp.auto_tol`). Public quantities only (λ, the kernel parameters, ``b``, ``L``), never
+    X or y: the same for neighbouring datasets. For the hinge loss at least :data:`HINGE_AUTO_TOL_MIN`.
+
+    >>> kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5), kernel_auto_tol(1e-3, "rbf", 1.0, 3, 1.0, 0.5, loss="hinge")
+    (2.5e-09, 1e-08)
+    """
+    t = auto_tol(kernel_gap_floor(lam, unit_ball_r_phi_sq(kernel, gamma, degree, coef0, intercept_scaling),
+                                  lipschitz))
+    return max(t, HINGE_AUTO_TOL_MIN) if loss == "hinge" else t
+
+
 def _check_int(value, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
@@ -136,12 +196,13 @@ class KernelERM(ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        lam: float = 1e-3,
+        lam: Optional[float] = None,
+        C: Optional[float] = None,
         kernel: str = "rbf",
-        gamma: Optional[float] = None,
+        gamma: float | str | None = 1.0,
         degree: int = 3,
         coef0: float = 1.0,
-        tol: float = 1e-6,
+        tol: float | str = "auto",
         max_iter: Optional[int] = None,
         cache_size: float | str = "auto",
         shrinking: bool = True,
@@ -152,6 +213,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         intercept_scaling: float = DEFAULT_INTERCEPT_SCALING,
     ) -> None:
         self.lam = lam
+        self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -168,9 +230,9 @@ class KernelERM(ClassifierMixin, BaseEstimator):
 
     # -- fitting -----------------------------------------------------------------------------
 
-    def _validate_params(self, n_features: int):
-        lam = check_scale(self.lam, "lam")
-        tol = check_positive(self.tol, "tol")
+    def _validate_params(self, n_features: int, n_samples: int):
+        lam = resolve_lam(self.lam, self.C, n_samples)
+        tol = check_tol(self.tol, "tol")
         cache_size = _check_cache_size(self.cache_size)
         if self.max_iter is None:
             max_iter = None
@@ -219,12 +281,14 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         # one class trains like any other (see dpcore._internal.labels).
         classes, y_pm = encode_binary_labels(y, self.classes, X.shape[0])
         lam, tol, cache_size, max_iter, name, gamma, degree, coef0 = self._validate_params(
-            X.shape[1]
+            X.shape[1], X.shape[0]
         )
         b = check_intercept_scaling(self.intercept_scaling)  # the kernel is K + b² (regularised intercept)
         class_weight_, cw_public, sample_weight, w_max = resolve_class_weight(
             self.class_weight, classes, y_pm, max_class_weight=self.max_class_weight)
         n = X.shape[0]
+        if tol == "auto":
+            tol = kernel_auto_tol(lam, name, gamma, degree, coef0, b, w_max, loss=self._loss)
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
@@ -259,12 +323,14 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                     type(self).__name__, n, res["n_iter"], res["gap"], tol, res["primal"], res["dual"],
                     "full Gram" if res["full_gram"] else "row cache")
         self.classes_ = classes
+        self.lam_ = lam
+        self.tol_ = float(tol)
         self.X_fit_ = X
         self.n_samples_fit_ = n
         self.n_features_in_ = X.shape[1]
         self.mu_ = res["mu"]
         self.box_duals_ = res["a"]
-        self.C_ = 1.0 / (lam * n)
+        self.C_ = 1.0 / (lam * n) if self.C is None else float(self.C)
         self.support_ = np.flatnonzero(self.mu_)
         self.support_vectors_ = X[self.support_]
         self.dual_coef_ = self.mu_[self.support_][None, :]  # scikit-learn's y_i alpha_i over the support
@@ -320,7 +386,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         "classes_", "X_fit_", "n_samples_fit_", "n_features_in_", "mu_", "box_duals_", "dual_coef_", "C_",
         "support_", "duality_gap_", "primal_objective_", "dual_objective_", "w_error_bound_",
         "w_norm_", "n_iter_", "converged_", "lipschitz_", "kernel_params_", "intercept_", "train_decision_",
-        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_",
+        "_X_sv", "_mu_sv", "stop_reason_", "class_weight_", "class_weight_public_", "tol_", "lam_",
     )
 
     def _reset_fitted(self):
@@ -399,25 +465,36 @@ class KernelSVM(KernelERM):
 
     Parameters
     ----------
-    lam : float, default=1e-3
-        Regularisation ``lambda > 0``. scikit-learn / LIBSVM's ``C`` equals ``1 / (lam * n)``.
+    lam : float, optional
+        Regularisation ``lambda > 0`` of the papers (the ``(1/n)``-scaled objective above). Give ``lam`` or ``C``,
+        not both; neither means ``lam = 1e-3``. The value used is ``lam_``.
+    C : float, optional
+        scikit-learn's (SVC's) ``C``: the same problem as ``lam = 1 / (C * n)`` (``n`` training rows), as in
+        PrivateSVM and PrivateGridSearch. Fitted value ``C_``.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel, as in :func:`dpcore.kernel_matrix` (``"polynomial"`` is an alias of ``"poly"``).
-    gamma : float, optional
-        ``gamma > 0``; ``None`` means ``1 / n_features`` (data-independent, unlike scikit-learn's
-        ``"scale"``).
+    gamma : float or "auto", default=1.0
+        ``gamma > 0`` of ``"rbf"`` / ``"poly"``. The default ``1.0`` suits rows in the unit ball (the package's
+        declared bound: squared distances in ``[0, 4]``); ``"auto"`` is ``1 / n_features`` (scikit-learn's old
+        "auto", which shrinks the kernel's range as features are added); ``None`` means ``1.0``. Always
+        data-independent: scikit-learn's ``"scale"`` (the data's variance) is refused.
     degree : int, default=3
         Degree of ``"poly"``.
     coef0 : float, default=1.0
         Constant of ``"poly"``.
-    tol : float, default=1e-6
-        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. The certificate carries a
-        float slack ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|mu_j| <= 1e-12·R_phi'**2/lam``
-        (``K' = K + intercept_scaling**2``): a ``tol`` below it stops with ``stop_reason_ = "precision"`` and a
-        :class:`ConvergenceWarning` naming the ``tol`` that certifies, even when the problem is solved. It grows
-        with the intercept: ``KernelSVM(kernel="linear", lam=0.01, tol=1e-10)`` on unit-ball data certifies at
-        ``b = 0`` or ``0.5`` (slack 6.5e-11 / 8.2e-11) but not at ``b = 1`` (1.3e-10). The private releases refuse
-        a ``tol`` below twice the public floor ``1e-12·R_phi'**2·L/lam`` before anything is charged.
+    tol : float or "auto", default="auto"
+        Target certified duality gap, absolute, in the ``(1/n)``-scaled objective. ``"auto"`` (recorded as
+        ``tol_``): ``2·1e-12·R_phi'**2·L**2/lam`` (KernelLogisticRegression; KernelSVM: at least ``1e-8``, as dual
+        coordinate descent is slow on degenerate problems) with ``R_phi'**2`` the kernel's bound on the unit ball plus
+        ``intercept_scaling**2`` and ``L`` the largest class weight (:func:`dpcore._internal.fp.kernel_gap_floor`):
+        the smallest tolerance the private releases accept for ``data_norm <= 1``, a function of public parameters
+        only (2.5e-9 for rbf at ``lam=1e-3``, ``b = 0.5``). The certificate carries a float slack
+        ``KERNEL_SUM_REL_ERROR·mean_i sqrt(K'_ii)·Σ_j sqrt(K'_jj)|mu_j| <= 1e-12·R_phi'**2·L/lam``
+        (``K' = K + intercept_scaling**2``): a float ``tol`` below it stops with ``stop_reason_ = "precision"`` and
+        a :class:`ConvergenceWarning` naming the ``tol`` that certifies, even when the problem is solved. The
+        private releases (TDDL, TDIL, PINP, GPService) calibrate with ``tol_`` (a smaller tolerance, a smaller
+        solver term ``2 R_phi' sqrt(2 tol_/lam)`` in the sensitivity) and refuse a ``tol_`` below twice the public
+        floor ``1e-12·R_phi'**2·L**2/lam`` of their declared domain before anything is charged.
     max_iter : int, optional
         Maximum number of iterations; ``None`` means ``max(10**7, 100 n)`` (LIBSVM's rule). For the hinge loss an
         iteration is a coordinate update; for :class:`KernelLogisticRegression` it is one product with the kernel
@@ -494,7 +571,9 @@ class KernelSVM(KernelERM):
         scikit-learn's meaning: ``y_i alpha_i`` of the support vectors (``= mu_[support_]``, with
         ``alpha_i in [0, C_]``); ``decision_function(z) = dual_coef_ @ K(support_vectors_, z) + intercept_``.
     C_ : float
-        ``1 / (lam n)`` (scikit-learn's ``C`` of the same problem).
+        ``1 / (lam_ n)`` (scikit-learn's ``C`` of the same problem; ``C`` itself when given).
+    lam_ : float
+        The ``lambda`` used (``lam``, ``1 / (C n)``, or the default ``1e-3``); the private releases read it.
     support_ : ndarray
         Indices with ``mu_i != 0``.
     support_vectors_ : ndarray of shape (n_support, n_features)
@@ -510,7 +589,9 @@ class KernelSVM(KernelERM):
     n_iter_ : int
         Coordinate updates performed.
     converged_ : bool
-        ``duality_gap_ <= tol``.
+        ``duality_gap_ <= tol_``.
+    tol_ : float
+        The tolerance used: ``tol``, or its public value for ``tol="auto"``. The private releases read it.
     stop_reason_ : str
         ``"converged"``, ``"max_iter"`` or ``"precision"`` (``tol`` below the floating-point
         floor of the certificate).
@@ -536,8 +617,14 @@ class KernelSVM(KernelERM):
     >>> clf = KernelSVM(lam=0.1, kernel="linear", classes=["b", "a"]).fit(X, ["a", "a", "b", "b"])
     >>> clf.predict(X).tolist()
     ['a', 'a', 'b', 'b']
-    >>> bool(clf.duality_gap_ <= 1e-6)
+    >>> bool(clf.duality_gap_ <= clf.tol_)
     True
+
+    scikit-learn's ``C`` (SVC's) or the papers' ``lam``: the same problem at ``lam = 1 / (C n)``:
+
+    >>> by_C = KernelSVM(C=2.5, kernel="linear").fit(X, [1, 1, -1, -1])
+    >>> by_C.lam_, by_C.C_
+    (0.1, 2.5)
 
     Class weights (public, capped by ``max_class_weight``) raise the Lipschitz constant the private
     mechanisms use:

@@ -10,7 +10,7 @@ The parameter names and defaults follow :func:`sklearn.metrics.pairwise_kernels`
 ``"rbf"``     ``exp(-gamma ||x - v||**2)``     ``1``
 ============  ===============================  ================================================
 
-``gamma=None`` means ``1 / n_features``; ``degree`` is a positive integer (default 3); ``coef0``
+``gamma=None`` means ``1.0`` (``"auto"``: ``1 / n_features``); ``degree`` is a positive integer (default 3); ``coef0``
 is finite (default 1). ``"polynomial"`` is accepted as an alias of ``"poly"``.
 
 :func:`kernel_predict` computes ``K(Z, X) @ mu`` without ever building the ``m x n`` kernel
@@ -52,25 +52,36 @@ KERNELS = ("linear", "poly", "polynomial", "rbf")
 DIRECT_MAX_ROWS = 4
 
 
+#: ``gamma`` of the rbf and poly kernels when none is given: 1.0, for rows in the unit ball (squared distances in
+#: [0, 4], so ``exp(-gamma·||x − x'||²)`` spans [e⁻⁴, 1]); data-independent.
+DEFAULT_GAMMA = 1.0
+
+
 def check_kernel_params(kernel, gamma, degree, coef0, n_features: Optional[int]):
     """Validate scikit-learn style kernel arguments; return ``(name, gamma, degree, coef0)``.
 
     Every explicitly given parameter is validated, whether or not the kernel uses it.
-    ``gamma=None`` resolves to ``1 / n_features`` (``1.0`` as a placeholder for kernels that do
-    not use it when ``n_features`` is unknown).
+    ``gamma=None`` resolves to :data:`DEFAULT_GAMMA` (``1.0``: data-independent, and sensible for rows in
+    the unit ball, whose squared distances lie in ``[0, 4]``); ``gamma="auto"`` to ``1 / n_features``
+    (scikit-learn's old ``"auto"``; a public count, never the data's variance as ``"scale"`` would be).
     """
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
     name = "poly" if kernel == "polynomial" else kernel
     if gamma is None:
-        if n_features is None:
-            if name == "poly":
-                raise ValueError(
-                    "gamma=None means 1 / n_features: pass gamma explicitly or give n_features"
-                )
-            gamma = 1.0
-        else:
+        gamma = DEFAULT_GAMMA
+    elif isinstance(gamma, str):
+        if gamma == "scale":
+            raise ValueError('gamma="scale" reads the variance of the data (not data-independent): pass a float '
+                             '> 0 (default 1.0, for rows in the unit ball) or "auto" (1 / n_features)')
+        if gamma != "auto":
+            raise TypeError(f'gamma must be a real number > 0 or "auto" (1 / n_features), got {gamma!r}')
+        if n_features is not None:
             gamma = 1.0 / n_features
+        elif name == "linear":
+            gamma = DEFAULT_GAMMA  # a placeholder: the linear kernel does not use gamma
+        else:
+            raise ValueError('gamma="auto" means 1 / n_features: pass gamma explicitly or give n_features')
     else:
         gamma = check_positive(gamma, "gamma")
     if isinstance(degree, bool) or not isinstance(degree, numbers.Real):
@@ -191,7 +202,8 @@ def kernel_matrix(A: ArrayLike, B: ArrayLike | None = None, *, kernel: str = "rb
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
     gamma : float, optional
-        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1 / n_features``.
+        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1.0`` (for rows in the unit ball), ``"auto"``
+        ``1 / n_features``.
     degree : int, default=3
         Degree of ``"poly"`` (a positive integer).
     coef0 : float, default=1.0
@@ -301,7 +313,8 @@ def kernel_predict(Z: ArrayLike | DaskArrayLike, X: ArrayLike, mu: ArrayLike, *,
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
     gamma : float, optional
-        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1 / n_features``.
+        ``gamma > 0`` of ``"rbf"`` and ``"poly"``; ``None`` means ``1.0`` (for rows in the unit ball), ``"auto"``
+        ``1 / n_features``.
     degree : int, default=3
         Degree of ``"poly"`` (a positive integer).
     coef0 : float, default=1.0
@@ -381,9 +394,9 @@ def feature_map_radius(data_norm: float, *, kernel: str = "rbf", gamma: Optional
         Radius ``r > 0`` of the input domain ``{z : ||z|| <= r}``.
     kernel : {"rbf", "poly", "linear"}, default="rbf"
         Kernel name (``"polynomial"`` is an alias of ``"poly"``).
-    gamma : float, optional
-        ``gamma > 0``; ``None`` means ``1 / n_features`` (then ``n_features`` is required for
-        ``"poly"``).
+    gamma : float or "auto", optional
+        ``gamma > 0``; ``None`` means ``1.0``, ``"auto"`` ``1 / n_features`` (then ``n_features`` is required
+        for ``"poly"``).
     degree : int, default=3
         Degree of ``"poly"``.
     coef0 : float, default=1.0
@@ -391,7 +404,7 @@ def feature_map_radius(data_norm: float, *, kernel: str = "rbf", gamma: Optional
         maximised on the sphere (and the kernel is not positive semi-definite), so no valid
         bound exists.
     n_features : int, optional
-        Number of features, used to resolve ``gamma=None``.
+        Number of features, used to resolve ``gamma="auto"``.
     intercept_scaling : float, default=0.0
         Public ``b >= 0`` of the regularised intercept: the kernel ``K + b**2`` has ``R_phi'**2 = R_phi**2 + b**2``
         (rounded up).
@@ -403,7 +416,7 @@ def feature_map_radius(data_norm: float, *, kernel: str = "rbf", gamma: Optional
     Raises
     ------
     ValueError
-        ``data_norm`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma=None`` without
+        ``data_norm`` not finite or ``<= 0``, ``coef0 < 0`` for ``"poly"``, ``gamma="auto"`` without
         ``n_features`` for ``"poly"``, invalid kernel parameters, or an overflowing bound.
 
     Examples

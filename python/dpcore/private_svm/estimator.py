@@ -120,12 +120,12 @@ from dpcore._internal.fp import RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round
 from dpcore.glm._losses import make_loss
 from dpcore.glm._solver import (
     ConvergenceError, GLMObjective, hinge_point, polish, certify_smooth, check_certifiable, gradient_fp_bound,
-    hinge_gap_floor, solve_hinge, solve_smooth,
+    hinge_gap_floor, resolve_tol, solve_hinge, solve_smooth,
 )
 from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
-    check_array, check_epsilon, check_required, check_feature_names, check_positive, check_scale, record_feature_names,
+    check_array, check_epsilon, check_required, check_feature_names, check_positive, check_scale, check_tol, record_feature_names,
 )
 from dpcore.mechanisms.noise import grid_release, check_random_state, laplace_plan
 from dpcore.kernels.random_features import RFF_KERNELS, RandomFourierFeatures, check_gamma, check_n_components
@@ -364,8 +364,11 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         Append a constant feature ``intercept_scaling``, regularised like the others (enters κ).
     intercept_scaling : float, default 1.0
     huber_width : float, default 0.5
-    tol : float, default 1e-10
-        Certified duality-gap (hinge) / gradient-norm (smooth) tolerance; sets the public ρ_pub.
+    tol : float or "auto", default "auto"
+        Certified duality-gap (hinge) / gradient-norm (smooth) tolerance; sets the public ρ_pub. ``"auto"``: the
+        smallest certifiable value, twice the public worst-case float floor of the certificate (n, the feature
+        dimension, κ, C and the loss only; recorded as ``tol_`` and ``privacy_.tol``). A float below it is refused
+        before any charge.
     max_iter : int or None, default None
         Iteration limit of the solvers: epochs of each coordinate-descent round (hinge loss) and
         iterations of L-BFGS-B/Newton (smooth losses, and the generic fallback of the hinge solver).
@@ -447,7 +450,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
                  kernel: Literal["rbf", "laplacian", "linear"] = "rbf", n_components: int = 100, gamma: float = 1.0,
                  data_norm: Optional[float] = None, loss: Literal["hinge", "logistic", "huber_svm"] = "hinge",
                  fit_intercept: bool = False, intercept_scaling: float = 1.0, huber_width: float = 0.5,
-                 tol: float = 1e-10, max_iter: Optional[int] = None, clip: bool = False,
+                 tol: Union[float, Literal["auto"]] = "auto", max_iter: Optional[int] = None, clip: bool = False,
                  classes: Labels = DEFAULT_CLASSES, verbose: bool | int = False, random_state: RandomState = None,
                  accountant: Optional[BudgetAccountant] = None, calibration: Literal["spec", "tight"] = "tight"
                 ) -> None:
@@ -500,7 +503,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         p["fit_intercept"] = _check_bool(self.fit_intercept, "fit_intercept")
         p["scaling"] = check_positive(self.intercept_scaling, "intercept_scaling") if p["fit_intercept"] else 0.0
         h = check_positive(self.huber_width, "huber_width")
-        p["tol"] = check_positive(self.tol, "tol")
+        p["tol"] = check_tol(self.tol, "tol")
         p["max_iter"] = None if self.max_iter is None else _check_int(self.max_iter, "max_iter")
         p["clip"] = _check_bool(self.clip, "clip")
         p["loss"] = make_loss(self.loss, huber_width=h)
@@ -562,22 +565,29 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         sens_l2 = _up(2.0 * L * C * kappa / n, 1e-9)
         spec_l1 = _up(4.0 * L * C * kappa * root_f / n, 1e-9)
         if loss.name == "hinge":
+            tol = resolve_tol(tol, lambda t: hinge_gap_floor(n=n, d=F, radius=kappa, lam=lam, tol=t))
             check_certifiable(tol, hinge_gap_floor(n=n, d=F, radius=kappa, lam=lam, tol=tol), "certified duality gap")
             rho = _up(math.sqrt(2.0 * tol * C), 1e-9)
             fp = 0.0
         else:
             # ||w*|| ≤ min(sqrt(2 ℓ(0) C), L κ C); ŵ within ρ of it: e_fp at the public ||ŵ|| bound.
             theta_star = min(math.sqrt(2.0 * loss.loss_at_zero() * C) * (1.0 + 4.0 * _U), _up(L * kappa * C))
-            theta_hat = theta_star * (1.0 + 1e-6) + 2.0 * tol * C + 1e-300
-            for _ in range(4):
-                fp = gradient_fp_bound(n=n, d=F, radius=kappa, theta_norm=theta_hat, b_norm=0.0, mu=lam, loss=loss)
-                rho = _up((tol + fp) * C, 1e-9)
-                if theta_star + rho <= theta_hat:
-                    check_certifiable(tol, fp, "certified gradient norm")
-                    break
-                theta_hat = (theta_star + rho) * 1.01
-            else:  # pragma: no cover - degenerate parameters
-                raise ValueError("could not compute a public residual bound (numerically degenerate parameters)")
+
+            def at(t):
+                theta_hat = theta_star * (1.0 + 1e-6) + 2.0 * t * C + 1e-300
+                for _ in range(4):
+                    fp = gradient_fp_bound(n=n, d=F, radius=kappa, theta_norm=theta_hat, b_norm=0.0, mu=lam,
+                                           loss=loss)
+                    rho = _up((t + fp) * C, 1e-9)
+                    if theta_star + rho <= theta_hat:
+                        return rho, fp
+                    theta_hat = (theta_star + rho) * 1.01
+                raise ValueError(  # pragma: no cover - degenerate parameters
+                    "could not compute a public residual bound (numerically degenerate parameters)")
+
+            tol = resolve_tol(tol, lambda t: at(t)[1])
+            rho, fp = at(tol)
+            check_certifiable(tol, fp, "certified gradient norm")
         # "tight": exactly half the rounded-up SPEC bound (a power-of-two scaling is exact), hence an
         # upper bound on 2LCκ√F/n = √F·Δ₂ (module docstring).
         data_l1 = spec_l1 if p["calibration"] == "spec" else 0.5 * spec_l1
@@ -629,7 +639,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         max_iter = _SOLVER_MAX_ITER if p["max_iter"] is None else p["max_iter"]
         if p["loss"].name == "hinge":
             epochs = _DCD_MAX_EPOCHS if p["max_iter"] is None else p["max_iter"]
-            theta, gap, fp, n_iter, method = _solve_hinge_fast(prep.Phi, prep.y, lam=lam, tol=p["tol"],
+            theta, gap, fp, n_iter, method = _solve_hinge_fast(prep.Phi, prep.y, lam=lam, tol=cal.tol,
                                                                max_epochs=epochs, max_iter=max_iter,
                                                                radius=cal.kappa)
             residual = math.sqrt(2.0 * gap / lam) * (1.0 + _SLACK)
@@ -637,10 +647,10 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
                                          residual_bound=cal.residual_bound, n_iter=n_iter, method=method)
         else:
             obj = GLMObjective(prep.Phi, prep.y, p["loss"], lam)
-            theta, n_iter = solve_smooth(obj, tol=p["tol"], max_iter=max_iter, radius=cal.kappa)
+            theta, n_iter = solve_smooth(obj, tol=cal.tol, max_iter=max_iter, radius=cal.kappa)
             sc = certify_smooth(obj, theta, radius=cal.kappa, n_iter=n_iter)
-            if not sc.grad_norm <= p["tol"]:
-                raise ConvergenceError(f"certified gradient norm {sc.grad_norm:.3e} > tol={p['tol']:.3e}; "
+            if not sc.grad_norm <= cal.tol:
+                raise ConvergenceError(f"certified gradient norm {sc.grad_norm:.3e} > tol={cal.tol:.3e}; "
                                        "refusing to release")
             cert = PrivateSVMCertificate(duality_gap=math.nan, grad_norm=sc.grad_norm, fp_bound=sc.fp_bound,
                                          residual=sc.residual, residual_bound=cal.residual_bound,
@@ -660,7 +670,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     # -- fitting -------------------------------------------------------------------------------
     def _reset(self):
         for attr in ("coef_", "intercept_", "classes_", "n_features_in_", "privacy_",
-                     "random_features_", "dp_event_"):
+                     "random_features_", "dp_event_", "tol_"):
             self.__dict__.pop(attr, None)
 
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
@@ -722,6 +732,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = prep.classes
         self.n_features_in_ = prep.d
         self.privacy_ = cal
+        self.tol_ = float(cal.tol)  # the resolved tolerance (tol="auto": public parameters only)
         # the certificate (data-dependent, not covered by the proof) was checked against the public
         # privacy_.residual_bound in _solve and is not kept on the released model
         record_feature_names(self, X_in)
