@@ -143,7 +143,7 @@ def run(args) -> Dict[str, Any]:
     _section("1. The non-private kernel model (certified KernelLogisticRegression, not private)")
     lam = 1.0 / (n * args.C)
     t0 = time.perf_counter()
-    klr = dpcore.KernelLogisticRegression(lam=lam, tol=1e-8, cache_size=args.cache_mb, **kern).fit(X, y)
+    klr = dpcore.KernelLogisticRegression(lam=lam, cache_size=args.cache_mb, **kern).fit(X, y)
     out["nonprivate"] = dict(C=args.C, lam=lam, **_metrics(yq, klr.decision_function(Q)),
                              majority=float(max(np.mean(yq > 0), np.mean(yq < 0))),
                              fit_seconds=time.perf_counter() - t0)
@@ -155,7 +155,7 @@ def run(args) -> Dict[str, Any]:
                                                    "lam": [1.0 / (n * c) for c in args.select_grid]}
     t0 = time.perf_counter()
     sel = dpcore.PrivateGridSearch(grid, args.select_epsilon, args.delta, Z=Zpub, data_norm=1.0,
-                                   base_params=dict(tol=1e-8, cache_size=args.cache_mb, **kern),
+                                   base_params=dict(cache_size=args.cache_mb, **kern),
                                    scoring="roc_auc", random_state=seed()).fit(X, y)
     c_sel = 1.0 / (n * sel.best_params_["lam"])
     grid_C = [1.0 / (n * c["lam"]) for c in sel.candidates_]
@@ -171,14 +171,14 @@ def run(args) -> Dict[str, Any]:
     _section("3. Private predictions vs ε")
     rows = []
     # the paper's releases perturb the paper's model: a hinge KernelSVM, poly-3, C = args.C
-    paper_svm = dpcore.KernelSVM(lam=lam, tol=1e-8, **paper_kern).fit(X, y)
+    paper_svm = dpcore.KernelSVM(lam=lam, **paper_kern).fit(X, y)
     glm_fit = dpcore.ObjectivePerturbation  # private linear logistic regression on the full train split
     for eps in args.epsilons:
         r: Dict[str, Any] = dict(epsilon=eps)
         # the GP releases use the data-independent C = auto for their own (ε, δ) (dpcore.kernel_learning.gp.auto_lam)
         lam_auto = auto_lam(n, eps, args.delta, data_norm=1.0, **kern)  # loss="logistic", b = 0.5: the model's
         r["C_auto"] = 1.0 / (n * lam_auto)
-        model = dpcore.KernelLogisticRegression(lam=lam_auto, tol=1e-8, cache_size=args.cache_mb, **kern).fit(X, y)
+        model = dpcore.KernelLogisticRegression(lam=lam_auto, cache_size=args.cache_mb, **kern).fit(X, y)
         svc = dpcore.GPService(model, eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0], random_state=seed())
         r["GPService"] = _metrics(yq, svc.decision_function(Q))
         rel = dpcore.TDDL(model, eps, args.delta, data_norm=1.0, random_state=seed()).fit(Zpub).release_
@@ -187,7 +187,7 @@ def run(args) -> Dict[str, Any]:
         # M = 10), the model at C = auto for L = max weight, the rest of ε for the service (basic composition)
         w = dpcore.private_class_weights(y, (-1.0, 1.0), 0.05 * eps, max_class_weight=10.0, random_state=seed())
         lam_w = auto_lam(n, 0.95 * eps, args.delta, data_norm=1.0, lipschitz=max(w.values()), **kern)
-        model_w = dpcore.KernelLogisticRegression(lam=lam_w, tol=1e-8, cache_size=args.cache_mb, class_weight=dict(w),
+        model_w = dpcore.KernelLogisticRegression(lam=lam_w, cache_size=args.cache_mb, class_weight=dict(w),
                                                   max_class_weight=10.0, **kern).fit(X, y)
         svc_w = dpcore.GPService(model_w, 0.95 * eps, args.delta, data_norm=1.0, max_exact_queries=Q.shape[0],
                                  random_state=seed())
