@@ -157,3 +157,18 @@ def test_audit_multiclass_selection_score_k3_worst_pair_and_catch_half_sensitivi
     bro = audit(sampler(broken.score_sigma), aA, aB, n_samples=1_000_000, direction=u,
                 thresholds=mid + broken.score_sigma * np.linspace(0.0, 4.0, 17), delta=_DELTA, random_state=42)
     assert bro.epsilon_lower_bound > claim, (str(bro), claim)
+
+
+def test_public_class_weights_apply_to_every_candidate_and_the_default_grid():
+    X, y = _blobs(900, 12)
+    Z = _blobs(80, 13)[0]
+    cw = {1: 3.0}
+    plain = PrivateGridSearch(None, 1.0, 1e-6, Z=Z, data_norm=1.0, base_params={"classes": [0, 1, 2], "gamma": 2.0},
+                              random_state=0).fit(X, y)
+    wtd = PrivateGridSearch(None, 1.0, 1e-6, Z=Z, data_norm=1.0, base_params={"classes": [0, 1, 2], "gamma": 2.0},
+                            class_weight=cw, random_state=0).fit(X, y)
+    # the data-independent grid's C rule uses L = √2·max_k w_k for both families: every λ is 3× larger
+    for a, b in zip(plain.candidates_, wtd.candidates_):
+        assert b["lam"] == pytest.approx(3.0 * a["lam"], rel=1e-9)
+    assert wtd.class_weight_ == {0: 1.0, 1: 3.0, 2: 1.0}
+    assert wtd.score(X, y) > 0.8

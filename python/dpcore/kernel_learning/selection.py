@@ -36,7 +36,7 @@ model has its own intercept and no class weights). ``param_grid=None`` is data-i
 scaling 1), so that where a linear model is better the selection can pick it.
 
 Multi-class candidates (issue 24)
---------------------------------
+---------------------------------
 With ``K >= 3`` declared classes (``base_params={"classes": [...]}``) or any multi-class family in the grid
 (:data:`MULTICLASS_ESTIMATORS`), every candidate is a :class:`dpcore.MulticlassKernelLogisticRegression` released
 jointly with :class:`dpcore.MulticlassTDDL` (one GP, K paths; its two Gaussian stages together ``μ_r``-GDP, checked
@@ -48,7 +48,7 @@ identity or on public random Fourier features. The score is ``"accuracy"`` only:
 alone; tight), so the mean has ``1/n`` and the composition above is unchanged (:func:`multiclass_accuracy`).
 ``"roc_auc"`` and ``"balanced_accuracy"`` are refused (two-class pair sums; no K-class sensitivity proof here).
 No class proportion is released (``prior_epsilon_share`` is not spent), ``class_weight="balanced"`` is refused, a
-public dict applies to the kernel candidates. ``param_grid=None``: three kernel candidates at ``C = auto·{1/3, 1,
+public dict applies to every candidate (``L = √2·max_k w_k`` for both families, and the default grid's rule uses it). ``param_grid=None``: three kernel candidates at ``C = auto·{1/3, 1,
 3}`` of :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam`'s rule (``L = √2·max_k w_k``) at each
 run's ``μ_r``, plus one multinomial linear candidate at the same rule for the linear map (``R'² = R² + 0.25``).
 
@@ -159,7 +159,8 @@ from dpcore.kernel_learning.multiclass_release import MulticlassTDDL, multiclass
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
-from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, resolve_class_weight
+from dpcore._internal.class_weight import (DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, multiclass_class_weights,
+                                           resolve_class_weight)
 from dpcore.mechanisms.class_weights import class_count_noise_scale, private_class_weights
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self
@@ -946,7 +947,7 @@ class PrivateGridSearch(BaseEstimator):
                                    intercept_scaling=check_intercept_scaling(probe.intercept_scaling))
             c0 = auto_C_for_mu(mu_r, r2, math.sqrt(2.0) * w_max, loss="multinomial")
             r2_lin = feature_radius_sq(radius, "linear", None, 3, 0.0, intercept_scaling=DEFAULT_INTERCEPT_SCALING)
-            c_lin = auto_C_for_mu(mu_r, r2_lin, math.sqrt(2.0), loss="multinomial")
+            c_lin = auto_C_for_mu(mu_r, r2_lin, math.sqrt(2.0) * w_max, loss="multinomial")
             raw = [("mc_kernel", MulticlassKernelLogisticRegression, {"lam": 1.0 / (n * c0 * f)})
                    for f in AUTO_GRID_FACTORS]
             raw.append(("mc_linear", MOP, {"lam": 1.0 / (n * c_lin)}))
@@ -961,7 +962,8 @@ class PrivateGridSearch(BaseEstimator):
             if kind == "mc_kernel":
                 cands.append(_Candidate(kind, cls, dict(base, **p), None))
             else:
-                q = dict(LINEAR_DEFAULTS, **({"classes": base["classes"]} if "classes" in base else {}))
+                q = dict(LINEAR_DEFAULTS, **{k: base[k] for k in ("classes", "class_weight", "max_class_weight")
+                                             if k in base})
                 q.pop("loss")  # the multinomial model's own default loss ("multinomial")
                 q.update({k: v for k, v in p.items() if k != "feature_map"})
                 cands.append(_Candidate(kind, cls, _check_linear_params(cls, q), p.get("feature_map")))
@@ -991,7 +993,8 @@ class PrivateGridSearch(BaseEstimator):
                 c.features = F
                 glm = c.cls(**dict(c.params, epsilon=cand_eps, delta=cand_delta,
                                    data_norm=radius if c.feature_map is None else RFF_FEATURE_NORM))
-                cal = glm._calibrate(n, F.shape[1], K)
+                w_lin = multiclass_class_weights(glm.class_weight, classes_, glm.max_class_weight)
+                cal = glm._calibrate(n, F.shape[1], K, float(w_lin.max()))
                 _check_linear_domain(F, glm)
                 _check_multiclass_linear_gdp(cal, mu_r)
                 c.params = glm.get_params()
@@ -1042,11 +1045,9 @@ class PrivateGridSearch(BaseEstimator):
             n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=0.0,
             class_weight_epsilon=0.0, scoring="accuracy", score_sensitivity=sens)
         best = cands[best_i]
-        if best.kind == "mc_kernel":
-            self.class_weight_ = dict(zip(classes_.tolist(), MulticlassKernelLogisticRegression(
-                **best.params)._class_weights(classes_).tolist()))
-        else:
-            self.class_weight_ = {c: 1.0 for c in classes_.tolist()}
+        self.class_weight_ = dict(zip(classes_.tolist(), multiclass_class_weights(
+            best.params.get("class_weight"), classes_, best.params.get("max_class_weight", DEFAULT_MAX_CLASS_WEIGHT)
+        ).tolist()))
         return self
 
     def _check_fitted(self) -> None:
