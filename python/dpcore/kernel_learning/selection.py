@@ -546,6 +546,18 @@ class PrivateGridSearch(BaseEstimator):
     ...                                random_state=0).fit(X, y)
     >>> sel.best_params_["estimator"], sel.privacy_.score_sensitivity   # XOR: the kernel; Δ = n − 1
     ('KernelSVM', 1999.0)
+
+    K >= 3 declared classes: the data-independent K-class grid (three multinomial kernel models around
+    ``multiclass_auto_lam``'s rule and one multinomial linear model), scored by the count of correct labels:
+
+    >>> centers = np.array([[0.5, 0.0], [-0.25, 0.43], [-0.25, -0.43]])
+    >>> y3 = rng.integers(0, 3, size=1000)
+    >>> X3 = np.clip(centers[y3] + 0.15 * rng.standard_normal((1000, 2)), -0.7, 0.7)
+    >>> Z3 = rng.uniform(-0.7, 0.7, size=(100, 2))
+    >>> sel = dpcore.PrivateGridSearch(None, 1.0, 1e-6, Z=Z3, data_norm=1.0, random_state=0,
+    ...                                base_params={"classes": [0, 1, 2], "gamma": 2.0}).fit(X3, y3)
+    >>> len(sel.candidates_), sel.score(X3, y3) > 0.9, sel.privacy_.score_sensitivity  # Δ = 1/n
+    (4, True, 0.001)
     """
 
 
