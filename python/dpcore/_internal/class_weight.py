@@ -119,3 +119,41 @@ def check_public_weights(model: Any, who: str) -> None:
             "privacy proof. Refusing before anything is charged. Declare the weights (a dict, capped by "
             "max_class_weight) or release them privately with dpcore.private_class_weights(y, classes, epsilon) "
             "and pass the returned dict as class_weight")
+
+
+def multiclass_class_weights(class_weight: Any, classes_: np.ndarray, max_class_weight: Any) -> np.ndarray:
+    """The public weight ``w_k`` of each of the ``K`` declared classes (sorted ``classes_``) from a ``{class: weight}``
+    dict or ``None`` (all 1); classes not in the dict get 1.
+
+    Every weight must be finite, ``> 0`` and ``<= max_class_weight``; ``"balanced"`` (read off the data) is refused.
+    A K-class loss weighted this way is ``L·max_k w_k``-Lipschitz (``L`` its unweighted constant: ``√2`` for the
+    multinomial loss). Errors name ``class_weight`` / ``max_class_weight``.
+    """
+    import math
+    import numbers
+
+    M = check_max_class_weight(max_class_weight)
+    labels = np.asarray(classes_).tolist()
+    w = np.ones(len(labels))
+    cw = class_weight
+    if cw is None:
+        return w
+    if isinstance(cw, str):
+        raise ValueError("class_weight must be None or a dict {class: weight}; 'balanced' reads the weights off "
+                         "the data and is not offered by the multi-class models (use "
+                         "dpcore.private_class_weights to release them privately)")
+    if not isinstance(cw, dict):
+        raise TypeError(f"class_weight must be None or a dict {{class: weight}}, got {type(cw).__name__}")
+    for key, value in cw.items():
+        hits = [i for i, c in enumerate(labels) if c == key]
+        if not hits:
+            raise ValueError(f"class_weight: key {key!r} is not one of the declared classes {labels!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"class_weight[{key!r}] must be a real number, got {type(value).__name__}")
+        v = float(value)
+        if not (math.isfinite(v) and v > 0.0):
+            raise ValueError(f"class_weight[{key!r}] must be finite and > 0, got {value!r}")
+        if v > M:
+            raise ValueError(f"class_weight[{key!r}] = {value!r} exceeds max_class_weight = {M:g}")
+        w[hits[0]] = v
+    return w

@@ -27,6 +27,15 @@ One story, several minutes on 2 cores at full size (``--quick``: about 20 second
 4. **An empirical privacy audit** of the GP release on the worst-case neighbouring training sets
    (:func:`dpcore.audit.audit`, Clopper–Pearson, α = 1e-6, thresholds fixed before sampling), and of a
    deliberately broken copy (half the noise), which the auditor must catch.
+5. **A multi-class task: Letter-26** (``load_letter(binary=False)``, 26 letters, ε = ``--mc-epsilon``): the
+   joint K-class GP release (:class:`dpcore.MulticlassTDDL` over a certified
+   :class:`dpcore.MulticlassKernelLogisticRegression`, rbf γ = 8, at the data-independent
+   C = :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam`; one GP, 26 paths, per-class
+   noise √2 × a binary release's whatever K) against the private multinomial linear model on the raw features
+   (:class:`dpcore.MulticlassOutputPerturbation`, λ by the same rule) and the non-private kernel model at the
+   same λ; accuracy, balanced accuracy and macro-F1 on the held-out rows. The kernel model uses the public
+   first ``--mc-n-train`` training rows (the split is a public permutation, so this is a uniform subsample),
+   sized so that the step stays well under 90 s on 2 cores.
 
 Results go to ``--outdir`` (``results.json``, ``demo_adult.png``). The paper-by-paper tour that used to be
 the main job (private statistics, GLMs, SimplexERM, PrivateSVM, local DP, learning curves) is
@@ -47,13 +56,21 @@ import numpy as np
 
 __all__ = ["main", "build_parser", "run"]
 
+#: Letter-26 rows of the multi-class step's kernel model at full size: the public first 12,000 of the 16,000 training
+#: rows (the split is a public permutation: a uniform subsample). Measured on 2 cores shared with two other
+#: developers' jobs (issue 24): the whole step took 48 s at n = 12,000 (load average ≈ 9; kernel fit 38 s) and
+#: 58–84 s at all 16,000 rows (load 6.7–7.9; fit 49–71 s) — too close to the 90 s budget on a loaded machine.
+MC_N_TRAIN = 12_000
+#: rbf γ of the multi-class step (as experiments/multiclass_accuracy.py uses for Letter-26).
+MC_GAMMA = 8.0
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m dpcore.demo",
                                 description="Private kernel learning on UCI Adult: the GP mechanism, private "
                                             "model selection, the paper's releases and a private linear baseline.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
+    p.add_argument("--quick", action="store_true", help="small sizes (about 20 seconds)")
     p.add_argument("--outdir", default="artifacts", help="directory for results.json and the plot")
     p.add_argument("--n-train", type=int, default=20_000, help="training rows of the kernel model")
     p.add_argument("--n-test", type=int, default=3000, help="test rows answered / scored")
@@ -68,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-mb", type=float, default=2000.0,
                    help="kernel cache of the logistic fits in MB (the whole Gram matrix at n = 20,000 needs 1,600)")
     p.add_argument("--audit-samples", type=int, default=1_000_000)
+    p.add_argument("--mc-n-train", type=int, default=MC_N_TRAIN,
+                   help="training rows of the multi-class (Letter-26) kernel model: the public first n of the split")
+    p.add_argument("--mc-n-public", type=int, default=500,
+                   help="public points of the multi-class release (the first rows of Letter's test split; not scored)")
+    p.add_argument("--mc-epsilon", type=float, default=1.0, help="ε of the multi-class releases")
     p.add_argument("--seed", type=int, default=None, help="reproducible run (research/tests); default: OS entropy")
     p.add_argument("--no-plot", action="store_true")
     return p
@@ -78,13 +100,14 @@ def _apply_quick(args) -> None:
         args.n_train, args.n_test, args.n_public = 3000, 800, 200
         args.epsilons = [0.5, 2.0]
         args.audit_samples = 200_000
+        args.mc_n_train, args.mc_n_public = 1500, 200
 
 
 def _validate(args, parser) -> None:
-    for name in ("n_train", "n_test", "n_public", "audit_samples"):
+    for name in ("n_train", "n_test", "n_public", "audit_samples", "mc_n_train", "mc_n_public"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("C", "select_epsilon", "delta", "glm_lam"):
+    for name in ("C", "select_epsilon", "delta", "glm_lam", "mc_epsilon"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if not args.delta < 1:
@@ -93,7 +116,7 @@ def _validate(args, parser) -> None:
         parser.error("--epsilons and --select-grid must be > 0")
 
 
-def _seed_stream(seed: Optional[int]):
+def _seed_stream(seed):
     if seed is None:
         return lambda: None
     ss = np.random.SeedSequence(seed)
@@ -221,6 +244,17 @@ def run(args) -> Dict[str, Any]:
     print(f"claimed ε = 1: lower bound {a['epsilon_lower_bound']:.3f} (must be ≤ 1); broken copy (half noise): "
           f"{a['broken_epsilon_lower_bound']:.3f} ({'caught' if a['broken_caught'] else 'NOT caught'})")
 
+    _section(f"5. A multi-class task: Letter-26 (26 classes, ε = {args.mc_epsilon:g})")
+    # its own seed stream (entropy [seed, 5]): the step's numbers under --seed do not depend on the earlier steps
+    out["multiclass"] = _multiclass_step(args, _seed_stream(None if args.seed is None else [args.seed, 5]))
+    mc = out["multiclass"]
+    print(f"n = {mc['n_train']} training rows (public first n of the split), {mc['n_public']} public points, "
+          f"{mc['n_scored']} scored rows, C_auto = {mc['C_auto']:.3g}, per-class σ = {mc['sigma']:.3f}:")
+    for k in MC_METHODS:
+        print(f"    {k:52s} {_fmt_mc(mc[k])}", flush=True)
+    print(f"    (chance {1 / mc['n_classes']:.3f}; kernel fit {mc['fit_seconds']:.1f} s, step "
+          f"{mc['seconds']:.1f} s)")
+
     os.makedirs(args.outdir, exist_ok=True)
     path = os.path.join(args.outdir, "results.json")
     with open(path, "w", encoding="utf-8") as fh:
@@ -232,6 +266,63 @@ def run(args) -> Dict[str, Any]:
         print(f"wrote {png}")
     out["seconds"] = time.perf_counter() - t_start
     print(f"total time {out['seconds']:.1f} s")
+    return out
+
+
+#: The rows of the multi-class step, in the order printed.
+MC_METHODS = ("joint GP release (MulticlassTDDL)", "multinomial linear, raw features (MulticlassOutputPerturbation)",
+              "non-private kernel model, same lambda")
+
+
+def _mc_metrics(y, pred) -> Dict[str, float]:
+    """Accuracy, balanced accuracy and macro-F1 of K-class predictions (no AUC: K > 2)."""
+    from sklearn.metrics import balanced_accuracy_score, f1_score
+
+    y, pred = np.asarray(y), np.asarray(pred)
+    return dict(accuracy=float(np.mean(pred == y)), balanced_accuracy=float(balanced_accuracy_score(y, pred)),
+                macro_f1=float(f1_score(y, pred, average="macro")))
+
+
+def _fmt_mc(m: Dict[str, float]) -> str:
+    return f"acc {m['accuracy']:.4f} / bal. {m['balanced_accuracy']:.4f} / macro-F1 {m['macro_f1']:.4f}"
+
+
+def _multiclass_step(args, seed) -> Dict[str, Any]:
+    """Step 5: the joint K-class GP release on Letter-26 vs the private multinomial linear model and the
+    non-private kernel model at the same (data-independent) λ."""
+    import dpcore
+    from dpcore.datasets import load_letter
+    from dpcore.kernel_learning.gp import feature_radius_sq
+    from dpcore.kernel_learning.multiclass_release import multiclass_auto_lam, multiclass_min_tol
+
+    t0 = time.perf_counter()
+    train, test = load_letter("train", binary=False), load_letter("test", binary=False)
+    classes = list(train.classes)
+    n = min(args.mc_n_train, train.X.shape[0])
+    X, y = train.X[:n], train.y[:n]
+    T = min(args.mc_n_public, test.X.shape[0] // 2)
+    Z, Q, yq = test.X[:T], test.X[T:], test.y[T:]
+    eps, K = args.mc_epsilon, len(classes)
+    lam = multiclass_auto_lam(n, eps, args.delta, data_norm=1.0, kernel="rbf", gamma=MC_GAMMA)
+    # public tol: twice the smallest the release accepts (the solver term of the sensitivity stays a few %)
+    r2 = feature_radius_sq(1.0, "rbf", MC_GAMMA, 3, 0.0, intercept_scaling=0.5)  # R_φ'² = R_φ² + b², the model's b
+    tol = 2.0 * multiclass_min_tol(lam, K, r2)
+    t_fit = time.perf_counter()
+    model = dpcore.MulticlassKernelLogisticRegression(lam=lam, gamma=MC_GAMMA, classes=classes, tol=tol,
+                                                      cache_size=args.cache_mb).fit(X, y)
+    fit_seconds = time.perf_counter() - t_fit
+    rel = dpcore.MulticlassTDDL(model, eps, args.delta, data_norm=1.0, random_state=seed()).fit(Z)
+    lam_lin = multiclass_auto_lam(n, eps, args.delta, data_norm=1.0, kernel="linear")
+    lin = dpcore.MulticlassOutputPerturbation(eps, args.delta, lam=lam_lin, data_norm=1.0, classes=classes,
+                                              random_state=seed()).fit(X, y)
+    out: Dict[str, Any] = dict(dataset="letter26", n_train=n, n_public=T, n_scored=int(Q.shape[0]), n_classes=K,
+                               epsilon=eps, gamma=MC_GAMMA, lam=lam, C_auto=1.0 / (n * lam),
+                               C_linear=1.0 / (n * lam_lin), tol=tol, sigma=float(rel.privacy_.noise_scale))
+    out[MC_METHODS[0]] = _mc_metrics(yq, rel.predict(Q))
+    out[MC_METHODS[1]] = _mc_metrics(yq, lin.predict(Q))
+    out[MC_METHODS[2]] = _mc_metrics(yq, model.predict(Q))
+    out["fit_seconds"] = fit_seconds
+    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -27,6 +27,11 @@ records' losses, which is ``2 L R'``-Lipschitz in ``W`` (Frobenius), so
 .. math::  \|W^*_D - W^*_{D'}\|_F \le \frac{2 L R'}{\lambda n},
            \qquad L = \sqrt 2 \text{ (multinomial)}, \quad L = \sqrt K \text{ (one-vs-rest)}.
 
+*Class weights* (``class_weight``, public): record ``i``'s loss is ``w_{y_i} ℓ(z, y_i)``, which is
+``L·max_k w_k``-Lipschitz in ``z`` (the gradient is scaled by ``w_{y_i}``; the replaced and the new record may belong
+to any classes), so ``L`` above becomes ``L·max_k w_k`` — in the sensitivity, the public ``||W*||`` bound and the float
+bound of the gradient — and nothing else changes.
+
 For one-vs-rest this is the joint accounting of the K binary problems: one replacement changes every binary
 problem (the features of all K, the labels of at most two), each row moves by at most the binary ``2R'/(λn)``
 and the whole matrix by ``√K`` times it — one Gaussian mechanism on all K rows at ``(ε, δ)`` (each row's noise
@@ -61,11 +66,12 @@ from scipy import optimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import ClassifierTags
 
+from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, multiclass_class_weights
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import LIBM_LN_ULPS, NUMPY_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose
-from dpcore._internal.types import ArrayLike, NDArray, Self, Labels, RandomState
+from dpcore._internal.types import ArrayLike, ClassWeight, NDArray, Self, Labels, RandomState
 from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_rows, check_tol
 from dpcore.exceptions import ConvergenceError, NotFittedError
 from dpcore.glm._data import project_rows
@@ -153,6 +159,14 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
     loss : {"multinomial", "ovr"}, default="multinomial"
         Multinomial logistic loss (``L = √2``) or K binary logistic problems fitted and released jointly
         (``L = √K``).
+    class_weight : dict or None, default=None
+        Public weight ``w_k`` per class (classes not in the dict get 1): record ``i``'s loss is multiplied by
+        ``w_{y_i}``; each weight finite, ``> 0`` and ``<= max_class_weight``. The loss is then
+        ``L·max_k w_k``-Lipschitz and the sensitivity grows by ``max_k w_k`` (pick λ with
+        ``multiclass_auto_lam(..., kernel="linear", max_class_weight=max_k w_k)``). ``"balanced"`` (read off the
+        data) is refused: release weights with :func:`dpcore.private_class_weights` and pass them here.
+    max_class_weight : float, default=10
+        Public cap on a declared weight.
     fit_intercept : bool, default=True
         Append the constant ``intercept_scaling`` to every row (regularised intercept).
     intercept_scaling : float, default=0.5
@@ -182,6 +196,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
     intercept_ : ndarray of shape (K,)
         Released intercepts (``b ×`` the released intercept weights).
     privacy_ : MulticlassGLMPrivacy
+    class_weight_ : dict
+        The (public) weight of every declared class (all 1 without ``class_weight``).
     dp_event_ : the Gaussian event charged.
     n_features_in_ : int
 
@@ -203,7 +219,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
     _sensitivity_factor = 1.0
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-6, *, lam: float, data_norm: float,
-                 classes: Labels = None, loss: str = "multinomial", fit_intercept: bool = True,
+                 classes: Labels = None, loss: str = "multinomial", class_weight: ClassWeight = None,
+                 max_class_weight: float = DEFAULT_MAX_CLASS_WEIGHT, fit_intercept: bool = True,
                  intercept_scaling: float = DEFAULT_INTERCEPT_SCALING, tol: Union[float, Literal["auto"]] = "auto",
                  max_iter: int = 1000, clip: bool = False, random_state: RandomState = None,
                  accountant: Optional[BudgetAccountant] = None, verbose: bool | int = False) -> None:
@@ -213,6 +230,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         self.data_norm = data_norm
         self.classes = classes
         self.loss = loss
+        self.class_weight = class_weight
+        self.max_class_weight = max_class_weight
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.tol = tol
@@ -229,7 +248,7 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         tags.target_tags.required = True
         return tags
 
-    def _calibrate(self, n: int, d: int, K: int) -> MulticlassGLMPrivacy:
+    def _calibrate(self, n: int, d: int, K: int, w_max: float = 1.0) -> MulticlassGLMPrivacy:
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta, allow_zero=False)
         lam = check_positive(self.lam, "lam")
@@ -251,16 +270,21 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         check_verbose(self.verbose)
         p = d + (1 if self.fit_intercept else 0)
         r_eff = math.sqrt((R * (1.0 + RADIUS_TOL)) ** 2 + b * b) * (1.0 + SLACK)
-        L = math.sqrt(2.0) if self.loss == "multinomial" else math.sqrt(K)
+        L1 = math.sqrt(2.0) if self.loss == "multinomial" else math.sqrt(K)  # unweighted
+        w_max = float(w_max)
+        L = L1 * w_max  # the weighted loss w_y ℓ(z, y) is (L1·max_k w_k)-Lipschitz in z
         tol = check_tol(self.tol, "tol")
-        loss0 = math.log(K) if self.loss == "multinomial" else K * math.log(2.0)
+        loss0 = (math.log(K) if self.loss == "multinomial" else K * math.log(2.0)) * w_max  # J(0) ≤ max_k w_k ℓ(0)
         w_star = min(math.sqrt(2.0 * loss0 / lam), L * r_eff / lam)
 
         # Ŵ is within ρ = (tol + e_fp)/λ of W*, so ||Ŵ|| ≤ w_star + ρ ≤ w_bound whenever e_fp ≤ tol (the public
-        # check_certifiable below; a larger ||Ŵ|| is refused after the solve); e_fp is evaluated at w_bound
+        # check_certifiable below; a larger ||Ŵ|| is refused after the solve); e_fp is evaluated at w_bound.
+        # Weighted gradient (1/n) Σ w_{y_i} g_i x̃_i + λW: every per-record term scaled by w_{y_i} ≤ w_max (one more
+        # rounding); w_max ≥ 1, so w_max·(1 + 2u) × the unweighted bound covers it
         def bounds(t):
             w_bound = (2.0 * w_star + 2.0 * t / lam) * (1.0 + 1e-6)
-            return w_bound, gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam, lipschitz=L)
+            return w_bound, gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam,
+                                              lipschitz=L1) * (w_max * (1.0 + 2.0 * _U))
 
         tol = resolve_tol(tol, lambda t: bounds(t)[1])  # "auto": CERTIFY_MARGIN·e_fp, public quantities only
         w_bound, e_fp = bounds(tol)
@@ -274,14 +298,15 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
                                     fp_error=e_fp, residual_bound=rho, sensitivity=sens, noise_scale=plan.sigma)
 
     # -- the certified solve ---------------------------------------------------------------------
-    def _fun(self, W: np.ndarray, Xt: np.ndarray, idx: np.ndarray, lam: float):
+    def _fun(self, W: np.ndarray, Xt: np.ndarray, idx: np.ndarray, lam: float, sw: Optional[np.ndarray] = None):
+        """Objective, gradient and Hessian data at ``W``; ``sw``: per-record weights ``w_{y_i}`` (None: all 1)."""
         n = Xt.shape[0]
         Z = Xt @ W.T
         if self.loss == "multinomial":
             mx = Z.max(axis=1, keepdims=True)
             E = np.exp(Z - mx)
             s = E.sum(axis=1, keepdims=True)
-            f = float(np.mean(mx[:, 0] + np.log(s[:, 0]) - Z[np.arange(n), idx]))
+            li = mx[:, 0] + np.log(s[:, 0]) - Z[np.arange(n), idx]
             P = E / s
             S = P.copy()
             S[np.arange(n), idx] -= 1.0
@@ -290,45 +315,53 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
             Y = -np.ones_like(Z)
             Y[np.arange(n), idx] = 1.0
             m = -Y * Z
-            f = float(np.mean(np.logaddexp(0.0, m).sum(axis=1)))
+            li = np.logaddexp(0.0, m).sum(axis=1)
             sig = 0.5 * (1.0 + np.tanh(0.5 * m))  # σ(−y z), stable
             S = -Y * sig
             D = sig * (1.0 - sig)
+        if sw is not None:
+            li = li * sw
+            S = S * sw[:, None]
+        f = float(np.mean(li))
         G = S.T @ Xt / n + lam * W
         return f + 0.5 * lam * float(np.sum(W * W)), G, D
 
-    def _hessp(self, V: np.ndarray, Xt: np.ndarray, D: np.ndarray, lam: float) -> np.ndarray:
+    def _hessp(self, V: np.ndarray, Xt: np.ndarray, D: np.ndarray, lam: float,
+               sw: Optional[np.ndarray] = None) -> np.ndarray:
         U = Xt @ V.T
         if self.loss == "multinomial":
             PU = D * U
             HU = PU - D * PU.sum(axis=1, keepdims=True)
         else:
             HU = D * U
+        if sw is not None:
+            HU = HU * sw[:, None]
         return HU.T @ Xt / Xt.shape[0] + lam * V
 
-    def _solve(self, Xt: np.ndarray, idx: np.ndarray, K: int, lam: float, tol: float):
+    def _solve(self, Xt: np.ndarray, idx: np.ndarray, K: int, lam: float, tol: float,
+               sw: Optional[np.ndarray] = None):
         p = Xt.shape[1]
         shape = (K, p)
 
         def fg(w):
-            f, G, _ = self._fun(w.reshape(shape), Xt, idx, lam)
+            f, G, _ = self._fun(w.reshape(shape), Xt, idx, lam, sw)
             return f, G.ravel()
 
         res = optimize.minimize(fg, np.zeros(K * p), jac=True, method="L-BFGS-B",
                                 options=dict(maxiter=int(self.max_iter), gtol=tol * 1e-3, ftol=0.0, maxcor=20))
         W = res.x.reshape(shape)
         n_iter = int(res.nit)
-        _, G, D = self._fun(W, Xt, idx, lam)
+        _, G, D = self._fun(W, Xt, idx, lam, sw)
         g = _norm(G)
         for _ in range(50):  # Newton–CG polish on the merit ||∇J|| (as dpcore.glm._solver.solve_smooth)
             if g <= 0.5 * tol:
                 break
-            step = _cg(lambda v: self._hessp(v.reshape(shape), Xt, D, lam).ravel(), -G.ravel(), 1e-10, 200)
+            step = _cg(lambda v: self._hessp(v.reshape(shape), Xt, D, lam, sw).ravel(), -G.ravel(), 1e-10, 200)
             step = step.reshape(shape)
             t = 1.0
             for _ in range(30):
                 Wn = W + t * step
-                _, Gn, Dn = self._fun(Wn, Xt, idx, lam)
+                _, Gn, Dn = self._fun(Wn, Xt, idx, lam, sw)
                 gn = _norm(Gn)
                 if gn < g:
                     break
@@ -365,18 +398,20 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         n, d = X.shape
         classes_, idx = encode_multiclass_labels(y, self.classes, n)
         K = classes_.shape[0]
-        cal = self._calibrate(n, d, K)
+        w = multiclass_class_weights(self.class_weight, classes_, self.max_class_weight)
+        cal = self._calibrate(n, d, K, float(w.max()))
         X = np.asarray(project_rows(np.asarray(X, dtype=np.float64), data_norm=float(self.data_norm),
                                     clip=bool(self.clip)), dtype=np.float64)
         Xt = np.hstack([X, np.full((n, 1), self._b)]) if self.fit_intercept else np.ascontiguousarray(X)
-        for attr in ("coef_", "intercept_", "classes_", "privacy_", "dp_event_"):
+        for attr in ("coef_", "intercept_", "classes_", "privacy_", "dp_event_", "class_weight_"):
             self.__dict__.pop(attr, None)
         rng = check_random_state(self.random_state)
         self.dp_event_ = self._plan.dp_event()
         if self.accountant is not None:
             self.accountant.spend(cal.epsilon, cal.delta, event=self.dp_event_,
                                   label=f"MulticlassOutputPerturbation({cal.loss})")
-        W, g, n_iter = self._solve(Xt, idx, K, cal.lam, cal.tol)
+        sw = None if np.all(w == 1.0) else np.ascontiguousarray(w[idx], dtype=np.float64)
+        W, g, n_iter = self._solve(Xt, idx, K, cal.lam, cal.tol, sw)
         g_cert = g * (1.0 + gamma_k(W.size + 2))
         w_norm = _norm(W)
         if not (g_cert <= cal.tol and w_norm <= cal.w_norm_bound):
@@ -387,6 +422,7 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         logger.debug("MulticlassOutputPerturbation: n=%d K=%d loss=%s, %d iterations, gradient %.2e, sigma %.4g",
                     n, K, cal.loss, n_iter, g_cert, cal.noise_scale)
         self.classes_ = classes_
+        self.class_weight_ = {c: float(v) for c, v in zip(classes_.tolist(), w)}
         self.n_features_in_ = d
         self.coef_ = Wr[:, :d]
         self.intercept_ = Wr[:, d] * self._b if self.fit_intercept else np.zeros(K)

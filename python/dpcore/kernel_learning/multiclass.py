@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import ClassifierTags
 
 from dpcore import _core
-from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight
+from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, multiclass_class_weights
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.labels import encode_multiclass_labels
 from dpcore._internal.progress import check_verbose, progress_bar
@@ -223,31 +223,7 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
     # -- fitting -------------------------------------------------------------------------------
 
     def _class_weights(self, classes_: np.ndarray):
-        M = check_max_class_weight(self.max_class_weight)
-        labels = classes_.tolist()
-        w = np.ones(len(labels))
-        cw = self.class_weight
-        if cw is None:
-            return w
-        if isinstance(cw, str):
-            raise ValueError("class_weight must be None or a dict {class: weight}; 'balanced' reads the weights off "
-                             "the data and is not offered by the multi-class model (use "
-                             "dpcore.private_class_weights to release them privately)")
-        if not isinstance(cw, dict):
-            raise TypeError(f"class_weight must be None or a dict {{class: weight}}, got {type(cw).__name__}")
-        for key, value in cw.items():
-            hits = [i for i, c in enumerate(labels) if c == key]
-            if not hits:
-                raise ValueError(f"class_weight: key {key!r} is not one of the declared classes {labels!r}")
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"class_weight[{key!r}] must be a real number, got {type(value).__name__}")
-            v = float(value)
-            if not (math.isfinite(v) and v > 0.0):
-                raise ValueError(f"class_weight[{key!r}] must be finite and > 0, got {value!r}")
-            if v > M:
-                raise ValueError(f"class_weight[{key!r}] = {value!r} exceeds max_class_weight = {M:g}")
-            w[hits[0]] = v
-        return w
+        return multiclass_class_weights(self.class_weight, classes_, self.max_class_weight)
 
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Fit on ``(X, y)`` and certify the result.

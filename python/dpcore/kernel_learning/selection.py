@@ -40,6 +40,23 @@ candidate's threshold (accuracy, balanced accuracy, ``predict``), never its AUC.
 **one linear candidate** at the same rule, ``C = auto_C_for_mu(μ_r, R² + 1)`` (intercept
 scaling 1), so that where a linear model is better the selection can pick it.
 
+Multi-class candidates (issue 24)
+---------------------------------
+With ``K >= 3`` declared classes (``base_params={"classes": [...]}``) or any multi-class family in the grid
+(:data:`MULTICLASS_ESTIMATORS`), every candidate is a :class:`dpcore.MulticlassKernelLogisticRegression` released
+jointly with :class:`dpcore.MulticlassTDDL` (one GP, K paths; its two Gaussian stages together ``μ_r``-GDP, checked
+on the public calibration record of a stand-in of the model before the charge) or a
+:class:`dpcore.MulticlassOutputPerturbation` (one Gaussian release of the ``K × p`` weights, ``Δ/σ ≤ μ_r``), on the
+identity or on public random Fourier features. The score is ``"accuracy"`` only: the count of correct labels
+``#{i: r(x_i) = y_i}`` of the release ``r`` on the training rows has replace-one sensitivity **1 whatever K** (given
+``r``, one ``{0, 1}`` term per record, each a function of its own record; replacing record ``k`` changes term ``k``
+alone; tight), so the mean has ``1/n`` and the composition above is unchanged (:func:`multiclass_accuracy`).
+``"roc_auc"`` and ``"balanced_accuracy"`` are refused (two-class pair sums; no K-class sensitivity proof here).
+No class proportion is released (``prior_epsilon_share`` is not spent), ``class_weight="balanced"`` is refused, a
+public dict applies to every candidate (``L = √2·max_k w_k`` for both families, and the default grid's rule uses it). ``param_grid=None``: three kernel candidates at ``C = auto·{1/3, 1,
+3}`` of :func:`~dpcore.kernel_learning.multiclass_release.multiclass_auto_lam`'s rule (``L = √2·max_k w_k``) at each
+run's ``μ_r``, plus one multinomial linear candidate at the same rule for the linear map (``R'² = R² + 0.25``).
+
 Scores (``scoring``)
 --------------------
 Every run's score is computed on the training rows from the candidate's release ``r`` (given ``r``, a function of
@@ -131,8 +148,10 @@ from sklearn.base import BaseEstimator
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.labels import check_classes, default_classes, encode_binary_labels
-from dpcore._internal.validation import check_array, check_delta, check_epsilon, check_positive, check_scale, check_tol, refuse_fit_params
+from dpcore._internal.labels import (check_classes, check_multiclass_classes, default_classes, encode_binary_labels,
+                                     encode_multiclass_labels)
+from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_scale, check_tol,
+                                         refuse_fit_params)
 from dpcore.kernel_learning._model import check_in_domain
 from dpcore.kernels.evaluation import check_intercept_scaling, check_kernel_domain, check_kernel_params
 from dpcore.kernel_learning.gp import auto_C_for_mu, feature_radius_sq
@@ -141,11 +160,15 @@ from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import auto_tol, kernel_gap_floor
 from dpcore.exceptions import NotFittedError
 from dpcore.kernel_learning.svm import HINGE_AUTO_TOL_MIN, KernelLogisticRegression, KernelSVM, resolve_lam
+from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
+from dpcore.kernel_learning.multiclass_release import MulticlassTDDL, multiclass_min_tol
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
 from dpcore.kernel_learning.tddl import TDDL
-from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, resolve_class_weight
+from dpcore._internal.class_weight import (DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, multiclass_class_weights,
+                                           resolve_class_weight)
 from dpcore.mechanisms.class_weights import class_count_noise_scale, private_class_weights
+from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray, Self, ClassWeight, RandomState
 from dpcore._internal.progress import check_verbose, progress_bar
 
@@ -154,7 +177,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu", "score_sensitivity"]
+__all__ = ["PrivateGridSearch", "SelectionPrivacy", "selection_epsilon", "selection_mu", "score_sensitivity",
+           "multiclass_accuracy"]
 
 _STRATEGIES = ("exhaustive", "repeat_and_select")
 #: ``param_grid=None``: C = auto·f for these f (``dpcore.kernel_learning.gp.auto_lam``'s rule at the run's μ_r).
@@ -167,6 +191,11 @@ SCORINGS = ("accuracy", "balanced_accuracy", "roc_auc")
 #: TDDL-gp, and the linear Output-Gauss GLM (:class:`dpcore.OutputPerturbation`, Gaussian noise).
 KERNEL_ESTIMATORS = ("KernelSVM", "KernelLogisticRegression")
 LINEAR_ESTIMATORS = ("OutputPerturbation",)
+
+#: The families of a multi-class selection (``K >= 3`` declared classes, or any of these in the grid): the certified
+#: multinomial kernel model, released jointly with :class:`dpcore.MulticlassTDDL` (one GP, K paths), and the private
+#: multinomial linear model :class:`dpcore.MulticlassOutputPerturbation` (one Gaussian release of the K × p weights).
+MULTICLASS_ESTIMATORS = ("MulticlassKernelLogisticRegression", "MulticlassOutputPerturbation")
 
 #: Parameters of a linear candidate that the selection sets itself (its share of the budget, the declared domain,
 #: the Gaussian noise that makes the run μ-GDP, the randomness) and that a grid may therefore not set.
@@ -346,9 +375,15 @@ def _geometric_runs(rng, mean_runs: int) -> int:
     return k
 
 
+def _noisy_scores(values: np.ndarray, sigma: float, rng) -> np.ndarray:
+    """``values`` plus independent exact grid Gaussian noise of standard deviation ``sigma`` (dpcore's sampler)."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    return np.asarray(_core.analytic_release(v, sigma, math.floor(math.log2(sigma)) - 40, rng), dtype=np.float64)
+
+
 def _noisy_score(value: float, sigma: float, rng) -> float:
     """``value`` plus exact grid Gaussian noise of standard deviation ``sigma`` (dpcore's sampler)."""
-    return float(_core.analytic_release(np.array([value]), sigma, math.floor(math.log2(sigma)) - 40, rng)[0])
+    return float(_noisy_scores(np.array([value]), sigma, rng)[0])
 
 
 def _select_best(run, indices):
@@ -458,7 +493,9 @@ class PrivateGridSearch(BaseEstimator):
         The private score every run releases (on the training rows, given its release): the mean accuracy
         (sensitivity ``1/n``), or the pair sums ``S = n₊n₋·BA`` / ``n₊n₋·AUC`` (sensitivity ``n − 1``, see
         the module docstring and :func:`score_sensitivity`). Prefer ``"roc_auc"`` or ``"balanced_accuracy"``
-        on imbalanced data.
+        on imbalanced data. A multi-class selection (``K >= 3`` declared classes or multi-class
+        candidates: ``"MulticlassKernelLogisticRegression"``, ``"MulticlassOutputPerturbation"``) accepts
+        ``"accuracy"`` only (the count of correct labels has sensitivity 1 whatever K; module docstring).
     mean_runs : int, optional
         ``"repeat_and_select"`` only: mean number of runs ``E[K]`` (default: the number of candidates); at most
         :data:`MAX_MEAN_RUNS` (10,000).
@@ -520,6 +557,18 @@ class PrivateGridSearch(BaseEstimator):
     ...                                random_state=0).fit(X, y)
     >>> sel.best_params_["estimator"], sel.privacy_.score_sensitivity   # XOR: the kernel; Δ = n − 1
     ('KernelSVM', 1999.0)
+
+    K >= 3 declared classes: the data-independent K-class grid (three multinomial kernel models around
+    ``multiclass_auto_lam``'s rule and one multinomial linear model), scored by the count of correct labels:
+
+    >>> centers = np.array([[0.5, 0.0], [-0.25, 0.43], [-0.25, -0.43]])
+    >>> y3 = rng.integers(0, 3, size=1000)
+    >>> X3 = np.clip(centers[y3] + 0.15 * rng.standard_normal((1000, 2)), -0.7, 0.7)
+    >>> Z3 = rng.uniform(-0.7, 0.7, size=(100, 2))
+    >>> sel = dpcore.PrivateGridSearch(None, 1.0, 1e-6, Z=Z3, data_norm=1.0, random_state=0,
+    ...                                base_params={"classes": [0, 1, 2], "gamma": 2.0}).fit(X3, y3)
+    >>> len(sel.candidates_), sel.score(X3, y3) > 0.9, sel.privacy_.score_sensitivity  # Δ = 1/n
+    (4, True, 0.001)
     """
 
 
@@ -577,6 +626,8 @@ class PrivateGridSearch(BaseEstimator):
     def fit(self, X: ArrayLike, y: ArrayLike, **fit_params: Any) -> Self:
         """Select privately and release the selected model (charges ``(ε, δ)`` once)."""
         refuse_fit_params(type(self).__name__, fit_params)
+        if self._is_multiclass():
+            return self._fit_multiclass(X, y)
 
         # -- everything public (and X's shape/domain/labels: refusing out-of-domain input is covered, the bounds
         #    are declared) is validated and calibrated here, before anything is charged
@@ -816,6 +867,228 @@ class PrivateGridSearch(BaseEstimator):
             "max_class_weight", DEFAULT_MAX_CLASS_WEIGHT))[0]
         return self
 
+    #: Test hook for deliberately broken copies (the multi-class audit); must stay 1.0.
+    _score_sensitivity_factor = 1.0
+
+    def _declared_classes_lists(self) -> list:
+        """Every ``classes`` declared in ``base_params`` or the grid (unvalidated; for routing only)."""
+        out = []
+        if isinstance(self.base_params, dict) and self.base_params.get("classes") is not None:
+            out.append(self.base_params["classes"])
+        grids = [self.param_grid] if isinstance(self.param_grid, dict) else (
+            self.param_grid if isinstance(self.param_grid, (list, tuple)) else [])
+        for g in grids:
+            if isinstance(g, dict) and isinstance(g.get("classes"), (list, tuple)):
+                out += [c for c in g["classes"] if c is not None]
+        return out
+
+    def _is_multiclass(self) -> bool:
+        """Route to the K-class selection: a multi-class family in the grid, or ``K >= 3`` declared classes (public
+        parameters only)."""
+        for c in self._declared_classes_lists():
+            try:
+                if len(c) >= 3:
+                    return True
+            except TypeError:
+                pass
+        if self.param_grid is None:
+            return False
+        grids = [self.param_grid] if isinstance(self.param_grid, dict) else self.param_grid
+        if not isinstance(grids, (list, tuple)):
+            return False
+        for g in grids:
+            if isinstance(g, dict) and isinstance(g.get("estimator"), (list, tuple)):
+                for e in g["estimator"]:
+                    if (isinstance(e, str) and e in MULTICLASS_ESTIMATORS) or getattr(e, "__name__", None) in \
+                            MULTICLASS_ESTIMATORS:
+                        return True
+        return False
+
+    def _fit_multiclass(self, X: ArrayLike, y: ArrayLike) -> Self:
+        """The K-class selection (module docstring, "Multi-class candidates"); everything public is validated and
+        every candidate calibrated before the one charge."""
+        check_verbose(self.verbose)
+        scoring = _check_scoring(self.scoring)
+        if scoring != "accuracy":
+            raise ValueError(f"scoring={scoring!r} is not available for a multi-class selection (K >= 3 declared "
+                             "classes or multi-class candidates): the pair-sum scores and their sensitivity n - 1 are "
+                             "defined for two classes only and no K-class proof is implemented; use "
+                             "scoring='accuracy' (the count of correct labels, sensitivity 1 whatever K)")
+        if isinstance(self.class_weight, str):
+            raise ValueError("class_weight='balanced' is not available for a multi-class selection (the private class "
+                             "weights are released for the binary candidates only); declare a public dict "
+                             "{class: weight} or release the weights yourself with dpcore.private_class_weights")
+        if self.class_weight is not None and not isinstance(self.class_weight, dict):
+            raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {type(self.class_weight).__name__}")
+        raw = None if self.param_grid is None else [_resolve_estimator(c) for c in self._candidates()]
+        if raw is not None:
+            binary = sorted({cls.__name__ for kind, cls, _ in raw if not kind.startswith("mc_")})
+            if binary:
+                raise ValueError(f"param_grid: {binary} are binary models and cannot be candidates of a multi-class "
+                                 f"selection (K >= 3 declared classes or multi-class candidates); use "
+                                 f"{MULTICLASS_ESTIMATORS}")
+            for kind, cls, p in raw:
+                if kind == "mc_kernel" and "feature_map" in p:
+                    raise ValueError("param_grid: feature_map applies to the linear candidates only")
+                if kind == "mc_linear":
+                    _check_linear_params(cls, {k: v for k, v in p.items() if k != "feature_map"})
+        m = len(AUTO_GRID_FACTORS) + 1 if raw is None else len(raw)
+        epsilon = check_epsilon(self.epsilon)
+        if epsilon > MAX_EPSILON:
+            raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
+        delta = check_delta(self.delta, allow_zero=False)
+        strategy = self.strategy
+        mean_runs = m if self.mean_runs is None else self.mean_runs
+        _check_strategy(strategy, m, mean_runs)
+        for name in ("score_share", "prior_epsilon_share"):
+            v = getattr(self, name)
+            interval = "(0, 1)" if name == "score_share" else "[0, 1)"
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"{name} must be a real number in {interval}, got {type(v).__name__}")
+            if not ((v > 0.0 if name == "score_share" else v >= 0.0) and v < 1.0):
+                raise ValueError(f"{name} must lie in {interval}, got {v!r:.40}")
+        if self.base_params is not None and not isinstance(self.base_params, dict):
+            raise TypeError(f"base_params must be a dict of MulticlassKernelLogisticRegression parameters or None, "
+                            f"got {type(self.base_params).__name__}")
+        if self.accountant is not None and not callable(getattr(self.accountant, "spend", None)):
+            raise TypeError(f"accountant must be a dpcore.BudgetAccountant or None, got {type(self.accountant).__name__}")
+        radius = check_scale(self.data_norm, "data_norm")
+        X = check_array(X, "X")
+        n, d = X.shape
+        Z = check_in_domain(check_array(self.Z, "Z", n_features=d, estimator="X (the training rows)"),
+                            radius, "Z", clip=False)
+        X = check_in_domain(X, radius, "X", clip=False)
+        base = {"kernel": "rbf", "tol": 1e-8} if self.base_params is None else dict(self.base_params)
+        if self.class_weight is not None:
+            base = dict(base, class_weight=self.class_weight, max_class_weight=check_max_class_weight(
+                self.max_class_weight))
+        if "classes" not in base and raw is None:
+            raise ValueError("base_params['classes']: a multi-class selection needs the declared label set, e.g. "
+                             "base_params={'classes': [0, 1, 2], ...}")
+        rng = check_random_state(self.random_state)
+        # -- calibration (public): every run μ-GDP; no class proportion is released for K classes
+        mu = selection_mu(epsilon, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs) * (1.0 - 1e-6)
+        eps_acc = selection_epsilon(mu, delta, n_candidates=m, strategy=strategy, mean_runs=mean_runs)
+        mu_s = mu * math.sqrt(float(self.score_share))
+        mu_r = math.sqrt(mu * mu - mu_s * mu_s)
+        cand_delta = 1e-10
+        cand_eps = _gdp_epsilon(mu_r * 0.999, cand_delta)
+        sens = score_sensitivity("accuracy", n) * self._score_sensitivity_factor
+        score_sigma = _representable_sigma(sens, mu_s)
+        MOP = _multiclass_output_perturbation()
+        if raw is None:  # the data-independent K-class grid: multiclass_auto_lam's rule at μ_r, plus one linear model
+            probe = MulticlassKernelLogisticRegression(**{k: v for k, v in base.items() if k != "estimator"})
+            kname, kgamma, kdegree, kcoef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree,
+                                                                probe.coef0, d)
+            classes_ = check_multiclass_classes(base["classes"], "base_params['classes']")
+            w_max = float(probe._class_weights(classes_).max())
+            r2 = feature_radius_sq(radius, kname, kgamma, kdegree, kcoef0, n_features=d,
+                                   intercept_scaling=check_intercept_scaling(probe.intercept_scaling))
+            c0 = auto_C_for_mu(mu_r, r2, math.sqrt(2.0) * w_max, loss="multinomial")
+            r2_lin = feature_radius_sq(radius, "linear", None, 3, 0.0, intercept_scaling=DEFAULT_INTERCEPT_SCALING)
+            c_lin = auto_C_for_mu(mu_r, r2_lin, math.sqrt(2.0) * w_max, loss="multinomial")
+            raw = [("mc_kernel", MulticlassKernelLogisticRegression, {"lam": 1.0 / (n * c0 * f)})
+                   for f in AUTO_GRID_FACTORS]
+            raw.append(("mc_linear", MOP, {"lam": 1.0 / (n * c_lin)}))
+            public_keys = {"estimator", "lam"}
+        else:
+            public_keys = set().union(*(set(g) for g in ([self.param_grid] if isinstance(self.param_grid, dict)
+                                                           else self.param_grid)))
+        shown = [{k: (cls.__name__ if k == "estimator" else v) for k, v in dict(p, estimator=cls).items()
+                  if k in public_keys} for _, cls, p in raw]
+        cands = []
+        for kind, cls, p in raw:
+            if kind == "mc_kernel":
+                cands.append(_Candidate(kind, cls, dict(base, **p), None))
+            else:
+                q = dict(LINEAR_DEFAULTS, **{k: base[k] for k in ("classes", "class_weight", "max_class_weight")
+                                             if k in base})
+                q.pop("loss")  # the multinomial model's own default loss ("multinomial")
+                q.update({k: v for k, v in p.items() if k != "feature_map"})
+                cands.append(_Candidate(kind, cls, _check_linear_params(cls, q), p.get("feature_map")))
+        # one declared label set (K >= 2 labels, sorted) for every candidate; y's labels checked against it
+        sets = []
+        for c in cands:
+            declared = c.params.get("classes")
+            if declared is None:
+                raise ValueError(f"classes: every candidate of a multi-class selection must declare its label set "
+                                 f"({c.cls.__name__} has none); set base_params['classes']")
+            sets.append(check_multiclass_classes(declared, "classes"))
+        for other in sets[1:]:
+            if not np.array_equal(other, sets[0]):
+                raise ValueError(f"param_grid: every candidate must declare the same classes, got "
+                                 f"{sets[0].tolist()!r} and {other.tolist()!r}")
+        classes_, idx = encode_multiclass_labels(y, sets[0].tolist(), n)
+        K = classes_.shape[0]
+        y = classes_[idx]
+        for i, c in enumerate(cands):
+            if c.kind == "mc_kernel":
+                c.params = _multiclass_certifiable(c.params, X, radius, classes_)
+                cal = MulticlassTDDL(_multiclass_stand_in(c.params, X, classes_), cand_eps, cand_delta,
+                                     data_norm=radius).prepare(Z)["cal"]
+                _check_multiclass_candidate_gdp(cal, mu_r)
+            else:
+                c.feature_map, F = _fit_feature_map(c.feature_map, X, i)
+                c.features = F
+                glm = c.cls(**dict(c.params, epsilon=cand_eps, delta=cand_delta,
+                                   data_norm=radius if c.feature_map is None else RFF_FEATURE_NORM))
+                w_lin = multiclass_class_weights(glm.class_weight, classes_, glm.max_class_weight)
+                cal = glm._calibrate(n, F.shape[1], K, float(w_lin.max()))
+                _check_linear_domain(F, glm)
+                _check_multiclass_linear_gdp(cal, mu_r)
+                c.params = glm.get_params()
+        self.dp_event_ = _selection_event(mu, strategy, m, mean_runs, 0.0)
+        if self.accountant is not None:
+            self.accountant.spend(epsilon, delta, event=self.dp_event_,
+                                  label=f"PrivateGridSearch({m} multi-class candidates, {strategy}, accuracy)")
+        logger.info("PrivateGridSearch: charged (epsilon=%.6g, delta=%.3g) for %d multi-class candidates (%s, K=%d)",
+                    epsilon, delta, m, strategy, K)
+
+        def run(i):
+            c = cands[i]
+            if c.kind == "mc_kernel":
+                model = c.cls(**c.params).fit(X, y)
+                rel = MulticlassTDDL(model, cand_eps, cand_delta, data_norm=radius, random_state=rng)
+                _check_multiclass_candidate_gdp(rel.prepare(Z)["cal"], mu_r)
+                release = rel.fit(Z)
+                pred = release.predict(X)
+            else:
+                glm = c.cls(**dict(c.params, random_state=rng)).fit(c.features, y)
+                _check_multiclass_linear_gdp(glm.privacy_, mu_r)
+                pred = glm.predict(c.features)
+                release = glm if c.feature_map is None else MappedLinearModel(c.feature_map, glm)
+            return _noisy_score(multiclass_accuracy(pred, y), score_sigma, rng), release
+
+        if strategy == "exhaustive":
+            with progress_bar(self.verbose, total=m, desc="PrivateGridSearch candidates", unit="cand") as bar:
+                def counted(i):
+                    out = run(i)
+                    bar.update(1)
+                    return out
+
+                score, best_i, release = _select_best(counted, range(m))
+        else:
+            with progress_bar(self.verbose, desc="PrivateGridSearch (repeat and select)",
+                              bar_format="{desc}: {elapsed}"):
+                score, best_i, release = _repeat_and_select(rng, m, mean_runs, run)
+        for c in cands:
+            c.features = None
+        self.best_score_ = score
+        self.candidates_ = shown
+        self.best_params_ = dict(self.candidates_[best_i])
+        self.release_ = release
+        self.classes_ = classes_
+        self.privacy_ = SelectionPrivacy(
+            epsilon=epsilon, delta=delta, strategy=strategy, mu=mu, release_mu=mu_r, score_mu=mu_s,
+            score_sigma=score_sigma, mean_runs=int(mean_runs), epsilon_accounted=eps_acc, n_candidates=m,
+            n_samples=n, candidate_epsilon=cand_eps, candidate_delta=cand_delta, prior_epsilon=0.0,
+            class_weight_epsilon=0.0, scoring="accuracy", score_sensitivity=sens)
+        best = cands[best_i]
+        self.class_weight_ = dict(zip(classes_.tolist(), multiclass_class_weights(
+            best.params.get("class_weight"), classes_, best.params.get("max_class_weight", DEFAULT_MAX_CLASS_WEIGHT)
+        ).tolist()))
+        return self
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "release_"):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first.")
@@ -874,13 +1147,20 @@ def _output_perturbation() -> type:
     return OutputPerturbation
 
 
+def _multiclass_output_perturbation() -> type:
+    from dpcore.glm.multiclass import MulticlassOutputPerturbation
+    return MulticlassOutputPerturbation
+
+
 def _resolve_estimator(params: dict) -> tuple:
     """``(kind, class, params without "estimator")`` of one grid entry; the estimator is a class or its name."""
     spec = params.get("estimator", KernelSVM)
     rest = {k: v for k, v in params.items() if k != "estimator"}
     kernels = {"KernelSVM": KernelSVM, "KernelLogisticRegression": KernelLogisticRegression}
     linear = {"OutputPerturbation": _output_perturbation()}
-    for table, kind in ((kernels, "kernel"), (linear, "linear")):
+    mc_kernels = {"MulticlassKernelLogisticRegression": MulticlassKernelLogisticRegression}
+    mc_linear = {"MulticlassOutputPerturbation": _multiclass_output_perturbation()}
+    for table, kind in ((kernels, "kernel"), (linear, "linear"), (mc_kernels, "mc_kernel"), (mc_linear, "mc_linear")):
         for name, cls in table.items():
             if spec is cls or (isinstance(spec, str) and spec == name):
                 return kind, cls, rest
@@ -889,7 +1169,8 @@ def _resolve_estimator(params: dict) -> tuple:
         raise ValueError("param_grid['estimator']: ObjectivePerturbation cannot be a candidate: its (ε, δ) guarantee "
                          "is not a Gaussian-DP curve, so its runs do not compose in the selection's GDP accounting; "
                          "use 'OutputPerturbation' (Gaussian output noise, exactly μ-GDP)")
-    raise ValueError(f"param_grid['estimator'] must be one of {KERNEL_ESTIMATORS + LINEAR_ESTIMATORS} (a name or "
+    raise ValueError(f"param_grid['estimator'] must be one of {KERNEL_ESTIMATORS + LINEAR_ESTIMATORS} or, for K >= 3 "
+                     f"declared classes, {MULTICLASS_ESTIMATORS} (a name or "
                      f"the class), got {spec!r:.60}")
 
 
@@ -899,7 +1180,7 @@ def _check_linear_params(cls: type, params: dict) -> dict:
     if reserved:
         raise ValueError(f"param_grid: {reserved} of a linear candidate are set by PrivateGridSearch (its share of "
                          "the budget, the declared data_norm, Gaussian noise, the randomness); remove them")
-    known = set(cls().get_params())
+    known = set(cls._get_param_names())
     unknown = sorted(k for k in params if k not in known)
     if unknown:
         raise ValueError(f"param_grid: {unknown} are not parameters of {cls.__name__} (a linear candidate; "
@@ -1079,3 +1360,96 @@ def _gdp_epsilon(mu: float, delta: float) -> float:
         else:
             lo = mid
     return hi
+
+
+def multiclass_accuracy(predicted: ArrayLike, y: ArrayLike) -> float:
+    """The multi-class selection's score statistic: the mean accuracy ``a = (1/n)·#{i: ŷ_i = y_i}`` on the training
+    rows, for predictions ``ŷ`` of a candidate's release.
+
+    *Sensitivity* (replace-one, given the release): the count ``#{i: ŷ_i = y_i}`` is a sum of one term in
+    ``{0, 1}`` per record, each a function of its own record only (``ŷ_i = r(x_i)`` for the fixed release ``r``);
+    replacing record ``k`` changes term ``k`` only, so the count moves by at most 1 **whatever the number of classes
+    K** and ``a`` by ``1/n`` (``n`` is public under replace-one). Attained: a record every candidate classifies
+    correctly replaced by one with a label no candidate predicts.
+
+    Examples
+    --------
+    >>> from dpcore.kernel_learning.selection import multiclass_accuracy
+    >>> multiclass_accuracy(["a", "b", "c", "a"], ["a", "b", "b", "a"])
+    0.75
+    """
+    p, t = np.asarray(predicted), np.asarray(y)
+    if p.shape != t.shape or p.ndim != 1:
+        raise ValueError(f"predicted and y must be 1-D arrays of one length, got shapes {p.shape} and {t.shape}")
+    return float(np.count_nonzero(p == t)) / max(int(t.shape[0]), 1)
+
+
+def _multiclass_certifiable(params: dict, X: np.ndarray, radius: float, classes_: np.ndarray) -> dict:
+    """Validate a K-class kernel candidate's declared parameters as :meth:`MulticlassKernelLogisticRegression.fit`
+    does (before any charge) and raise ``tol`` to :func:`~dpcore.kernel_learning.multiclass_release.multiclass_min_tol`
+    on the declared domain where needed (public numbers only)."""
+    probe = MulticlassKernelLogisticRegression(**params)
+    n, d = X.shape
+    lam = check_scale(probe.lam, "lam")
+    tol = check_positive(probe.tol, "tol")
+    check_positive(probe.cache_size, "cache_size")
+    max_iter = 200 if probe.max_iter is None else probe.max_iter
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1 or None, got {probe.max_iter!r}")
+    name, gamma, degree, coef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree, probe.coef0, d)
+    b = check_intercept_scaling(probe.intercept_scaling)
+    w_max = float(probe._class_weights(classes_).max())
+    check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
+    try:
+        r2 = feature_radius_sq(radius, name, gamma, degree, coef0, n_features=d, intercept_scaling=b)
+    except ValueError as exc:
+        raise ValueError(f"degree, gamma, coef0: {exc}") from None
+    if not (math.isfinite(r2) and r2 > 0.0):
+        raise ValueError(f"degree, gamma, coef0: the feature-map radius R_phi'² = {r2!r} of the declared domain is "
+                         "not a positive finite float")
+    tol = max(tol, multiclass_min_tol(lam, int(classes_.shape[0]), r2 * (1.0 + 1e-9), max_class_weight=max(1.0, w_max)))
+    if not tol < 1.0:
+        raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "
+                         "floor) is >= 1: nothing would be learnt; use a smaller tol or a larger lam")
+    return dict(params, tol=tol)
+
+
+class _MulticlassStandIn:
+    """What :meth:`MulticlassTDDL.prepare` reads of a K-class model, from public inputs only: the declared
+    parameters, the validated ``X`` and no solution (``mu_ = 0``, certificate 0)."""
+
+    _multiclass_stand_in = True
+
+
+def _multiclass_stand_in(params: dict, X: np.ndarray, classes_: np.ndarray) -> _MulticlassStandIn:
+    probe = MulticlassKernelLogisticRegression(**params)
+    n, d = X.shape
+    name, gamma, degree, coef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree, probe.coef0, d)
+    s = _MulticlassStandIn()
+    s.X_fit_, s.n_samples_fit_, s.lam, s.tol = X, n, float(probe.lam), float(probe.tol)
+    s.mu_ = np.zeros((n, int(classes_.shape[0])))
+    s.lipschitz_ = math.sqrt(2.0) * float(probe._class_weights(classes_).max())
+    s.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
+                        "intercept_scaling": check_intercept_scaling(probe.intercept_scaling)}
+    s.classes_, s.w_error_bound_ = classes_, 0.0
+    return s
+
+
+def _check_multiclass_candidate_gdp(cal, mu_r: float) -> None:
+    """The joint K-class release's two Gaussian stages together are at most ``mu_r``-GDP (public numbers)."""
+    mu_c = math.hypot(cal.sensitivity / cal.noise_scale, 2.0 * cal.gp_residual_bound / cal.gp_residual_sigma)
+    if not mu_c <= mu_r:  # cannot happen with the 0.999 margin
+        raise RuntimeError(f"multi-class candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
+
+
+def _check_multiclass_linear_gdp(cal, mu_r: float) -> None:
+    """The K-class Output-Gauss release (one Gaussian mechanism on the K × p weights) is at most ``mu_r``-GDP."""
+    mu_c = cal.sensitivity / cal.noise_scale
+    if not mu_c <= mu_r:  # cannot happen with the 0.999 margin
+        raise RuntimeError(f"multi-class linear candidate release is {mu_c:.6g}-GDP > {mu_r:.6g}")
+
+
+def _check_linear_domain(F: np.ndarray, glm) -> None:
+    """Refuse, before any charge, features outside the linear candidate's declared ball (its ``fit``'s own check)."""
+    from dpcore.glm._data import project_rows
+    project_rows(np.asarray(F, dtype=np.float64), data_norm=float(glm.data_norm), clip=bool(glm.clip))
