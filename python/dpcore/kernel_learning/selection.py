@@ -1390,8 +1390,8 @@ def _multiclass_certifiable(params: dict, X: np.ndarray, radius: float, classes_
     on the declared domain where needed (public numbers only)."""
     probe = MulticlassKernelLogisticRegression(**params)
     n, d = X.shape
-    lam = check_scale(probe.lam, "lam")
-    tol = check_positive(probe.tol, "tol")
+    lam = resolve_lam(probe.lam, probe.C, n)
+    tol = check_tol(probe.tol, "tol")
     check_positive(probe.cache_size, "cache_size")
     max_iter = 200 if probe.max_iter is None else probe.max_iter
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
@@ -1407,7 +1407,8 @@ def _multiclass_certifiable(params: dict, X: np.ndarray, radius: float, classes_
     if not (math.isfinite(r2) and r2 > 0.0):
         raise ValueError(f"degree, gamma, coef0: the feature-map radius R_phi'² = {r2!r} of the declared domain is "
                          "not a positive finite float")
-    tol = max(tol, multiclass_min_tol(lam, int(classes_.shape[0]), r2 * (1.0 + 1e-9), max_class_weight=max(1.0, w_max)))
+    floor = multiclass_min_tol(lam, int(classes_.shape[0]), r2 * (1.0 + 1e-9), max_class_weight=max(1.0, w_max))
+    tol = 2.0 * floor if tol == "auto" else max(tol, floor)  # "auto": twice the release's floor (headroom)
     if not tol < 1.0:
         raise ValueError(f"tol: the candidate's solver tolerance {tol:.3g} (declared, or raised to the certifiable "
                          "floor) is >= 1: nothing would be learnt; use a smaller tol or a larger lam")
@@ -1426,7 +1427,9 @@ def _multiclass_stand_in(params: dict, X: np.ndarray, classes_: np.ndarray) -> _
     n, d = X.shape
     name, gamma, degree, coef0 = check_kernel_params(probe.kernel, probe.gamma, probe.degree, probe.coef0, d)
     s = _MulticlassStandIn()
-    s.X_fit_, s.n_samples_fit_, s.lam, s.tol = X, n, float(probe.lam), float(probe.tol)
+    s.X_fit_, s.n_samples_fit_ = X, n
+    s.lam = s.lam_ = resolve_lam(probe.lam, probe.C, n)
+    s.tol = s.tol_ = float(probe.tol)  # resolved by _multiclass_certifiable (a float)
     s.mu_ = np.zeros((n, int(classes_.shape[0])))
     s.lipschitz_ = math.sqrt(2.0) * float(probe._class_weights(classes_).max())
     s.kernel_params_ = {"kernel": name, "gamma": gamma, "degree": degree, "coef0": coef0,
