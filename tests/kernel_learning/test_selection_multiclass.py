@@ -172,3 +172,11 @@ def test_public_class_weights_apply_to_every_candidate_and_the_default_grid():
         assert b["lam"] == pytest.approx(3.0 * a["lam"], rel=1e-9)
     assert wtd.class_weight_ == {0: 1.0, 1: 3.0, 2: 1.0}
     assert wtd.score(X, y) > 0.8
+
+
+def test_three_labels_on_a_binary_estimator_point_to_the_multiclass_models():
+    """A 3-class y with the default (binary) label rule: the error names the multi-class models (issue 24)."""
+    X = np.random.default_rng(0).normal(size=(30, 3)) / 4
+    y = np.arange(30) % 3
+    with pytest.raises(ValueError, match="MulticlassKernelLogisticRegression.*MulticlassOutputPerturbation"):
+        dpcore.ObjectivePerturbation(epsilon=1.0, delta=1e-6, data_norm=1.0).fit(X, y)

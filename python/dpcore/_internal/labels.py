@@ -176,7 +176,9 @@ def _label_kind_note(y: np.ndarray) -> str:
     if kind == "continuous":
         return " (Unknown label type: continuous; a regression target?)"
     if kind == "multiclass":
-        return " (Only binary classification is supported.)"
+        return (" (Only binary classification is supported by this estimator; for K >= 3 classes declare them "
+                "with the multi-class models: MulticlassKernelLogisticRegression + MulticlassTDDL / "
+                "MulticlassGPService, MulticlassOutputPerturbation, or PrivateGridSearch(base_params={'classes': [...]}).)")
     return ""
 
 
