@@ -163,7 +163,7 @@ def run_dataset(name, args, eps_list, runs, methods):
                 svc = dpcore.MulticlassGPService(model, eps, DELTA, data_norm=1.0, random_state=seed + 1,
                                                  max_exact_queries=max(Q.shape[0], 1))
                 info["sigma_service"] = svc.privacy_.noise_scale
-                rows.setdefault("GPService (K paths)", []).append(_metrics(yq, svc.predict_labels(Q)))
+                rows.setdefault("GPService (K paths)", []).append(_metrics(yq, svc.predict(Q)))
             if "linear" in methods:
                 lin = dpcore.MulticlassOutputPerturbation(eps, DELTA, lam=lam_lin, data_norm=1.0, classes=classes,
                                                           random_state=seed + 2).fit(X, y)

@@ -151,20 +151,20 @@ def test_service_consistent_reproducible_accounted_accurate(three_blobs):
     acc = dpcore.BudgetAccountant(3.0, 1e-5)
     s = MulticlassGPService(m, 2.0, 1e-6, data_norm=1.0, random_state=3, accountant=acc)
     assert 0.0 < acc.spent[0] <= 3.0
-    a = s.predict(X[:50])
+    a = s.decision_function(X[:50])
     assert a.shape == (50, 3)
-    np.testing.assert_array_equal(s.predict(X[:50]), a)  # stored answers
+    np.testing.assert_array_equal(s.decision_function(X[:50]), a)  # stored answers
     # the same points asked in two batches by an identically seeded service: the same first batch, consistent path
     t = MulticlassGPService(m, 2.0, 1e-6, data_norm=1.0, random_state=3)
-    np.testing.assert_array_equal(t.predict(X[:50]), a)
+    np.testing.assert_array_equal(t.decision_function(X[:50]), a)
     assert s.n_distinct == 50
-    assert float(np.mean(s.predict_labels(X[50:500]) == y[50:500])) > 0.85
+    assert float(np.mean(s.predict(X[50:500]) == y[50:500])) > 0.85
     # ε huge: the answers are the model's scores
     big = MulticlassGPService(m, 1e6, 1e-6, data_norm=1.0, random_state=0)
-    np.testing.assert_allclose(big.predict(X[:20]), m._scores(X[:20]), atol=1e-3)
+    np.testing.assert_allclose(big.decision_function(X[:20]), m._scores(X[:20]), atol=1e-3)
     # beyond max_exact_queries: the posterior mean of the released paths (K columns)
     small = MulticlassGPService(m, 2.0, 1e-6, data_norm=1.0, max_exact_queries=30, random_state=1)
-    out = small.predict(X[:40])
+    out = small.decision_function(X[:40])
     assert out.shape == (40, 3) and small.n_distinct == 30 and np.isfinite(out).all()
 
 
@@ -206,7 +206,7 @@ def test_service_validation_before_any_charge(three_blobs, tmp_path):
     assert acc.spent[0] == 0.0
     s = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0)
     with pytest.raises(ValueError, match="X"):
-        s.predict(np.full((2, 2), 5.0))
+        s.decision_function(np.full((2, 2), 5.0))
     with pytest.raises(NotImplementedError):
         s.calibrate_prior(0.3, X[:5])
 
@@ -217,16 +217,16 @@ def test_service_durable_state_roundtrip_and_refusals(three_blobs, tmp_path):
     acc = dpcore.BudgetAccountant(5.0, 1e-5)
     s = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, max_exact_queries=200, state_path=path, random_state=4,
                             accountant=acc)
-    a = s.predict(X[:30])
-    b = s.predict(X[30:50])
+    a = s.decision_function(X[:30])
+    b = s.decision_function(X[30:50])
     seq = s.state_seq
     s.close()
     with pytest.raises(RuntimeError, match="closed"):
-        s.predict(X[:2])
+        s.decision_function(X[:2])
     r = MulticlassGPService.load(path, m, min_seq=seq, accountant=acc)
-    np.testing.assert_array_equal(r.predict(X[:30]), a)      # the stored answers
-    np.testing.assert_array_equal(r.predict(X[30:50]), b)
-    c = r.predict(X[50:60])                                  # the path continues
+    np.testing.assert_array_equal(r.decision_function(X[:30]), a)      # the stored answers
+    np.testing.assert_array_equal(r.decision_function(X[30:50]), b)
+    c = r.decision_function(X[50:60])                                  # the path continues
     assert c.shape == (10, 3) and r.n_distinct == 60
     r.close()
     # a different model is refused (keyed fingerprint); a binary service cannot load a K-class state
@@ -240,7 +240,7 @@ def test_service_durable_state_roundtrip_and_refusals(three_blobs, tmp_path):
     upath = str(tmp_path / "u.json")
     u = MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, max_exact_queries=50, state_path=upath,
                             state_key="unauthenticated", random_state=5)
-    u.predict(X[:5])
+    u.decision_function(X[:5])
     u.close()
     import base64
     import json
@@ -400,3 +400,17 @@ def test_linear_pickle_roundtrip():
     r = pickle.loads(pickle.dumps(m))
     np.testing.assert_array_equal(r.decision_function(X), m.decision_function(X))
     assert not hasattr(m, "n_iter_")
+
+
+def test_multiclass_service_follows_scikit_learn_predict_labels_score(three_blobs):
+    """As GPService (issue 25): predict → labels, decision_function → (m, K) scores, score → accuracy;
+    predict_labels is the deprecated alias; one answer loop (GPService._answers) serves both services."""
+    m, X, y = three_blobs
+    s = MulticlassGPService(m, 2.0, 1e-6, data_norm=1.0, random_state=3)
+    scores = s.decision_function(X[:40])
+    labels = s.predict(X[:40])
+    np.testing.assert_array_equal(labels, m.classes_[np.argmax(scores, axis=1)])
+    assert s.score(X[:40], y[:40]) == pytest.approx(float(np.mean(labels == y[:40])))
+    with pytest.warns(DeprecationWarning):
+        np.testing.assert_array_equal(s.predict_labels(X[:40]), labels)
+    assert type(s)._answers is dpcore.GPService._answers

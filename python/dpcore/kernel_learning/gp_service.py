@@ -206,6 +206,9 @@ class GPService(DurableSession):
     (True, 5)
     """
 
+    #: Shape of one answer (a scalar decision value; ``(K,)`` scores for :class:`MulticlassGPService`).
+    _answer_shape: tuple = ()
+
     #: Test hook for deliberately broken copies; must stay 1.0.
     _sensitivity_factor = 1.0
 
@@ -474,10 +477,17 @@ class GPService(DurableSession):
         >>> bool(np.array_equal(a, service.decision_function(X[:3])))   # repeated queries: identical answers
         True
         """
+        return self._answers(X)
+
+    def _answers(self, X: ArrayLike) -> np.ndarray:
+        """The answers to the rows of ``X`` (shape ``(m,) + _answer_shape``): stored answers for points seen
+        before, the released path for new points up to ``max_exact_queries``, the posterior mean beyond.
+        Shared by the binary and the K-class service (one code path: one durable state machine)."""
+        name = type(self).__name__
         X = self._check_queries(X)
         with self._lock:
             if getattr(self, "_closed", False):
-                raise RuntimeError("this GPService was closed")
+                raise RuntimeError(f"this {name} was closed")
             keys = [row.tobytes() for row in X]
             new, seen = [], set()
             for i, kb in enumerate(keys):
@@ -488,12 +498,12 @@ class GPService(DurableSession):
             exact_new = new[:max(room, 0)]
             # the bar counts the queries of the batch: the new points on the exact path (one block Cholesky
             # step), then the repeated ones and those beyond max_exact_queries (posterior mean)
-            with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc="GPService queries",
+            with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc=f"{name} queries",
                               unit="query") as bar:
                 if exact_new:
                     self._guarded(lambda: self._answer_and_commit(X[exact_new]), self._snapshot(), self._restore)
                     bar.update(len(exact_new))
-                out = np.empty(X.shape[0])
+                out = np.empty((X.shape[0],) + self._answer_shape)
                 rest = []
                 for i, kb in enumerate(keys):
                     j = self._index.get(kb)
@@ -505,8 +515,8 @@ class GPService(DurableSession):
                     out[rest] = self._posterior_mean(X[rest])
                 bar.update(X.shape[0] - bar.n)
             if len(exact_new) < len(new):
-                logger.info("GPService: %d new query point(s) beyond max_exact_queries=%d answered by the "
-                            "posterior mean", len(new) - len(exact_new), self.privacy_.max_exact_queries)
+                logger.info("%s: %d new query point(s) beyond max_exact_queries=%d answered by the posterior mean",
+                            name, len(new) - len(exact_new), self.privacy_.max_exact_queries)
             self._n_answered += X.shape[0]
             return out
 

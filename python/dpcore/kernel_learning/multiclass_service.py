@@ -137,10 +137,10 @@ class MulticlassGPService(GPService):
     >>> lam = dpcore.multiclass_auto_lam(2000, 2.0, 1e-6, data_norm=1.0)
     >>> m = dpcore.MulticlassKernelLogisticRegression(lam=lam, gamma=2.0, classes=[0, 1, 2], tol=1e-6).fit(X, y)
     >>> service = dpcore.MulticlassGPService(m, 2.0, 1e-6, data_norm=1.0, random_state=0)
-    >>> s = service.predict(X[:5])
-    >>> s.shape, bool(np.array_equal(s, service.predict(X[:5])))      # repeated queries: the same answers
+    >>> s = service.decision_function(X[:5])                           # private (m, K) scores
+    >>> s.shape, bool(np.array_equal(s, service.decision_function(X[:5])))  # repeated queries: the same answers
     ((5, 3), True)
-    >>> float(np.mean(service.predict_labels(X[:300]) == y[:300])) > 0.8
+    >>> service.score(X[:300], y[:300]) > 0.8                          # accuracy of predict (the labels)
     True
     """
 
@@ -296,81 +296,41 @@ class MulticlassGPService(GPService):
         return y[:, [first[kb] for kb in keys], :]
 
     # ------------------------------------------------------------------ public API
-    def predict(self, X: ArrayLike) -> np.ndarray:
+    @property
+    def _answer_shape(self) -> tuple:
+        return (self._K,)
+
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Private scores ``F̂(x) + σG(x)`` of shape ``(m, K)`` (columns as ``classes_``), in order.
 
         Points answered before get their stored answers; new points (up to ``max_exact_queries`` distinct
         ones) extend the K released paths; beyond that, new points get their posterior mean. Thread-safe.
+        (The answer loop and its durable state are :class:`GPService`'s, shared.)
 
         Examples
         --------
         >>> import numpy as np, dpcore
         >>> X = np.array([[0.5], [-0.5], [0.0]]); y = [0, 1, 2]
         >>> m = dpcore.MulticlassKernelLogisticRegression(lam=0.1, classes=[0, 1, 2], tol=1e-8).fit(X, y)
-        >>> dpcore.MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0).predict(X).shape
+        >>> dpcore.MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0).decision_function(X).shape
         (3, 3)
         """
-        X = self._check_queries(X)
-        with self._lock:
-            if getattr(self, "_closed", False):
-                raise RuntimeError("this MulticlassGPService was closed")
-            keys = [row.tobytes() for row in X]
-            new, seen = [], set()
-            for i, kb in enumerate(keys):
-                if kb not in self._index and kb not in seen:
-                    seen.add(kb)
-                    new.append(i)
-            room = self.privacy_.max_exact_queries - self._Q.shape[0]
-            exact_new = new[:max(room, 0)]
-            with progress_bar(getattr(self, "verbose", False), total=X.shape[0], desc="MulticlassGPService queries",
-                              unit="query") as bar:
-                if exact_new:
-                    self._guarded(lambda: self._answer_and_commit(X[exact_new]), self._snapshot(), self._restore)
-                    bar.update(len(exact_new))
-                out = np.empty((X.shape[0], self._K))
-                rest = []
-                for i, kb in enumerate(keys):
-                    j = self._index.get(kb)
-                    if j is None:
-                        rest.append(i)
-                    else:
-                        out[i] = self._y[j]
-                if rest:
-                    out[rest] = self._posterior_mean(X[rest])
-                bar.update(X.shape[0] - bar.n)
-            if len(exact_new) < len(new):
-                logger.info("MulticlassGPService: %d new query point(s) beyond max_exact_queries=%d answered by the "
-                            "posterior mean", len(new) - len(exact_new), self.privacy_.max_exact_queries)
-            self._n_answered += X.shape[0]
-            return out
+        return self._answers(X)
 
-    def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Alias of :meth:`predict` (the private ``(m, K)`` scores).
-
-        Examples
-        --------
-        >>> import numpy as np, dpcore
-        >>> X = np.array([[0.5], [-0.5], [0.0]]); y = [0, 1, 2]
-        >>> m = dpcore.MulticlassKernelLogisticRegression(lam=0.1, classes=[0, 1, 2], tol=1e-8).fit(X, y)
-        >>> s = dpcore.MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0)
-        >>> bool(np.array_equal(s.decision_function(X), s.predict(X)))
-        True
-        """
-        return self.predict(X)
-
-    def predict_labels(self, X: ArrayLike) -> np.ndarray:
-        """``classes_[argmax_k]`` of the private scores (post-processing; ties: the first class).
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """Labels ``classes_[argmax_k]`` of the private scores (post-processing of :meth:`decision_function`;
+        ties: the first class), scikit-learn's convention as for :class:`GPService`.
 
         Examples
         --------
         >>> import numpy as np, dpcore
         >>> X = np.array([[0.5], [-0.5], [0.0]]); y = ["a", "b", "c"]
         >>> m = dpcore.MulticlassKernelLogisticRegression(lam=0.1, classes=y, tol=1e-8).fit(X, y)
-        >>> labels = dpcore.MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0).predict_labels(X)
+        >>> labels = dpcore.MulticlassGPService(m, 1.0, 1e-6, data_norm=1.0, random_state=0).predict(X)
         >>> set(labels.tolist()) <= {"a", "b", "c"}
         True
         """
-        return self.classes_[np.argmax(self.predict(X), axis=1)]
+        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
     def calibrate_prior(self, proportion: float, points: ArrayLike) -> NoReturn:
         """Not offered for K classes (the binary threshold remedy has no K-class counterpart here yet).
