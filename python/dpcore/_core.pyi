@@ -15,7 +15,7 @@ weights and ``n_answered`` as they were (its generator is not rewound). ``erm_fi
 ``em_sample_*`` scans poll signals through their progress hook (below).
 """
 
-from typing import Callable, Optional, final
+from typing import Callable, Optional, Sequence, final
 
 import numpy as np
 import numpy.typing as npt
@@ -216,6 +216,26 @@ def erm_fit(
     is called; an exception from either abandons the solve and is re-raised. Returns ``{"a", "mu", "decision", "primal", "dual", "gap", "w_norm", "n_iter",
     "converged", "stop_reason", "history", "full_gram"}`` (``a = alpha / C in [0, s]``,
     ``mu = y * C * a``, ``gap`` certified from ``a`` alone)."""
+
+def erm_fit_path(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    intercept_scaling: float,
+    lams: Sequence[float],
+    tols: Sequence[float],
+    max_iter: int,
+    cache_bytes: int,
+    progress: Optional[Callable[[int, float, bool, int], object]] = None,
+    sample_weight: Optional[npt.NDArray[np.float64]] = None,
+) -> list[dict]:
+    """The weighted kernel logistic regression for every ``lams[k]`` (to ``tols[k]``) in one call (a
+    regularisation path): the Gram matrix, the preconditioner's pivoted Cholesky factor and the exact checks (one
+    fused pass for all the certificates) are shared; nothing is warm-started across ``lams``. Returns one dict per
+    ``lam``, as ``erm_fit``'s, each certified from its own ``a``. Interruptible and with progress as ``erm_fit``."""
 
 def erm_certificate(
     x: npt.NDArray[np.float64],

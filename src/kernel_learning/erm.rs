@@ -349,8 +349,7 @@ pub fn certify_weighted_cancellable(
             format!("must have length {n} with entries in [0, s_i] (s = 1 unweighted)"),
         ));
     }
-    let c = 1.0 / (lam * n as f64);
-    let mu: Array1<f64> = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
+    let mu = representer(y, a, lam);
     let sv: Vec<usize> = (0..n).filter(|&i| mu[i] != 0.0).collect();
     let decision = if sv.is_empty() {
         Array1::zeros(n)
@@ -359,6 +358,32 @@ pub fn certify_weighted_cancellable(
         let ms = mu.select(Axis(0), &sv);
         evaluation::kernel_predict_cancellable(x, xs.view(), ms.view(), kernel, cancel)?
     };
+    Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision))
+}
+
+/// `μ = y ∘ C a` (`C = 1/(λ n)`).
+fn representer(y: ArrayView1<'_, f64>, a: ArrayView1<'_, f64>, lam: f64) -> Array1<f64> {
+    let c = 1.0 / (lam * y.len() as f64);
+    Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)))
+}
+
+/// The certificate of `a` from its representer coefficients `mu` and their exactly recomputed
+/// decision values `decision` (`f = K' μ` by the fused engine, within
+/// [`crate::fp::KERNEL_SUM_REL_ERROR`]).
+#[allow(clippy::too_many_arguments)]
+fn certificate_of(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: &[f64],
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    mu: Array1<f64>,
+    decision: Array1<f64>,
+) -> Certificate {
+    let n = x.nrows();
     let inv_n = 1.0 / n as f64;
     let w2 = mu.dot(&decision).max(0.0);
     let mut loss_sum = 0.0;
@@ -394,17 +419,17 @@ pub fn certify_weighted_cancellable(
         .iter()
         .map(|v| v.abs().sqrt())
         .collect();
-    let slack = fp_slack(&sqrt_diag, &s, mu.iter().map(|v| v.abs()))
+    let slack = fp_slack(&sqrt_diag, s, mu.iter().map(|v| v.abs()))
         + 1e-15 * (1.0 + primal.abs() + dual.abs());
     let gap = (inv_n * gap_sum).max(primal - dual).max(0.0) + slack;
-    Ok(Certificate {
+    Certificate {
         mu,
         decision,
         primal,
         dual,
         gap,
         w_norm: w2.sqrt(),
-    })
+    }
 }
 
 /// Relative accuracy assumed for the recomputed decision values (named in [`crate::fp`]).
@@ -645,6 +670,112 @@ pub fn fit_weighted_with_hook(
         history,
         full_gram,
     }))
+}
+
+/// The weighted kernel logistic regression for several regularisations `lams[k]` (each to its own
+/// tolerance `tols[k]`) on the same data, kernel and weights, in one call: a *regularisation path*
+/// (issue 26; what private model selection fits). Returns one [`ErmSolution`] per `λ`, in order.
+///
+/// What the candidates share: the Gram matrix (built once, `cache_bytes` as for one fit), the
+/// pivoted Cholesky factor of the preconditioner (run once for the largest `C`; each `λ` uses the
+/// row prefix its own run stops at, bit for bit), and the exact checks: with an `f32` Gram each
+/// solve stops as soon as the `f32` estimate of its gap meets the stopping target and all the
+/// stopped dual points are certified together, in **one** fused pass of the kernel engine with one
+/// vector per `λ` ([`evaluation::kernel_matvecs_cancellable`], same documented accuracy as the
+/// single certificate, [`crate::fp::KERNEL_SUM_REL_ERROR`]). A `λ` whose certificate misses its
+/// `tol` is solved again exactly as [`fit_weighted_with_hook`] would (its iterations added).
+/// Nothing is warm-started from another `λ`: each dual point is the one its own solve reaches
+/// (the same `a` as [`fit_weighted_with_hook`] whenever that fit's first exact check stops it),
+/// and each certificate is computed from its `a` alone, so every solution is certified to its
+/// `tol` exactly as a single fit is. `max_iter` applies to each `λ`.
+///
+/// # Errors
+/// As [`fit_weighted_with_hook`] for every `(λ, tol)`; `lams` empty or of another length than `tols`.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_path_with_hook(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    lams: &[f64],
+    tols: &[f64],
+    max_iter: u64,
+    cache_bytes: usize,
+    hook: &mut dyn FnMut(&Progress) -> bool,
+) -> DpResult<Option<Vec<ErmSolution>>> {
+    if lams.is_empty() || lams.len() != tols.len() {
+        return Err(DpError::invalid(
+            "lams",
+            format!("must be non-empty and as long as tols, got {} and {}", lams.len(), tols.len()),
+        ));
+    }
+    let opts: Vec<ErmOptions> = lams
+        .iter()
+        .zip(tols)
+        .map(|(&lam, &tol)| ErmOptions { lam, tol, max_iter, cache_bytes, shrinking: true })
+        .collect();
+    for o in &opts {
+        check_problem(&x, &y, o.lam)?;
+        check_options(o)?;
+    }
+    kernel.validate()?;
+    let sw = weights_or_ones(s, x.nrows())?;
+    let xs = x.as_standard_layout();
+    let xv = xs.view();
+    let yv: Vec<f64> = y.to_vec();
+    let diag = evaluation::kernel_diag(xv, kernel).to_vec();
+    let mut ticker = Ticker::new(hook);
+    let Some(engine) = klr_newton::PathEngine::new(xv, kernel, &yv, &sw, &diag, lams, cache_bytes, &mut ticker)
+    else {
+        return Ok(None);
+    };
+    let mut outs = Vec::with_capacity(opts.len());
+    for o in &opts {
+        let out = engine.solve(&yv, &sw, &diag, o, &mut ticker, true);
+        if ticker.stopped {
+            return Ok(None);
+        }
+        outs.push(out);
+    }
+    // every certificate from one fused pass (one vector per λ)
+    let mus: Vec<Array1<f64>> = outs.iter().zip(&opts).map(|((o, _), p)| representer(y, o.0.view(), p.lam)).collect();
+    let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
+    let decisions = evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?;
+    let mut sols = Vec::with_capacity(opts.len());
+    for (((out, deferred), o), (mu, decision)) in outs.into_iter().zip(&opts).zip(mus.into_iter().zip(decisions)) {
+        let (mut a, mut b, mut n_iter, mut history) = out;
+        let mut cert = certificate_of(
+            xv, y, &sw, a.view(), b.as_ref().map(|b| b.view()), kernel, Loss::Logistic, o.lam, mu,
+            Array1::from_vec(decision),
+        );
+        if deferred && cert.gap > o.tol {
+            // the f32 estimate was too optimistic: solve this λ as a single fit does
+            history.push((n_iter, cert.gap));
+            let ((a2, b2, it2, h2), _) = engine.solve(&yv, &sw, &diag, o, &mut ticker, false);
+            if ticker.stopped {
+                return Ok(None);
+            }
+            history.extend(h2.into_iter().map(|(i, g)| (n_iter + i, g)));
+            n_iter += it2;
+            a = a2;
+            b = b2;
+            cert = certify_weighted_cancellable(
+                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), b.as_ref().map(|b| b.view()),
+                kernel, Loss::Logistic, o.lam, Cancel::never(),
+            )?;
+        }
+        history.push((n_iter, cert.gap));
+        let converged = cert.gap <= o.tol;
+        let stop_reason = if converged {
+            StopReason::Converged
+        } else if n_iter >= o.max_iter {
+            StopReason::MaxIter
+        } else {
+            StopReason::Precision
+        };
+        sols.push(ErmSolution { stop_reason, converged, a, cert, n_iter, history, full_gram: engine.full_gram() });
+    }
+    Ok(Some(sols))
 }
 
 /// Exact gap `(1/n) Σ [a (u−1)₊ + (s−a)(1−u)₊]` from `q = Qα` (`u = q`; weights `s`).

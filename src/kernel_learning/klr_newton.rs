@@ -312,7 +312,7 @@ fn pivoted_cholesky(
     r_max: usize,
     scale: f64,
     ticker: &mut Ticker<'_>,
-) -> Option<Array2<f64>> {
+) -> Option<Pivots> {
     let n = diag.len();
     let mut d: Vec<f64> = diag.iter().map(|v| v.max(0.0)).collect();
     let dmax0 = d.iter().cloned().fold(0.0, f64::max);
@@ -323,12 +323,14 @@ fn pivoted_cholesky(
         Some(RowCache::new(x, kernel, 0, true))
     };
     let mut r = 0;
+    let mut states = Vec::new();
     while r < lt.nrows() {
         let (j, dj) = d
             .iter()
             .enumerate()
             .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| if v > bv { (i, v) } else { (bj, bv) });
         let trace: f64 = d.iter().sum();
+        states.push((dj, trace));
         if dj <= 1e-12 * dmax0 || scale * trace <= 0.5 {
             break;
         }
@@ -369,7 +371,32 @@ fn pivoted_cholesky(
             return None;
         }
     }
-    Some(lt.slice(s![..r, ..]).to_owned())
+    Some(Pivots { lt: lt.slice(s![..r, ..]).to_owned(), states, dmax0 })
+}
+
+/// A pivoted Cholesky factor with the residual state `(largest residual diagonal, trace)` seen
+/// before each pivot: the factor the same greedy run would have stopped at for a smaller `scale`
+/// is a row prefix of it (the pivot order does not depend on `scale`, only the stopping test).
+pub(crate) struct Pivots {
+    lt: Array2<f64>,
+    states: Vec<(f64, f64)>,
+    dmax0: f64,
+}
+
+impl Pivots {
+    /// Number of pivots [`pivoted_cholesky`] would keep for `scale` (`≤` the one it was run with).
+    fn cut(&self, scale: f64) -> usize {
+        self.states
+            .iter()
+            .position(|&(dj, trace)| dj <= 1e-12 * self.dmax0 || scale * trace <= 0.5)
+            .unwrap_or(self.states.len())
+            .min(self.lt.nrows())
+    }
+
+    /// The factor for `scale`: bit-for-bit what [`pivoted_cholesky`] returns when run with it.
+    fn factor(&self, scale: f64) -> Array2<f64> {
+        self.lt.slice(s![..self.cut(scale), ..]).to_owned()
+    }
 }
 
 /// Preconditioner `(I + U Uᵀ)⁻¹ = I − U (I + UᵀU)⁻¹ Uᵀ` with `U = diag(t) Lᵀᵀ` (`t = C^{½} W^{½}
@@ -593,9 +620,103 @@ pub(crate) fn solve(
 ) -> SolverOut {
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
+    let s_max = sw.iter().cloned().fold(0.0, f64::max);
+    let Some(ops) = Ops::new(x, kernel, y, opts.cache_bytes, ticker) else {
+        return cold_start(sw, 0, Vec::new());
+    };
+    *full_gram = ops.has_gram();
+    let r_max = pivot_budget(n, opts.cache_bytes);
+    let Some(piv) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
+        return cold_start(sw, 0, Vec::new());
+    };
+    solve_on(&ops, &piv.lt, y, sw, diag, opts, ticker, false).0
+}
+
+/// What the candidates of a regularisation path share (module docs, "Paths"): the kernel products
+/// (the Gram matrix, built once) and the pivoted Cholesky factor, run once for the largest `C`;
+/// every `λ` takes the row prefix its own run would have stopped at.
+pub(crate) struct PathEngine<'x> {
+    ops: Ops<'x>,
+    piv: Pivots,
+}
+
+impl<'x> PathEngine<'x> {
+    /// `None` when cancelled.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        x: ArrayView2<'x, f64>,
+        kernel: &Kernel,
+        y: &[f64],
+        sw: &[f64],
+        diag: &[f64],
+        lams: &[f64],
+        cache_bytes: usize,
+        ticker: &mut Ticker<'_>,
+    ) -> Option<Self> {
+        let n = y.len();
+        let s_max = sw.iter().cloned().fold(0.0, f64::max);
+        let c_max = lams.iter().map(|&l| 1.0 / (l * n as f64)).fold(0.0, f64::max);
+        let ops = Ops::new(x, kernel, y, cache_bytes, ticker)?;
+        let r_max = pivot_budget(n, cache_bytes);
+        let piv = pivoted_cholesky(x, kernel, &ops, diag, r_max, c_max * s_max / 4.0, ticker)?;
+        Some(PathEngine { ops, piv })
+    }
+
+    pub(crate) fn full_gram(&self) -> bool {
+        self.ops.has_gram()
+    }
+
+    /// The solve of one `λ` (`opts.lam`), as [`solve`] with these shared parts; `defer`: see
+    /// [`solve_on`].
+    pub(crate) fn solve(
+        &self,
+        y: &[f64],
+        sw: &[f64],
+        diag: &[f64],
+        opts: &ErmOptions,
+        ticker: &mut Ticker<'_>,
+        defer: bool,
+    ) -> (SolverOut, bool) {
+        let n = y.len();
+        let s_max = sw.iter().cloned().fold(0.0, f64::max);
+        let c = 1.0 / (opts.lam * n as f64);
+        let lt = self.piv.factor(c * s_max / 4.0);
+        solve_on(&self.ops, &lt, y, sw, diag, opts, ticker, defer)
+    }
+}
+
+/// Largest number of pivots of the preconditioner for `n` rows and the cache budget.
+fn pivot_budget(n: usize, cache_bytes: usize) -> usize {
+    MAX_PIVOTS.min(n).min((cache_bytes / (16 * n.max(1))).max(32))
+}
+
+/// The dual candidate of `u = 0` (`a = s/2`): what a solve cancelled before its first check returns.
+fn cold_start(sw: &[f64], iter: u64, history: Vec<(u64, f64)>) -> SolverOut {
+    let half: Vec<f64> = sw.iter().map(|&si| si * sigmoid(0.0)).collect();
+    (ndarray::Array1::from_vec(half.clone()), Some(ndarray::Array1::from_vec(half)), iter, history)
+}
+
+/// The Newton–CG iteration on prepared kernel products `ops` and pivoted factor `lt` (module docs).
+/// With `defer` and an `f32` Gram, the solve stops as soon as the `f32` estimate of a candidate's
+/// gap meets the stopping target, *without* its exact check: the caller then certifies it exactly
+/// (several candidates in one fused pass, [`fit_path_with_hook`]) and re-solves with `defer =
+/// false` if the certificate misses `tol`. Returns the solver output and whether it stopped on
+/// such an unchecked estimate.
+#[allow(clippy::too_many_arguments)]
+fn solve_on(
+    ops: &Ops<'_>,
+    lt: &Array2<f64>,
+    y: &[f64],
+    sw: &[f64],
+    diag: &[f64],
+    opts: &ErmOptions,
+    ticker: &mut Ticker<'_>,
+    defer: bool,
+) -> (SolverOut, bool) {
+    let n = y.len();
+    let c = 1.0 / (opts.lam * n as f64);
     let inv_n = 1.0 / n as f64;
     let sqrt_diag: Vec<f64> = diag.iter().map(|v| v.abs().sqrt()).collect();
-    let s_max = sw.iter().cloned().fold(0.0, f64::max);
     let mut history = Vec::new();
     let mut iter: u64 = 0;
     // the dual candidate of u = 0 (returned as is if the solve is cancelled right away)
@@ -611,16 +732,8 @@ pub(crate) fn solve(
     let done = |a: Vec<f64>, b: Vec<f64>, iter: u64, history: Vec<(u64, f64)>| -> SolverOut {
         (ndarray::Array1::from_vec(a), Some(ndarray::Array1::from_vec(b)), iter, history)
     };
-    let Some(ops) = Ops::new(x, kernel, y, opts.cache_bytes, ticker) else {
-        return done(best_a, best_b, iter, history);
-    };
-    *full_gram = ops.has_gram();
     // products with an f32 Gram are not exact: the checks are estimated first (loop below)
     let narrow = matches!(ops.gram, Gram::F32(_));
-    let r_max = MAX_PIVOTS.min(n).min((opts.cache_bytes / (16 * n.max(1))).max(32));
-    let Some(lt) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
-        return done(best_a, best_b, iter, history);
-    };
     // the n-scaled dual objective Σ s H(a/s) − ½ aᵀ Q̃ a of a dual point with q = Q̃ a: the best
     // one seen bounds the primal suboptimality of the iterate, Ψ(v) − best (forcing term below)
     let dual_of = |a: &[f64], b: &[f64], q: &[f64]| -> f64 {
@@ -644,14 +757,14 @@ pub(crate) fn solve(
     // warm start: the dual candidate of the Nyström optimum, checked exactly; its product makes
     // the state (u, v) = (Q̃ a₀, a₀) exact
     let Some(f0) = nystrom_start(&lt, y, sw, c, opts.tol, ticker) else {
-        return done(best_a, best_b, iter, history);
+        return (done(best_a, best_b, iter, history), false);
     };
     {
         let (a0, b0) = half(&f0);
         let Some(prods) =
             ops.products(std::slice::from_ref(&a0), !narrow, ticker, &|| progress(iter, f64::NAN, n))
         else {
-            return done(best_a, best_b, iter, history);
+            return (done(best_a, best_b, iter, history), false);
         };
         iter += 1;
         let ka: Vec<f64> = prods[0].iter().map(|v| c * v).collect();
@@ -669,7 +782,7 @@ pub(crate) fn solve(
             || (!narrow && gap <= stop_target(opts.tol, slack))
             || iter >= opts.max_iter
         {
-            return done(best_a, best_b, iter, history);
+            return (done(best_a, best_b, iter, history), false);
         }
     }
     loop {
@@ -688,6 +801,10 @@ pub(crate) fn solve(
         let slack = fp_slack(&sqrt_diag, sw, a.iter().map(|v| c * v));
         let target = stop_target(opts.tol, slack);
         let mut exact = !narrow;
+        if defer && narrow && gap <= target {
+            // the caller checks this candidate exactly (its certificate, batched)
+            return (done(a, b, iter, history), true);
+        }
         if narrow && gap <= target && iter < opts.max_iter {
             let g = gap;
             let Some(prods) = ops.products(std::slice::from_ref(&a), true, ticker, &|| progress(iter, g, n)) else {
@@ -807,7 +924,7 @@ pub(crate) fn solve(
             break; // no decrease representable: report the last certified point honestly
         }
     }
-    done(best_a, best_b, iter, history)
+    (done(best_a, best_b, iter, history), false)
 }
 
 #[cfg(test)]
@@ -978,6 +1095,70 @@ mod tests {
                 assert!((narrow.cert.decision[i] - wide.cert.decision[i]).abs() <= 1e-3);
             }
         }
+    }
+
+    #[test]
+    fn a_path_gives_each_lambda_the_dual_point_and_certificate_of_its_own_fit() {
+        // one call for several λ (f32 Gram, f64 Gram, fused products; weighted or not): every λ
+        // converges to its own tol with the same dual point as its single fit (bit for bit where
+        // the single fit stops at its first exact check, which is the case here) and a
+        // certificate equal to the single fit's up to the engine's rounding
+        use crate::kernel_learning::erm::fit_path_with_hook;
+        let (x, y) = data(600, 4, 21);
+        let n = 600usize;
+        let s = y.mapv(|v| if v > 0.0 { 4.0 } else { 1.0 });
+        let k = Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap();
+        let cs = [0.3, 0.003, 0.03, 3.0];
+        let lams: Vec<f64> = cs.iter().map(|c| 1.0 / (c * n as f64)).collect();
+        let tols: Vec<f64> = lams.iter().map(|l| 1e-10 / l).collect();
+        for cache in [4 * n * n, 8 * n * n, 8 * n * 40] {
+            for w in [None, Some(&s)] {
+                let mut always = |_: &Progress| true;
+                let path = fit_path_with_hook(
+                    x.view(), y.view(), w.map(|s| s.view()), &k, &lams, &tols, 100_000, cache, &mut always,
+                )
+                .unwrap()
+                .unwrap();
+                assert_eq!(path.len(), lams.len());
+                for (j, sol) in path.iter().enumerate() {
+                    let o = ErmOptions { lam: lams[j], tol: tols[j], max_iter: 100_000, cache_bytes: cache, shrinking: true };
+                    let alone = fit_s(&x, &y, w, &k, &o);
+                    assert!(sol.converged && alone.converged, "C {} cache {cache}", cs[j]);
+                    assert!(sol.cert.gap <= tols[j]);
+                    assert_eq!(sol.full_gram, alone.full_gram);
+                    assert_eq!(sol.a, alone.a, "C {} cache {cache} w {}", cs[j], w.is_some());
+                    assert_eq!(sol.cert.mu, alone.cert.mu);
+                    let rel = (sol.cert.gap - alone.cert.gap).abs() / alone.cert.gap;
+                    assert!(rel < 1e-3, "C {}: {} vs {}", cs[j], sol.cert.gap, alone.cert.gap);
+                    for i in 0..n {
+                        let d = (sol.cert.decision[i] - alone.cert.decision[i]).abs();
+                        assert!(d <= 1e-11 * (1.0 + alone.cert.decision[i].abs()), "{i}: {d}");
+                    }
+                    // the exact check a single fit makes is saved (batched into the certificates)
+                    assert!(sol.n_iter <= alone.n_iter);
+                }
+            }
+        }
+        // the pivot prefix of a smaller scale is the factor a run at that scale returns, bit for bit
+        let ops_n = 300usize;
+        let xs = x.slice(s![..ops_n, ..]);
+        let ys: Vec<f64> = y.iter().take(ops_n).cloned().collect();
+        let diag = evaluation::kernel_diag(xs, &k).to_vec();
+        let mut always = |_: &Progress| true;
+        let mut t = Ticker::new(&mut always);
+        let ops = Ops::new(xs, &k, &ys, 8 * ops_n * ops_n, &mut t).unwrap();
+        let big = pivoted_cholesky(xs, &k, &ops, &diag, 200, 50.0, &mut t).unwrap();
+        for scale in [50.0, 5.0, 0.5, 0.05] {
+            let own = pivoted_cholesky(xs, &k, &ops, &diag, 200, scale, &mut t).unwrap();
+            assert_eq!(big.factor(scale), own.lt, "scale {scale}");
+        }
+        // validation
+        let mut always = |_: &Progress| true;
+        assert!(fit_path_with_hook(x.view(), y.view(), None, &k, &[], &[], 10, 1 << 20, &mut always).is_err());
+        assert!(fit_path_with_hook(x.view(), y.view(), None, &k, &[0.1], &[1e-8, 1e-8], 10, 1 << 20, &mut always)
+            .is_err());
+        assert!(fit_path_with_hook(x.view(), y.view(), None, &k, &[-0.1], &[1e-8], 10, 1 << 20, &mut always)
+            .is_err());
     }
 
     #[test]

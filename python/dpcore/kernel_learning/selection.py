@@ -126,6 +126,17 @@ checked, on its public calibration record, to be at most ``μ_r``-GDP. Empirical
 layer (worst-case neighbours shift every candidate's score; output = the released best score, which
 also catches a score noise calibrated with the wrong sensitivity): ``tests/kernel_learning/test_selection.py``.
 
+Time (issue 26)
+---------------
+With ``"exhaustive"`` the :class:`dpcore.KernelLogisticRegression` candidates that differ only in
+``lam``/``C``/``tol`` are fitted together, before the runs, as one regularisation path
+(:func:`dpcore.kernel_learning.svm.fit_logistic_path`: one Gram matrix, one preconditioner factor, one pass of
+the kernel engine for all the certificates), and the candidates' TDDL releases share ``K(Z, Z)`` and its GP
+factor (public). *Privacy is unchanged*: nothing is warm-started across candidates, each candidate's model is
+the one its own fit reaches and is certified to its own ``tol`` from its own dual point, so every run is the
+same mechanism with the same calibration; which candidates are grouped depends on the public grid only. Only
+the wall-clock time changes.
+
 Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
 ``mean_runs`` and the strategy are public. Everything public is validated and calibrated before the budget is
 charged (every candidate's TDDL calibration is computed on a stand-in of its model that carries the declared
@@ -159,7 +170,8 @@ from dpcore.accounting.events import compose_events, epsilon_delta_event, make_a
 from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.fp import auto_tol, kernel_gap_floor
 from dpcore.exceptions import NotFittedError
-from dpcore.kernel_learning.svm import HINGE_AUTO_TOL_MIN, KernelLogisticRegression, KernelSVM, resolve_lam
+from dpcore.kernel_learning.svm import (HINGE_AUTO_TOL_MIN, PATH_PARAMS, KernelLogisticRegression, KernelSVM,
+                                        fit_logistic_path, resolve_lam)
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
 from dpcore.kernel_learning.multiclass_release import MulticlassTDDL, multiclass_min_tol
 from dpcore.accounting.calibrate import gaussian_delta
@@ -755,6 +767,7 @@ class PrivateGridSearch(BaseEstimator):
         # class weights, the prior and every candidate's fit read the same two labels
         y = np.where(y_pm > 0, classes_[1], classes_[0])
         positive = classes_[1]
+        factor_cache: dict = {}  # K(Z, Z) and its GP factor per kernel (public), shared by the candidates' TDDLs
         for i, c in enumerate(cands):
             if c.kind == "kernel":
                 # its class weights must be public (a declared dict, or "balanced" released privately below); its
@@ -767,8 +780,10 @@ class PrivateGridSearch(BaseEstimator):
                 # its TDDL-gp calibration, on a public stand-in of its model (declared parameters and the validated
                 # X, no solution): every check and number TDDL.prepare makes on public inputs, so that nothing
                 # about Z, the kernel parameters (e.g. gamma=1e308) or the budget is refused after the charge
-                cal = TDDL(_public_stand_in(c.cls, c.params, X, lipschitz=L), cand_eps, cand_delta,
-                           data_norm=radius, noise="gp").prepare(Z)["cal"]
+                stand_in = TDDL(_public_stand_in(c.cls, c.params, X, lipschitz=L), cand_eps, cand_delta,
+                                data_norm=radius, noise="gp")
+                stand_in._factor_cache = factor_cache
+                cal = stand_in.prepare(Z)["cal"]
                 _check_candidate_gdp(cal, mu_r)
             else:
                 # the public feature map (fitted on X's shape only), the features, and the GLM's whole calibration
@@ -816,11 +831,18 @@ class PrivateGridSearch(BaseEstimator):
                                           predicted_positive=(predicted == positive) if scoring != "roc_auc"
                                           else None)
 
+        # the kernel logistic candidates that differ only in lam/C/tol are fitted together, before the runs
+        # (a regularisation path: one Gram matrix, one preconditioner factor, one pass for the certificates; each
+        # still certified to its own tol, so every run is the same mechanism; only the wall-clock time changes)
+        prefit = self._fit_paths(cands, X, y) if strategy == "exhaustive" else {}
+
         def run(i):
             c = cands[i]
             if c.kind == "kernel":
-                model = c.cls(**c.params).fit(X, y)
+                model = prefit.pop(i) if i in prefit else c.cls(**c.params).fit(X, y)
                 tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
+                if self._path_fits:
+                    tddl._factor_cache = factor_cache
                 _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
                 release = tddl.fit(Z).release_
                 if p_hat is not None:  # post-processing of (p_hat, release) with public points
@@ -869,6 +891,32 @@ class PrivateGridSearch(BaseEstimator):
 
     #: Test hook for deliberately broken copies (the multi-class audit); must stay 1.0.
     _score_sensitivity_factor = 1.0
+
+    #: Fit the kernel logistic candidates that differ only in ``lam``/``C``/``tol`` as one regularisation path
+    #: (:func:`dpcore.kernel_learning.svm.fit_logistic_path`; ``"exhaustive"`` only) and share the GP factor of
+    #: ``Z`` between the candidates' TDDL releases. ``False`` fits and releases every candidate alone (the old code
+    #: path; ``benches/bench_selection.py`` compares both).
+    _path_fits = True
+
+    def _fit_paths(self, cands: list, X: np.ndarray, y: np.ndarray) -> dict:
+        """``{candidate index: fitted model}`` for the kernel logistic candidates of groups (of at least two)
+        that share every parameter but ``lam``/``C``/``tol``, each group fitted by one
+        :func:`~dpcore.kernel_learning.svm.fit_logistic_path` call. The groups are a function of the public
+        grid only; a model is the one its own ``fit`` would certify to its ``tol`` (the path's docstring)."""
+        if not self._path_fits:
+            return {}
+        groups: dict = {}
+        for i, c in enumerate(cands):
+            if c.kind == "kernel" and c.cls is KernelLogisticRegression:
+                key = repr(sorted((k, repr(v)) for k, v in c.params.items() if k not in PATH_PARAMS))
+                groups.setdefault(key, []).append(i)
+        out = {}
+        for idx in groups.values():
+            if len(idx) < 2:
+                continue
+            models = fit_logistic_path([cands[i].cls(**cands[i].params) for i in idx], X, y)
+            out.update(zip(idx, models))
+        return out
 
     def _declared_classes_lists(self) -> list:
         """Every ``classes`` declared in ``base_params`` or the grid (unvalidated; for routing only)."""

@@ -275,6 +275,31 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             ``class_weight`` neither ``None``, ``"balanced"`` nor a dict, or a non-numeric weight.
         """
         refuse_fit_params(type(self).__name__, fit_params)
+        prep = self._fit_prepare(X, y)
+        tol, max_iter, cache_size, n = prep["tol"], prep["max_iter"], prep["cache_size"], prep["n"]
+        hinge = self._loss == "hinge"
+        bar = progress_bar(self.verbose, desc=type(self).__name__ + ("" if hinge else " kernel products"),
+                           unit="upd" if hinge else "Kv", unit_scale=True)
+
+        def progress(it, gap, exact, active):
+            bar.update(it - bar.n)
+            kind = "exact gap" if exact else "gap~"
+            tail = f", active {active}" if hinge else ""
+            bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}){tail}", refresh=False)
+
+        try:
+            res = _core.erm_fit(
+                prep["X"], prep["y_pm"], self._loss, prep["name"], prep["gamma"], prep["degree"], prep["coef0"],
+                prep["b"], prep["lam"], tol, int(max_iter), _cache_bytes(cache_size, self._loss, n),
+                bool(self.shrinking), progress if check_verbose(self.verbose) else None,
+                **({} if prep["sample_weight"] is None else {"sample_weight": prep["sample_weight"]}),
+            )
+        finally:
+            bar.close()
+        return self._fit_finish(prep, res)
+
+    def _fit_prepare(self, X: ArrayLike, y: ArrayLike) -> dict:
+        """Everything :meth:`fit` validates and resolves before the solve (drops the fitted attributes)."""
         X_in = X
         X = check_array(X, "X")
         # The label set is declared (``classes``), never read off the data: a training set with
@@ -296,27 +321,16 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
         # like the fit of this data: drop every fitted attribute before solving.
         self._reset_fitted()
-        # hinge: an iteration is a coordinate update (with an active set, shrinking); logistic
-        # (Newton-CG): one product with the kernel matrix, no active set
-        hinge = self._loss == "hinge"
-        bar = progress_bar(self.verbose, desc=type(self).__name__ + ("" if hinge else " kernel products"),
-                           unit="upd" if hinge else "Kv", unit_scale=True)
+        return dict(X_in=X_in, X=X, y_pm=y_pm, classes=classes, lam=lam, tol=tol, cache_size=cache_size,
+                    max_iter=max_iter, name=name, gamma=gamma, degree=degree, coef0=coef0, b=b,
+                    class_weight_=class_weight_, cw_public=cw_public, sample_weight=sample_weight, w_max=w_max, n=n)
 
-        def progress(it, gap, exact, active):
-            bar.update(it - bar.n)
-            kind = "exact gap" if exact else "gap~"
-            tail = f", active {active}" if hinge else ""
-            bar.set_postfix_str(f"{kind} {gap:.2e} (tol {tol:.0e}){tail}", refresh=False)
-
-        try:
-            res = _core.erm_fit(
-                X, y_pm, self._loss, name, gamma, degree, coef0, b, lam, tol, int(max_iter),
-                _cache_bytes(cache_size, self._loss, n), bool(self.shrinking),
-                progress if check_verbose(self.verbose) else None,
-                **({} if sample_weight is None else {"sample_weight": sample_weight}),
-            )
-        finally:
-            bar.close()
+    def _fit_finish(self, prep: dict, res: dict) -> Self:
+        """Set the fitted attributes from the solver's result ``res`` (:meth:`fit`, :func:`fit_logistic_path`)."""
+        X, X_in, classes, lam, tol, n = prep["X"], prep["X_in"], prep["classes"], prep["lam"], prep["tol"], prep["n"]
+        name, gamma, degree, coef0, b = prep["name"], prep["gamma"], prep["degree"], prep["coef0"], prep["b"]
+        max_iter, w_max = prep["max_iter"], prep["w_max"]
+        class_weight_, cw_public = prep["class_weight_"], prep["cw_public"]
         for it, gap in res["history"]:
             logger.debug("%s: iteration %d, exact duality gap %.3e", type(self).__name__, it, gap)
         logger.info("%s: n=%d, %d iterations, duality gap %.3e (tol %.1e), primal %.6g, dual %.6g (%s)",
@@ -371,7 +385,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                 f"{self.duality_gap_:.3e} > tol={tol:.3e}; w_error_bound_="
                 f"{self.w_error_bound_:.3e} reflects the actual gap. {fix}",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         record_feature_names(self, X_in)
         return self
@@ -434,6 +448,50 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         computed into this process, in one pass, and compared here."""
         pred, y = compute_all(self.predict(X), y)
         return float(np.mean(label_agreement(pred, y, self.classes_)))
+
+
+#: Parameters in which the models of one :func:`fit_logistic_path` call may differ.
+PATH_PARAMS = ("lam", "C", "tol")
+
+
+def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
+    """Fit several :class:`KernelLogisticRegression` models that differ only in ``lam``/``C``/``tol`` on the same
+    ``(X, y)`` in one Rust call (a regularisation path; :data:`PATH_PARAMS`), as :meth:`KernelERM.fit` fits each.
+
+    The call shares what does not depend on λ: the Gram matrix (built once), the preconditioner's pivoted Cholesky
+    factor (each λ uses the prefix its own fit would compute) and the exact checks (every model's certificate
+    comes from one fused pass of the kernel engine, one vector per model; a model whose certificate misses its
+    ``tol`` is solved again as a single fit). Nothing is warm-started across λ: each model's dual point is the one
+    its own fit reaches (bit for bit whenever that fit stops at its first exact check, the usual case) and its
+    certificate is computed from it alone, so ``duality_gap_ <= tol_`` certifies it exactly as :meth:`fit` does
+    (the last bits of ``duality_gap_`` may differ: the batched pass sums in another order, within the same
+    documented accuracy). ``n_iter_`` then omits the exact check the single fit makes.
+
+    Returns the list of fitted models. Raises ``ValueError`` if the models differ in anything but
+    :data:`PATH_PARAMS` (or are not :class:`KernelLogisticRegression`), and whatever :meth:`fit` raises.
+    """
+    models = list(models)
+    if not models or not all(type(m) is KernelLogisticRegression for m in models):
+        raise ValueError("models must be a non-empty list of KernelLogisticRegression")
+    preps = [m._fit_prepare(X, y) for m in models]
+
+    def key(m, p):
+        sw = p["sample_weight"]
+        return (p["name"], p["gamma"], p["degree"], p["coef0"], p["b"], p["max_iter"],
+                _cache_bytes(p["cache_size"], "logistic", p["n"]), None if sw is None else sw.tobytes(),
+                repr({k: v for k, v in m.get_params().items() if k not in PATH_PARAMS + ("verbose",)}))
+    k0 = key(models[0], preps[0])
+    if any(key(m, p) != k0 for m, p in zip(models[1:], preps[1:])):
+        raise ValueError(f"models: every model of a path must share all parameters except {PATH_PARAMS}")
+    p0 = preps[0]
+    sw = p0["sample_weight"]
+    results = _core.erm_fit_path(
+        p0["X"], p0["y_pm"], p0["name"], p0["gamma"], p0["degree"], p0["coef0"], p0["b"],
+        [float(p["lam"]) for p in preps], [float(p["tol"]) for p in preps], int(p0["max_iter"]),
+        _cache_bytes(p0["cache_size"], "logistic", p0["n"]), None, **({} if sw is None else {"sample_weight": sw}))
+    for m, p, r in zip(models, preps, results):
+        m._fit_finish(p, r)
+    return models
 
 
 def _decision_values(X: np.ndarray, X_sv: np.ndarray, mu_sv: np.ndarray, kernel: dict, n_rows_total: int) -> np.ndarray:

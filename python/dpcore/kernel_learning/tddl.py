@@ -533,9 +533,18 @@ class TDDL(ReleasingEstimator):
         T = Z.shape[0]
         factor = None
         if self.noise == "gp":
-            K = _core.kernel_matrix(Z, Z, *kernel_args(k))
+            # K_ZZ and its certified factor are functions of the public Z and kernel only: a caller releasing
+            # several models over the same Z (PrivateGridSearch) shares them through ``_factor_cache``
+            cache = getattr(self, "_factor_cache", None)
+            key = (tuple(kernel_args(k)), r2, e_k, Z.shape)
+            if cache is not None and key in cache and np.array_equal(cache[key][0], Z):
+                K, factor = cache[key][1], cache[key][2]
+            else:
+                K = _core.kernel_matrix(Z, Z, *kernel_args(k))
+                factor = _gp_factor(K, r_phi_sq=r2, kernel_error=e_k)
+                if cache is not None:
+                    cache[key] = (Z, K, factor)
             eig, lam_up = None, math.nan
-            factor = _gp_factor(K, r_phi_sq=r2, kernel_error=e_k)
         else:
             K, eig = _gram_and_eig(Z, k)
             lam_up = _gaussian_lambda_max_upper(float(eig[0].max()), T, r2, e_k)

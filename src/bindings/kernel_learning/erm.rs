@@ -72,6 +72,53 @@ fn erm_fit<'py>(
     Ok(d)
 }
 
+/// Fit the kernel logistic regression for every `lams[k]` (to `tols[k]`) in one call sharing the
+/// Gram matrix, the preconditioner's factor and the exact checks (`erm::fit_path_with_hook`);
+/// returns a list of dicts as `erm_fit`'s. Interruptible and with progress as `erm_fit`.
+#[pyfunction]
+#[pyo3(signature = (x, y, kernel, gamma, degree, coef0, intercept_scaling, lams, tols, max_iter, cache_bytes, progress=None, sample_weight=None))]
+#[allow(clippy::too_many_arguments)]
+fn erm_fit_path<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+    intercept_scaling: f64,
+    lams: Vec<f64>,
+    tols: Vec<f64>,
+    max_iter: u64,
+    cache_bytes: u64,
+    progress: Option<Py<PyAny>>,
+    sample_weight: Option<PyReadonlyArray1<'py, f64>>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
+    let cache = usize::try_from(cache_bytes).unwrap_or(usize::MAX);
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let sv = sample_weight.as_ref().map(|s| s.as_array());
+    let sols = run_interruptible(
+        py,
+        progress,
+        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        |hook| erm::fit_path_with_hook(xv, yv, sv, &k, &lams, &tols, max_iter, cache, hook),
+    )?;
+    let mut out = Vec::with_capacity(sols.len());
+    for sol in sols {
+        let d = PyDict::new(py);
+        d.set_item("a", sol.a.into_pyarray(py))?;
+        d.set_item("n_iter", sol.n_iter)?;
+        d.set_item("converged", sol.converged)?;
+        d.set_item("stop_reason", sol.stop_reason.name())?;
+        d.set_item("history", sol.history)?;
+        d.set_item("full_gram", sol.full_gram)?;
+        cert_into_dict(py, &d, sol.cert)?;
+        out.push(d);
+    }
+    Ok(out)
+}
+
 /// Certificate of a dual point `a ∈ [0, s]` (`s` = `sample_weight`, ones by default; independent
 /// recomputation).
 #[pyfunction]
@@ -107,5 +154,6 @@ fn erm_certificate<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(erm_fit, m)?)?;
     m.add_function(wrap_pyfunction!(erm_certificate, m)?)?;
+    m.add_function(wrap_pyfunction!(erm_fit_path, m)?)?;
     Ok(())
 }
