@@ -218,15 +218,14 @@ def test_blocked_pairwise_sum_within_its_bound():
 
 
 def test_blocked_sums_lower_the_public_floor():
-    """At n = 10⁶ the in-memory bound (k = n) refuses tol = 1e-10; the Dask fit's blocked bound certifies it."""
-    from dpcore.glm._dask import blocked_sum_terms
-
+    """At n = 10⁶ one BLAS sum (k = n) refuses tol = 1e-10; the blocked pairwise bound, now used by the Dask and the
+    in-memory fits alike (issue 26), certifies it."""
     n = 10**6
     est = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-10)
     p = est._validate_params()
     with pytest.raises(ValueError, match="below what float64 can certify"):
-        est._calibrate(n, 100, 101, p)
-    cal = est._calibrate(n, 100, 101, dict(p, sum_terms=blocked_sum_terms(n)))
+        est._calibrate(n, 100, 101, dict(p, sum_terms=n))
+    cal = est._calibrate(n, 100, 101, p)
     loose = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-8)._calibrate(
-        n, 100, 101, dict(p, tol=1e-8))
+        n, 100, 101, dict(p, tol=1e-8, sum_terms=n))
     assert cal.fp_bound < loose.fp_bound / 100

@@ -43,28 +43,16 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from dpcore._internal.dask import as_dask_array, compute_tasks, row_offsets
+from dpcore._internal.fp import SUM_BLOCK_ROWS, blocked_sum_terms
+from dpcore._internal.summation import blocked_xt, pairwise_sum
 from dpcore._internal.validation import as_1d_target, as_dask_target, check_X
 from dpcore.glm._data import encode_targets, project_rows, row_norms
 from dpcore.glm._losses import GLMLoss
 
 __all__ = ["BlockSpec", "DaskDesign", "DaskGLMObjective", "dask_design", "blocked_sum_terms", "SUB_ROWS"]
 
-#: Rows per BLAS call in the blocked sums (a public constant of the error bound; see the module docstring).
-SUB_ROWS = 4096
-
-
-def blocked_sum_terms(n: int) -> int:
-    """``k = min(n, SUB_ROWS + 2⌈log₂ n⌉ + 1)``: the roundings on any term's path in the blocked pairwise ``Xᵀs``."""
-    n = int(n)
-    return min(n, SUB_ROWS + 2 * max(n - 1, 1).bit_length() + 1)
-
-
-def pairwise_sum(parts: list):
-    """``Σ parts`` by a balanced tree of additions (halves): each part passes through ``⌈log₂ len⌉`` additions."""
-    if len(parts) == 1:
-        return parts[0]
-    mid = (len(parts) + 1) // 2
-    return pairwise_sum(parts[:mid]) + pairwise_sum(parts[mid:])
+#: Rows per BLAS call in the blocked sums (:data:`dpcore._internal.fp.SUM_BLOCK_ROWS`, shared with the in-memory path).
+SUB_ROWS = SUM_BLOCK_ROWS
 
 
 @dataclass(frozen=True)
@@ -103,15 +91,9 @@ def _z(spec: BlockSpec, X: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def _xt(spec: BlockSpec, X: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``Xᵀs`` (and ``scaling·Σ s`` for the intercept) by sub-blocks of :data:`SUB_ROWS` rows added pairwise."""
-    parts = []
-    for lo in range(0, X.shape[0], SUB_ROWS):
-        xs, ss = X[lo:lo + SUB_ROWS], s[lo:lo + SUB_ROWS]
-        parts.append(xs.T @ ss if spec.scaling is None else np.append(xs.T @ ss, np.sum(ss)))
-    v = pairwise_sum(parts)
-    if spec.scaling is not None:
-        v[-1] = spec.scaling * v[-1]
-    return v
+    """``Xᵀs`` (and ``scaling·Σ s`` for the intercept) by sub-blocks of :data:`SUB_ROWS` rows added pairwise
+    (:func:`dpcore._internal.summation.blocked_xt`, the in-memory path's sum)."""
+    return blocked_xt(X, s, spec.scaling)
 
 
 def _check_block(spec, Xb, yb, offset) -> int:

@@ -24,12 +24,14 @@ evaluation at the float point ``θ̂`` (for the float data ``X, y, b``):
 * ``z̃_i = fl(<θ̂, x_i>)``: ``|z̃_i − z_i| ≤ γ_d ||θ̂|| R`` (Cauchy–Schwarz on ``Σ|θ_j||x_ij|``);
 * ``s̃_i = fl(ℓ'(z̃_i))``: ``|s̃_i − ℓ'(z_i)| ≤ e_s := c γ_d ||θ̂|| R + e_ℓ'`` (ℓ' is c-Lipschitz;
   ``e_ℓ'`` from ``FP_ASSUMPTION``, :meth:`GLMLoss.deriv_fp_error`), and ``|s̃_i| ≤ L̃ := L + e_s``;
-* ``v = fl(Xᵀ s̃)``: ``||v − Xᵀs̃|| ≤ γ_n Σ_i |s̃_i| ||x_i|| ≤ γ_n n R L̃`` and
-  ``||Xᵀ(s̃ − s)|| ≤ n R e_s``;
+* ``v = fl(Xᵀ s̃)``: ``||v − Xᵀs̃|| ≤ γ_k Σ_i |s̃_i| ||x_i|| ≤ γ_k n R L̃`` and
+  ``||Xᵀ(s̃ − s)|| ≤ n R e_s``, with ``k = blocked_sum_terms(n)`` (:mod:`dpcore._internal.fp`): ``Xᵀs̃`` is
+  summed by blocks of 4,096 rows added pairwise (:func:`dpcore._internal.summation.blocked_xt`, in memory and
+  on Dask), so ``k ≤ 4096 + 2⌈log₂ n⌉ + 1`` instead of ``n`` (issue 26: at ``n = 10⁷``, ``k = 4,145``);
 * ``g = fl(fl(v + b)·fl(1/n) + fl(μ θ̂))``: at most six further roundings per coordinate, each
   relative ``u`` on a term bounded in norm by ``R L̃``, ``||b||/n`` or ``μ||θ̂||``.
 
-So ``e_fp = (1 + 6u)(R e_s + γ_n R L̃) + 6u (R L̃ + ||b||/n + μ ||θ̂||)``, inflated by ``1e-12``
+So ``e_fp = (1 + 6u)(R e_s + γ_k R L̃) + 6u (R L̃ + ||b||/n + μ ||θ̂||)``, inflated by ``1e-12``
 relative for the rounding of the bound itself. ``R`` is an upper bound on every row norm
 (including the intercept column).
 
@@ -61,7 +63,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 from scipy import optimize, sparse
 
-from dpcore._internal.fp import CERTIFY_MARGIN, SLACK, UNIT_ROUNDOFF, auto_tol, gamma_k
+from dpcore._internal.fp import CERTIFY_MARGIN, SLACK, UNIT_ROUNDOFF, auto_tol, blocked_sum_terms, gamma_k
+from dpcore._internal.summation import blocked_xt
 from dpcore.glm._losses import GLMLoss
 from dpcore.exceptions import ConvergenceError
 from dpcore import _core
@@ -101,13 +104,13 @@ def gradient_fp_bound(*, n: int, d: int, radius: float, theta_norm: float, b_nor
 
     ``d`` is the number of terms of the dot products ``<θ, x_i>``: the dimension for public bounds,
     or the largest number of stored entries in a row (:func:`row_terms`) for a fit's certificate.
-    ``sum_terms`` (default ``n``): a ``k`` such that every term of ``Xᵀs`` passes through at most ``k``
-    roundings (its product and the additions on its path), so that each coordinate's error is
-    ``≤ γ_k Σ_i |s_i x_ij|`` — ``n`` for a sum in any order (one BLAS call), less for the blocked pairwise
-    sums of :func:`dpcore.glm._dask.blocked_sum_terms`.
+    ``sum_terms`` (default :func:`~dpcore._internal.fp.blocked_sum_terms` of ``n``, the blocked pairwise sums of
+    both solvers): a ``k`` such that every term of ``Xᵀs`` passes through at most ``k`` roundings (its product
+    and the additions on its path), so that each coordinate's error is ``≤ γ_k Σ_i |s_i x_ij|`` (``n`` for a sum
+    in any order, e.g. one BLAS call).
     """
     u = _U
-    k = n if sum_terms is None else int(sum_terms)
+    k = blocked_sum_terms(n) if sum_terms is None else int(sum_terms)
     e_z = gamma_k(d) * theta_norm * radius
     e_s = loss.curvature * e_z + loss.deriv_fp_error(theta_norm, radius)
     l_tilde = loss.lipschitz(theta_norm, radius) + e_s
@@ -185,7 +188,8 @@ class GLMObjective:
         return np.asarray(self.X @ theta, dtype=np.float64).ravel()
 
     def _xt(self, s: np.ndarray) -> np.ndarray:
-        return np.asarray(self.XT @ s, dtype=np.float64).ravel()
+        """``Xᵀs`` by blocks added pairwise (:func:`~dpcore._internal.summation.blocked_xt`; ``XᵀS`` for a matrix)."""
+        return blocked_xt(self.X, s)
 
     def value(self, theta: np.ndarray) -> float:
         z = self.z(theta)
@@ -228,8 +232,8 @@ class GLMObjective:
         return row_terms(self.X)
 
     def sum_terms(self) -> int:
-        """``k`` of :func:`gradient_fp_bound`: ``Xᵀs`` is one BLAS call over the ``n`` rows (any order)."""
-        return self.n
+        """``k`` of :func:`gradient_fp_bound`: ``Xᵀs`` is summed by blocks added pairwise (:meth:`_xt`)."""
+        return blocked_sum_terms(self.n)
 
 
 def _cg(hessp, rhs: np.ndarray, rtol: float, maxiter: int) -> np.ndarray:
