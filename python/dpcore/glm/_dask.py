@@ -96,6 +96,35 @@ def _xt(spec: BlockSpec, X: np.ndarray, s: np.ndarray) -> np.ndarray:
     return blocked_xt(X, s, spec.scaling)
 
 
+def _hessian(spec: BlockSpec, X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``Σ_i w_i x̃_i x̃_iᵀ`` (``x̃`` with the intercept coordinate, ``w ≥ 0``) by sub-blocks of :data:`SUB_ROWS` rows.
+
+    Only a search direction is built from it (never a certificate), so its rounding does not matter.
+    """
+    dim = X.shape[1] + (spec.scaling is not None)
+    H = np.zeros((dim, dim))
+    for lo in range(0, X.shape[0], SUB_ROWS):
+        r = np.sqrt(w[lo:lo + SUB_ROWS])
+        A = X[lo:lo + SUB_ROWS] * r[:, None]
+        if spec.scaling is not None:
+            A = np.hstack([A, (spec.scaling * r)[:, None]])
+        H += A.T @ A
+    return H
+
+
+def _newton_block(spec, Xb, yb, offset, thetas, hess_col, inv_n):
+    """One block's share of a Newton pass at the columns of ``thetas`` (``dim × m``): the loss sums (``m``), the
+    blocked sums ``Xᵀℓ'`` (``dim × m``, as :func:`_fun_grad_block` for each column) and, for the column
+    ``hess_col``, ``Σ_i ℓ''_i x̃_i x̃_iᵀ / n`` (``dim × dim``)."""
+    X, y = design_block(spec, Xb, yb, offset)
+    Z = _z(spec, X, thetas)
+    yc = y[:, None]
+    values = np.sum(spec.loss.value(Z, yc), axis=0)
+    G = _xt(spec, X, spec.loss.deriv(Z, yc))
+    H = _hessian(spec, X, spec.loss.deriv2(Z[:, hess_col], y) * inv_n)
+    return values, G, H
+
+
 def _check_block(spec, Xb, yb, offset) -> int:
     return design_block(spec, Xb, yb, offset)[0].shape[0]
 
@@ -167,6 +196,8 @@ class DaskGLMObjective:
         self.n, self.d = design.n, design.dim
         self.inv_n = 1.0 / self.n
         self.passes = 0
+        #: ``(θ bytes, ∇F(θ))`` of the last gradient computed (see :meth:`grad`)
+        self._last_grad: Optional[Tuple[bytes, np.ndarray]] = None
 
     def _sums(self, fn, *args) -> list:
         self.passes += 1
@@ -177,6 +208,12 @@ class DaskGLMObjective:
         parts = self._sums(_fun_grad_block, theta)
         value = pairwise_sum([p[0] for p in parts])
         v = pairwise_sum([p[1] for p in parts])
+        f, g = self._finish(value, v, theta)
+        self._last_grad = (theta.tobytes(), g)
+        return f, g
+
+    def _finish(self, value: float, v: np.ndarray, theta: np.ndarray):
+        """``(F(θ), ∇F(θ))`` from the summed loss value and ``Xᵀℓ'`` (the formulas of the in-memory objective)."""
         f = value * self.inv_n + 0.5 * self.mu * float(theta @ theta)
         if self.b is not None:
             f += float(self.b @ theta) * self.inv_n
@@ -187,8 +224,38 @@ class DaskGLMObjective:
         return self.fun_grad(theta)[0]
 
     def grad(self, theta: np.ndarray, z: Optional[np.ndarray] = None) -> np.ndarray:
-        """The gradient (``z`` is ignored: margins never leave their blocks)."""
+        """The gradient (``z`` is ignored: margins never leave their blocks).
+
+        If the last gradient this objective computed (by :meth:`fun_grad` or :meth:`newton_pass`) was at these
+        very bits of ``θ``, it is returned without another pass: it is the same analysed computation
+        (:func:`~dpcore.glm._solver.gradient_fp_bound` holds for any order of the sums within a BLAS call, so
+        for a column of :meth:`newton_pass` as for :meth:`fun_grad`).
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if self._last_grad is not None and self._last_grad[0] == theta.tobytes():
+            return self._last_grad[1].copy()
         return self.fun_grad(theta)[1]
+
+    def newton_pass(self, thetas: np.ndarray, hess_col: int = 0):
+        """ONE pass: ``(F(θ_j), ∇F(θ_j))`` at every column ``θ_j`` of ``thetas`` (``dim × m``) and the Hessian
+        ``∇²F`` at column ``hess_col``. Returns ``(values (m,), gradients (dim × m), Hessian (dim × dim))``.
+
+        Every block returns ``m + dim·m + dim²`` numbers, added pairwise in block order on the client (as
+        :meth:`fun_grad`); the gradients are the blocked sums of :meth:`fun_grad`, one GEMM per sub-block.
+        """
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        parts = self._sums(_newton_block, thetas, int(hess_col), self.inv_n)
+        values = pairwise_sum([p[0] for p in parts])
+        V = pairwise_sum([p[1] for p in parts])
+        H = pairwise_sum([p[2] for p in parts]) + self.mu * np.eye(self.d)
+        fs, G = np.empty(thetas.shape[1]), np.empty_like(thetas)
+        for j in range(thetas.shape[1]):
+            fs[j], G[:, j] = self._finish(float(values[j]), V[:, j], thetas[:, j])
+        return fs, G, H
+
+    def remember_grad(self, theta: np.ndarray, g: np.ndarray) -> None:
+        """Record ``g`` (a column of :meth:`newton_pass`) as the computed gradient at ``θ`` (see :meth:`grad`)."""
+        self._last_grad = (np.asarray(theta, dtype=np.float64).tobytes(), np.array(g, dtype=np.float64))
 
     def grad_hessp(self, theta: np.ndarray):
         theta = np.asarray(theta, dtype=np.float64)

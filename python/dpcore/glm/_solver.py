@@ -289,9 +289,91 @@ def _gradient_descent(obj: GLMObjective, theta: np.ndarray, target: float, lip_h
     return best_theta, best, k_max
 
 
+#: Largest dimension for which an objective with a one-pass ``newton_pass`` (the Dask objective) is minimised by
+#: exact Newton steps (:func:`_solve_newton`): the ``dim × dim`` Hessian costs ``n·dim²`` flops and ``dim²`` floats
+#: per block and pass, against ``4·n·dim`` for a gradient.
+NEWTON_MAX_DIM = 1024
+#: Step sizes tried along a Newton direction in one pass (largest first); if none is accepted, the next pass
+#: tries them scaled by the smallest one.
+_NEWTON_STEPS = tuple(2.0**-k for k in range(6))
+
+
+def _newton_direction(H: np.ndarray, g: np.ndarray) -> Optional[np.ndarray]:
+    """``−H⁻¹g`` (``H`` symmetric positive definite: a strongly convex objective's Hessian), or ``None``."""
+    from scipy import linalg
+
+    try:
+        p = linalg.solve(H, -g, assume_a="pos", check_finite=True)
+    except (linalg.LinAlgError, ValueError):
+        return None
+    return p if np.all(np.isfinite(p)) and float(g @ p) < 0.0 else None
+
+
+def _solve_newton(obj, *, target: float, max_iter: int, theta: np.ndarray, tick=None):
+    """Damped exact Newton for objectives whose ``newton_pass`` is ONE pass over the data (the Dask objective).
+
+    Every pass evaluates ``(F, ∇F)`` at the trial points ``θ + t·p`` for all ``t`` in :data:`_NEWTON_STEPS` at
+    once, and the Hessian at the trial point expected to be accepted (the step accepted last time, first the
+    full step). Among the trial points with Armijo decrease of ``F`` (trusted while the required decrease
+    ``−10⁻⁴t·gᵀp`` is above ``10⁻¹²(1 + |F|)``, far above ``F``'s rounding) the one with the lowest ``F`` is
+    taken (a grid line search at no extra pass); failing that, among those that decrease the merit ``||∇F||``
+    by a factor ``1 − 10⁻⁴t`` (the exact Newton direction decreases ``||∇F||²`` at rate ``2gᵀHp = −2||g||²``;
+    function values are useless near the optimum), the one with the smallest ``||∇F||``. If the Hessian was computed at the accepted point, the next direction is
+    an exact Newton step; otherwise it uses the nearer of the two Hessians at hand (still positive definite: a
+    descent direction of ``F``). Newton converges quadratically on these smooth strongly convex objectives: from
+    ``θ = 0``, 5–10 passes reach ``||∇F|| ~ 1e-11`` (measured in ``benches/bench_glm_dask.py``).
+
+    Only the running time depends on these choices: the returned point is judged by its computed gradient, as
+    any other. Returns ``(θ, computed ||∇F(θ)||, iterations)``; the objective remembers ``∇F(θ)``
+    (``remember_grad``) so that certifying ``θ`` costs no further pass.
+    """
+    steps = np.array(_NEWTON_STEPS)
+    fs, G, H = obj.newton_pass(theta[:, None], 0)
+    f, g = float(fs[0]), G[:, 0].copy()
+    gn = _norm(g)
+    n_iter, scale, h = 0, 1.0, 0
+    while gn > target and n_iter < max_iter:
+        n_iter += 1
+        if tick is not None:
+            tick()
+        p = _newton_direction(H, g)
+        if p is None:
+            break
+        ts = scale * steps
+        thetas = theta[:, None] + p[:, None] * ts[None, :]
+        fs, G, H1 = obj.newton_pass(thetas, h)
+        slope = float(g @ p)
+        gns = np.array([_norm(G[:, j]) for j in range(len(ts))])
+        armijo = 1e-4 * ts * slope  # the decrease F must show; trusted only well above F's rounding
+        f_ok = (-armijo > 1e-12 * (1.0 + abs(f))) & (fs <= f + armijo)
+        g_ok = gns <= (1.0 - 1e-4 * ts) * gn
+        acc = None
+        if f_ok.any():  # a grid line search for free: the lowest F among the trial points
+            acc = int(np.flatnonzero(f_ok)[np.argmin(fs[f_ok])])
+        elif g_ok.any():
+            acc = int(np.flatnonzero(g_ok)[np.argmin(gns[g_ok])])
+        if acc is None:
+            scale *= steps[-1]
+            if scale < 2.0**-40:
+                break
+            continue
+        t_acc, t_h = ts[acc], ts[h]
+        theta = thetas[:, acc].copy()
+        f, g, gn = float(fs[acc]), G[:, acc].copy(), float(gns[acc])
+        if acc == h or abs(t_h - t_acc) < t_acc:  # Hessian at (or nearer to) the new point than the old one
+            H = H1
+        h, scale = acc, 1.0
+    obj.remember_grad(theta, g)
+    return theta, gn, n_iter
+
+
 def solve_smooth(obj: GLMObjective, *, tol: float, max_iter: int, theta0: Optional[np.ndarray] = None,
                  radius: float = 1.0, bar=None):
     """Minimise ``obj`` until the computed ``||∇F|| ≤ tol / 2`` (or as close as float allows ≤ tol).
+
+    Objectives with a one-pass ``newton_pass`` (the Dask objective, :mod:`dpcore.glm._dask`) of dimension at most
+    :data:`NEWTON_MAX_DIM` are first minimised by :func:`_solve_newton` (a handful of passes over the data instead
+    of one per L-BFGS-B evaluation and Hessian-vector product); the phases below run only if that stops short.
 
     Returns ``(theta, n_iter)``; raises :class:`ConvergenceError` if ``tol`` is not reached. ``bar``: an
     optional progress bar (:mod:`dpcore._internal.progress`) advanced once per iteration.
@@ -301,6 +383,10 @@ def solve_smooth(obj: GLMObjective, *, tol: float, max_iter: int, theta0: Option
     theta = np.zeros(d) if theta0 is None else np.array(theta0, dtype=np.float64)
     target = 0.5 * tol
     n_iter = 0
+    if getattr(obj, "newton_pass", None) is not None and d <= NEWTON_MAX_DIM:
+        theta, gn, n_iter = _solve_newton(obj, target=target, max_iter=max_iter, theta=theta, tick=tick)
+        if gn <= target:
+            return theta, n_iter
     g = obj.grad(theta)
     if _norm(g) > target:
         res = optimize.minimize(
