@@ -2,10 +2,15 @@ r"""Output and objective perturbation on Dask arrays: the certified solver by ma
 
 The records stay where Dask keeps them. Every quantity the solver of :mod:`dpcore.glm._solver`
 needs is a sum over records, so each *pass* sends the current point ``θ`` (and a direction ``v``)
-to every block and brings back one ``dim``-vector and one number per block:
+to every block and brings back a few sums per block:
 
 * ``fun_grad``: ``(Σ_i ℓ(<θ, x_i>; y_i), Σ_i ℓ'(<θ, x_i>; y_i) x_i)``;
-* ``hessp``: ``Σ_i ℓ''(<θ, x_i>; y_i) <v, x_i> x_i / n``.
+* ``hessp``: ``Σ_i ℓ''(<θ, x_i>; y_i) <v, x_i> x_i / n``;
+* ``newton_pass`` (issue 26): ``fun_grad`` at several points ``θ_j`` at once and the Hessian
+  ``Σ_i ℓ''(<θ_h, x_i>; y_i) x_i x_iᵀ / n`` at one of them (``dim²`` numbers per block): the damped exact
+  Newton solver of :func:`dpcore.glm._solver.solve_smooth` takes one such pass per iteration, 5–10 in all
+  for ``dim ≤`` :data:`~dpcore.glm._solver.NEWTON_MAX_DIM` (was one pass per L-BFGS-B evaluation and per
+  Newton–CG product, 30–90).
 
 No record, margin or per-record value leaves its block. The partial sums come back in block order and
 are added pairwise in that order on the client, so the result does not depend on the scheduler, the number of
@@ -23,8 +28,9 @@ Certificate
 floating-point bound (:func:`~dpcore.glm._solver.gradient_fp_bound`) takes the error of the computed dot
 products as ``γ_dim Σ_j |θ_j x_ij|`` and of each coordinate of the computed ``Xᵀs`` as ``γ_k Σ_i |s_i x_ij|``,
 where ``k`` bounds the roundings on any term's path (Higham 2002, §4.2: a sum evaluated by any tree of
-additions has error ``≤ γ_D Σ|terms|`` with ``D`` the tree's depth). In memory ``k = n`` (one BLAS call, any
-order). Here the sums are *blocked and pairwise*: inside a block, BLAS over sub-blocks of
+additions has error ``≤ γ_D Σ|terms|`` with ``D`` the tree's depth). One BLAS call over all rows would need
+``k = n`` (any order). Here, as in memory since issue 26 (:func:`dpcore._internal.summation.blocked_xt`, the
+same code), the sums are *blocked and pairwise*: inside a block, BLAS over sub-blocks of
 :data:`SUB_ROWS` rows (a term's product and at most ``SUB_ROWS − 1`` additions, any order), the sub-block
 partials of a block added pairwise (``⌈log₂ n⌉`` levels at most), the block partials added pairwise on the
 client (``⌈log₂ n⌉`` levels at most), and for the intercept coordinate one multiplication by
@@ -32,7 +38,8 @@ client (``⌈log₂ n⌉`` levels at most), and for the intercept coordinate one
 of the public ``n`` only, whatever the chunking. At ``n = 10⁷`` this is ``k = 4,145`` instead of ``10⁷``: the
 public floating-point floor of the certificate drops from 1.6e-9 to 1.5e-12 (d̂ = 100, λ = 5.6e-5), so the
 ``tol = 1e-10`` stays certifiable (``tol="auto"``: twice the floor of the path used) and the public residual ρ (hence the residual release's noise) is
-100× smaller than with the ``tol = 1e-8`` one BLAS call would force. The gradient at the certified point is recomputed by one more pass.
+100× smaller than with the ``tol = 1e-8`` one BLAS call would force. The gradient at the certified point is the
+last one computed there (:meth:`DaskGLMObjective.grad`), or recomputed by one more pass.
 """
 
 from __future__ import annotations
