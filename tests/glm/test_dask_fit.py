@@ -296,3 +296,28 @@ def test_dask_newton_matches_in_memory_within_the_certificates(dask_client, data
     # the reused gradient is the computed gradient at td within the certified float bound
     g_fresh = DaskGLMObjective(design, lossf, mu, b).grad(td)
     assert np.linalg.norm(g_fresh - obj.grad(td)) <= 2 * cd.fp_bound
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_newton_pass_is_one_pass_of_gradients_and_the_hessian(dask_client, data, fit_intercept):
+    """newton_pass: F and ∇F at every column (as fun_grad, within the certified float bound) and the exact Hessian
+    X̃ᵀ diag(ℓ'') X̃ / n + μI at the chosen column, in ONE pass over the blocks."""
+    X, y = data
+    lossf = make_loss("logistic")
+    spec = BlockSpec(loss=lossf, classes=(-1, 1), data_norm=1.0, clip=False, scaling=0.5 if fit_intercept else None)
+    design = dask_design(da.from_array(X, chunks=(400, D)), da.from_array(y, chunks=400), spec)
+    Xm = np.hstack([X, np.full((N, 1), 0.5)]) if fit_intercept else X
+    b = np.random.default_rng(8).normal(size=Xm.shape[1])
+    obj = DaskGLMObjective(design, lossf, 0.01, b)
+    mem = GLMObjective(Xm, y.astype(float), lossf, 0.01, b)
+    thetas = np.random.default_rng(9).normal(size=(Xm.shape[1], 3))
+    fs, G, H = obj.newton_pass(thetas, 2)
+    assert obj.passes == 1
+    for j in range(3):
+        f, g = mem.fun_grad(thetas[:, j])
+        fp = gradient_fp_bound(n=N, d=Xm.shape[1], radius=1.2, theta_norm=float(np.linalg.norm(thetas[:, j])) * 1.001,
+                               b_norm=float(np.linalg.norm(b)) * 1.001, mu=0.01, loss=lossf)
+        assert np.linalg.norm(G[:, j] - g) <= 2 * fp
+        assert abs(fs[j] - f) <= 1e-12 * (1 + abs(f))
+    w = lossf.deriv2(Xm @ thetas[:, 2], y.astype(float)) / N
+    assert np.allclose(H, Xm.T @ (w[:, None] * Xm) + 0.01 * np.eye(Xm.shape[1]), rtol=1e-12, atol=1e-15)
