@@ -317,11 +317,12 @@ def _solve_newton(obj, *, target: float, max_iter: int, theta: np.ndarray, tick=
     full step). Among the trial points with Armijo decrease of ``F`` (trusted while the required decrease
     ``−10⁻⁴t·gᵀp`` is above ``10⁻¹²(1 + |F|)``, far above ``F``'s rounding) the one with the lowest ``F`` is
     taken (a grid line search at no extra pass); failing that, among those that decrease the merit ``||∇F||``
-    by a factor ``1 − 10⁻⁴t`` (the exact Newton direction decreases ``||∇F||²`` at rate ``2gᵀHp = −2||g||²``;
-    function values are useless near the optimum), the one with the smallest ``||∇F||``. If the Hessian was computed at the accepted point, the next direction is
-    an exact Newton step; otherwise it uses the nearer of the two Hessians at hand (still positive definite: a
-    descent direction of ``F``). Newton converges quadratically on these smooth strongly convex objectives: from
-    ``θ = 0``, 5–10 passes reach ``||∇F|| ~ 1e-11`` (measured in ``benches/bench_glm_dask.py``).
+    by a factor ``1 − 10⁻⁴t`` (the exact Newton direction decreases ``||∇F||²`` at rate
+    ``2gᵀHp = −2||g||²``; function values are useless near the optimum), the one with the smallest ``||∇F||``.
+    If the Hessian was computed at the accepted point, the next direction is an exact Newton step; otherwise it
+    uses the nearer of the two Hessians at hand (still positive definite: a descent direction of ``F``). Newton
+    converges quadratically on these smooth strongly convex objectives: from ``θ = 0``, 5–10 passes reach
+    ``||∇F|| ~ 1e-11`` (measured in ``benches/bench_glm_dask.py``).
 
     Only the running time depends on these choices: the returned point is judged by its computed gradient, as
     any other. Returns ``(θ, computed ||∇F(θ)||, iterations)``; the objective remembers ``∇F(θ)``
