@@ -18,7 +18,8 @@ For each n and number of random features d̂ (``--components``):
 
 Printed per row: test accuracy (10⁵ fresh points) of the private, non-private and private linear models,
 wall time of the private fit (solver only; feature persist time separately), passes over the data, and peak
-RSS per worker. ``--speedup`` repeats the largest private fit with 1 and with 2 workers.
+RSS per worker; then the passes and time of the non-private solve, and with ``--baseline`` the same solve by the
+solver before issue 26 (L-BFGS-B + Newton–CG, every gradient a pass) beside it, with the ratio of times. ``--speedup`` repeats the largest private fit with 1 and with 2 workers.
 
 Public choices, fixed before looking at any data (no tuning on the private data): ``λ(n) = 10/n^0.75`` (between
 the 1/n of an unregularised fit and the 1/√n of the risk bound: objective perturbation's noise term scales as
