@@ -18,7 +18,8 @@ For each n and number of random features d̂ (``--components``):
 
 Printed per row: test accuracy (10⁵ fresh points) of the private, non-private and private linear models,
 wall time of the private fit (solver only; feature persist time separately), passes over the data, and peak
-RSS per worker. ``--speedup`` repeats the largest private fit with 1 and with 2 workers.
+RSS per worker; then the passes and time of the non-private solve, and with ``--baseline`` the same solve by the
+solver before issue 26 (L-BFGS-B + Newton–CG, every gradient a pass) beside it, with the ratio of times. ``--speedup`` repeats the largest private fit with 1 and with 2 workers.
 
 Public choices, fixed before looking at any data (no tuning on the private data): ``λ(n) = 10/n^0.75`` (between
 the 1/n of an unregularised fit and the 1/√n of the risk bound: objective perturbation's noise term scales as
@@ -79,17 +80,29 @@ def tol_of(n: int) -> float:
     return 1e-10
 
 
-def nonprivate(Phi, y, lam: float, tol: float):
-    """argmin (1/n) Σ logistic + (λ/2)||θ||² (intercept column 1, as the private fit) by the same certified solver."""
+def nonprivate(Phi, y, lam: float, tol: float, baseline: bool = False):
+    """argmin (1/n) Σ logistic + (λ/2)||θ||² (intercept column 1, as the private fit) by the same certified solver.
+
+    ``baseline``: the solver before issue 26 (L-BFGS-B, then Newton–CG with one pass per Hessian-vector product and
+    per line-search trial; the exact-Newton phase switched off). Returns ``(θ, passes incl. the certificate, s)``."""
+    from dpcore.glm import _solver
     from dpcore.glm._dask import BlockSpec, DaskGLMObjective, dask_design
     from dpcore.glm._losses import make_loss
-    from dpcore.glm._solver import solve_smooth
 
     loss = make_loss("logistic")
     design = dask_design(Phi, y, BlockSpec(loss=loss, classes=(-1, 1), data_norm=1.0, clip=True, scaling=1.0))
     obj = DaskGLMObjective(design, loss, lam)
-    theta, _ = solve_smooth(obj, tol=tol, max_iter=1000, radius=2.0)
-    return theta
+    if baseline:  # as before issue 26: every gradient is a pass (no reuse of the last pass's gradient)
+        obj.grad = lambda theta, z=None: obj.fun_grad(theta)[1]
+    saved = _solver.NEWTON_MAX_DIM
+    _solver.NEWTON_MAX_DIM = 0 if baseline else saved
+    try:
+        t0 = time.perf_counter()
+        theta, _ = _solver.solve_smooth(obj, tol=tol, max_iter=1000, radius=2.0)
+        _solver.certify_smooth(obj, theta, radius=2.0)
+        return theta, obj.passes, time.perf_counter() - t0
+    finally:
+        _solver.NEWTON_MAX_DIM = saved
 
 
 class PassCounter(logging.Handler):
@@ -122,7 +135,8 @@ def run(args) -> None:
         print(f"LocalCluster: {workers} worker processes x 1 thread, blocks of {args.chunk} rows; idle RSS "
               + ", ".join(f"{r / 2**20:.0f} MiB" for r in client.run(_rss).values()), flush=True)
         print(f"{'n':>9} {'d̂':>5} {'persist':>7} | {'acc DP':>6} {'acc non-DP':>10} {'acc DP lin':>10} | "
-              f"{'fit s':>7} {'passes':>6} {'feat s':>6} | peak RSS/worker MiB", flush=True)
+              f"{'fit s':>7} {'passes':>6} {'feat s':>6} | peak RSS/worker MiB | non-DP solve: Newton passes, s | "
+              "baseline (L-BFGS-B + Newton-CG) passes, s, ratio of times", flush=True)
         for n in args.n:
             n = int(n)
             X, y = dataset(n, args.chunk, seed=n)
@@ -149,11 +163,15 @@ def run(args) -> None:
                     est.fit(Phi, y)
                     t_fit = time.perf_counter() - t0
                 acc = est.score(test_phi, test_y)
-                theta = nonprivate(Phi, y, lam, tol)
+                theta, np_passes, np_t = nonprivate(Phi, y, lam, tol)
                 acc_np = float(np.mean(np.where(test_phi @ theta[:-1] + theta[-1] > 0, 1, -1) == test_y))
                 rss = ", ".join(f"{v / 2**20:.0f}" for v in mem.peak.values())
-                print(f"{n:>9} {k:>5} {str(persist):>7} | {acc:6.4f} {acc_np:10.4f} {acc_lin:10.4f} | "
-                      f"{t_fit:7.1f} {passes.last:>6} {t_feat:6.1f} | {rss}", flush=True)
+                row = (f"{n:>9} {k:>5} {str(persist):>7} | {acc:6.4f} {acc_np:10.4f} {acc_lin:10.4f} | "
+                       f"{t_fit:7.1f} {passes.last:>6} {t_feat:6.1f} | {rss} | {np_passes} passes {np_t:.1f} s")
+                if args.baseline:
+                    _, b_passes, b_t = nonprivate(Phi, y, lam, tol, baseline=True)
+                    row += f" | {b_passes} passes {b_t:.1f} s, Newton/baseline {np_t / b_t:.2f}"
+                print(row, flush=True)
                 del Phi
     if args.speedup:
         n, k = int(max(args.n)), int(max(args.components))
@@ -186,6 +204,8 @@ def main() -> None:
     ap.add_argument("--persist-gb", type=float, default=6.0,
                     help="persist Φ on the workers when n·d̂·8 bytes is at most this (else recomputed per pass)")
     ap.add_argument("--speedup", action="store_true", help="also time the largest fit with 1 and 2 workers")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also solve the non-private objective with the solver before issue 26 (passes and time)")
     run(ap.parse_args())
 
 

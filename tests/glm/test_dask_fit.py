@@ -53,10 +53,17 @@ def test_dask_fit_matches_in_memory(dask_client, data, cls, kw):
     # the calibration is a function of public quantities only: identical
     assert a.privacy_ == b.privacy_
     assert b.n_features_in_ == D and list(b.classes_) == [-1, 1]
-    # same noise draw (same seed); the certified solutions differ only within the public residual bound,
-    # and the final exact release re-randomises within its small grid noise
-    assert np.abs(a.coef_ - b.coef_).max() < 1e-3
-    assert abs(a.intercept_ - b.intercept_) < 1e-3
+    # Same noise draw (same seed): the certified solutions agree within the sum of their certified residuals.
+    # (The released coefficients are not compared: the exact grid release has granularity ~1e-12, so two
+    # certified solutions 1e-13 apart may round to neighbouring grid points and the same random stream then
+    # draws different noise for that coordinate.)
+    pa, pb = a._prepare(X, y), b._prepare(*_dask(X, y, 700))
+    (na, ea), (nb, eb) = (a._sample_noise(pa, 1), b._sample_noise(pb, 1))
+    assert np.array_equal(na, nb)
+    noise = cls is ObjectivePerturbation
+    ta, ca = a._solve(pa, na if noise else None, ea if noise else 0.0)
+    tb, cb = b._solve(pb, nb if noise else None, eb if noise else 0.0)
+    assert np.linalg.norm(ta - tb) <= ca.residual + cb.residual
 
 
 def test_independent_of_scheduler_and_workers(dask_client, data):
@@ -102,7 +109,8 @@ def test_map_reduce_gradient_within_the_certified_fp_bound(dask_client, data, lo
         _, h1 = mem.grad_hessp(theta)
         _, h2 = obj.grad_hessp(theta)
         assert np.allclose(h1(v), h2(v), rtol=1e-10, atol=1e-12)
-    assert obj.passes == 3 * 4  # fun_grad twice (grad, value), grad_hessp + one product
+    # fun_grad twice (grad, value), one Hessian-vector product; grad_hessp's gradient at the same θ is the last one
+    assert obj.passes == 3 * 3
 
 
 def test_dataframe_input_and_string_labels(dask_client, data):
@@ -218,15 +226,98 @@ def test_blocked_pairwise_sum_within_its_bound():
 
 
 def test_blocked_sums_lower_the_public_floor():
-    """At n = 10⁶ the in-memory bound (k = n) refuses tol = 1e-10; the Dask fit's blocked bound certifies it."""
-    from dpcore.glm._dask import blocked_sum_terms
-
+    """At n = 10⁶ one BLAS sum (k = n) refuses tol = 1e-10; the blocked pairwise bound, now used by the Dask and the
+    in-memory fits alike (issue 26), certifies it."""
     n = 10**6
     est = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-10)
     p = est._validate_params()
     with pytest.raises(ValueError, match="below what float64 can certify"):
-        est._calibrate(n, 100, 101, p)
-    cal = est._calibrate(n, 100, 101, dict(p, sum_terms=blocked_sum_terms(n)))
+        est._calibrate(n, 100, 101, dict(p, sum_terms=n))
+    cal = est._calibrate(n, 100, 101, p)
     loose = ObjectivePerturbation(1.0, 1e-7, lam=10 / n**0.75, data_norm=1.0, tol=1e-8)._calibrate(
-        n, 100, 101, dict(p, tol=1e-8))
+        n, 100, 101, dict(p, tol=1e-8, sum_terms=n))
     assert cal.fp_bound < loose.fp_bound / 100
+
+
+class _PassCounter:
+    """Instrumented reduce: counts the ``compute_tasks`` calls of the Dask GLM module (one per pass over the blocks)."""
+
+    def __init__(self, monkeypatch):
+        import dpcore.glm._dask as mod
+
+        self.count = 0
+        inner = mod.compute_tasks
+
+        def counted(fn, arguments):
+            self.count += 1
+            return inner(fn, arguments)
+
+        monkeypatch.setattr(mod, "compute_tasks", counted)
+
+
+@pytest.mark.parametrize("cls,kw", MODELS + [(OutputPerturbation, dict(loss="squared", label_bound=1.0))])
+def test_certified_dask_fit_takes_at_most_15_passes(dask_client, data, monkeypatch, cls, kw):
+    """Issue 26 item 4: the whole fit — the validation pass, the solver and the certificate — reads the blocks at most
+    15 times (was 30–90: one pass per L-BFGS-B evaluation and Newton–CG product). Deterministic: a fixed problem."""
+    X, y = data
+    yy = np.clip(X[:, 0] + 0.3 * X[:, 1], -1, 1) if kw.get("loss") == "squared" else y
+    counter = _PassCounter(monkeypatch)
+    est = cls(1.0, 1e-6, data_norm=1.0, random_state=5, **kw).fit(*_dask(X, yy, 700))
+    assert np.isfinite(est.coef_).all()
+    assert 2 <= counter.count <= 15, counter.count
+
+
+@pytest.mark.parametrize("loss,mu", [("logistic", 1e-4), ("huber_svm", 1e-3), ("squared", 1e-2)])
+def test_dask_newton_matches_in_memory_within_the_certificates(dask_client, data, loss, mu):
+    """The Dask solver (exact Newton, Hessian in one pass) and the in-memory one (L-BFGS-B + Newton–CG) certify
+    points within the sum of their certified residuals of each other (both are within theirs of the exact
+    minimiser), on the objective with a noise vector b and the intercept."""
+    from dpcore.glm._solver import certify_smooth, solve_smooth
+
+    X, y = data
+    yy = np.clip(X[:, 0] + 0.3 * X[:, 1], -1, 1) if loss == "squared" else y.astype(float)
+    lossf = make_loss(loss, label_bound=1.0)
+    spec = BlockSpec(loss=lossf, classes=(-1, 1), data_norm=1.0, clip=False, scaling=1.0)
+    design = dask_design(da.from_array(X, chunks=(700, D)), da.from_array(yy, chunks=700), spec)
+    b = np.random.default_rng(4).normal(size=D + 1) * 3
+    Xm = np.hstack([X, np.ones((N, 1))])
+    radius = float(np.sqrt(2.0)) * 1.001
+    mem = GLMObjective(Xm, yy, lossf, mu, b)
+    obj = DaskGLMObjective(design, lossf, mu, b)
+    tm, _ = solve_smooth(mem, tol=1e-10, max_iter=1000, radius=radius)
+    td, _ = solve_smooth(obj, tol=1e-10, max_iter=1000, radius=radius)
+    before = obj.passes
+    cm = certify_smooth(mem, tm, radius=radius)
+    cd = certify_smooth(obj, td, radius=radius)
+    assert obj.passes == before  # the certificate reuses the last pass's gradient at the same bits of θ
+    assert before <= 12
+    assert cm.grad_norm <= 1e-10 and cd.grad_norm <= 1e-10
+    assert np.linalg.norm(tm - td) <= cm.residual + cd.residual
+    # the reused gradient is the computed gradient at td within the certified float bound
+    g_fresh = DaskGLMObjective(design, lossf, mu, b).grad(td)
+    assert np.linalg.norm(g_fresh - obj.grad(td)) <= 2 * cd.fp_bound
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_newton_pass_is_one_pass_of_gradients_and_the_hessian(dask_client, data, fit_intercept):
+    """newton_pass: F and ∇F at every column (as fun_grad, within the certified float bound) and the exact Hessian
+    X̃ᵀ diag(ℓ'') X̃ / n + μI at the chosen column, in ONE pass over the blocks."""
+    X, y = data
+    lossf = make_loss("logistic")
+    spec = BlockSpec(loss=lossf, classes=(-1, 1), data_norm=1.0, clip=False, scaling=0.5 if fit_intercept else None)
+    design = dask_design(da.from_array(X, chunks=(400, D)), da.from_array(y, chunks=400), spec)
+    Xm = np.hstack([X, np.full((N, 1), 0.5)]) if fit_intercept else X
+    b = np.random.default_rng(8).normal(size=Xm.shape[1])
+    obj = DaskGLMObjective(design, lossf, 0.01, b)
+    mem = GLMObjective(Xm, y.astype(float), lossf, 0.01, b)
+    thetas = np.random.default_rng(9).normal(size=(Xm.shape[1], 3))
+    fs, G, H = obj.newton_pass(thetas, 2)
+    assert obj.passes == 1
+    for j in range(3):
+        f, g = mem.fun_grad(thetas[:, j])
+        fp = gradient_fp_bound(n=N, d=Xm.shape[1], radius=1.2, theta_norm=float(np.linalg.norm(thetas[:, j])) * 1.001,
+                               b_norm=float(np.linalg.norm(b)) * 1.001, mu=0.01, loss=lossf)
+        assert np.linalg.norm(G[:, j] - g) <= 2 * fp
+        assert abs(fs[j] - f) <= 1e-12 * (1 + abs(f))
+    w = lossf.deriv2(Xm @ thetas[:, 2], y.astype(float)) / N
+    assert np.allclose(H, Xm.T @ (w[:, None] * Xm) + 0.01 * np.eye(Xm.shape[1]), rtol=1e-12, atol=1e-15)

@@ -46,7 +46,7 @@ def test_calibration_matches_the_spec():
     assert cal.noise_scale_spec == pytest.approx(2**2.5 * 7.0 * math.sqrt(25) / (0.5 * 300), rel=3e-9)
     assert cal.sensitivity_l2 == pytest.approx(2 * 7.0 / 300, rel=3e-9)
     assert cal.sensitivity_l1 == pytest.approx(cal.sensitivity_l1_spec + 2 * cal.residual_bound * math.sqrt(50), rel=1e-8)
-    assert cal.residual_bound == pytest.approx(math.sqrt(2 * 1e-10 * 7.0), rel=1e-8)
+    assert cal.residual_bound == pytest.approx(math.sqrt(2 * rff.tol_ * 7.0), rel=1e-8)
     assert cal.release_scale >= cal.sensitivity_l1 / 0.5 and cal.release_scale == pytest.approx(cal.sensitivity_l1 / 0.5, rel=3e-9)
     assert _certificate(rff, X, y).residual <= cal.residual_bound
     lin = PrivateSVM(C=3.0 / 300, epsilon=2.0, kernel="linear", data_norm=2.0, fit_intercept=True,

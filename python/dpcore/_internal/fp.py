@@ -18,6 +18,13 @@ UNIT_ROUNDOFF      2⁻⁵³          u of IEEE-754 binary64, round to nearest (
 gamma_k(k)         k·u/(1−k·u)   Higham's bound on k chained roundings (Higham 2002, Lemma 3.1);
                                  sums and dot products of k terms in any order (recursive, pairwise,
                                  blocked, with or without FMA) err by at most γ_k·Σ|terms| (§3.1, §4.2)
+SUM_BLOCK_ROWS     4096          rows per BLAS call in dpcore's blocked pairwise sums ``Xᵀs``
+                                 (:mod:`dpcore._internal.summation`, in memory and on Dask)
+blocked_sum_terms  min(n, b +    the ``k`` of γ_k for those sums: a term's product and ≤ b − 1 additions
+(n, b)             2⌈log₂n⌉+1)   inside its BLAS block, ≤ ⌈log₂ n⌉ in the pairwise tree over blocks, ≤
+                                 ⌈log₂ n⌉ more over Dask partitions and one multiplication (a Dask
+                                 intercept coordinate); Higham 2002, §4.2: the error of any summation
+                                 tree is ≤ γ_D Σ|terms| with D its depth. A function of the public n only
 LIBM_LN_ULPS       2             the platform ``ln``/``log``/``log1p`` is accurate to 2 ulp (glibc,
                                  musl, Apple libm document < 1 ulp; 2 for margin). Rust: LIBM_LN_ULPS
 NUMPY_EXP_ULPS     4             numpy/scipy ``exp``, ``log``, ``expit`` on float64 within 4 ulp (numpy
@@ -71,6 +78,8 @@ __all__ = [
     "BUDGET_GRID_BITS",
     "budget_grid_down",
     "gamma_k",
+    "SUM_BLOCK_ROWS",
+    "blocked_sum_terms",
     "LIBM_LN_ULPS",
     "NUMPY_EXP_ULPS",
     "KERNEL_EXP_ULPS",
@@ -152,6 +161,29 @@ def gamma_k(k: float) -> float:
     if not ku < 0.5:
         return math.inf
     return ku / (1.0 - ku)
+
+
+#: Rows per BLAS call in dpcore's blocked pairwise sums (:mod:`dpcore._internal.summation`): a public constant
+#: of their error bound :func:`blocked_sum_terms`.
+SUM_BLOCK_ROWS = 4096
+
+
+def blocked_sum_terms(n: int, block: int = SUM_BLOCK_ROWS) -> int:
+    """``k = min(n, block + 2⌈log₂ n⌉ + 1)``: the roundings on any term's path in a blocked pairwise sum of ``n`` terms.
+
+    The sums of :func:`dpcore._internal.summation.blocked_xt` (in memory) and of the Dask GLM solver err by at most
+    ``γ_k Σ|terms|`` per coordinate with this ``k`` (Higham 2002, §4.2: a sum evaluated by any tree of additions
+    errs by at most ``γ_D Σ|terms|``, ``D`` the tree's depth, products included): a term's product and at most
+    ``block − 1`` additions inside its BLAS call (any order, FMA or not), at most ``⌈log₂ n⌉`` additions in the
+    balanced tree over the blocks, at most ``⌈log₂ n⌉`` more in the tree over Dask partitions, and one
+    multiplication (the Dask intercept coordinate ``scaling·Σ s``). ``k = n`` bounds any order, so the minimum
+    holds. A function of the public ``n`` only, whatever the chunking.
+
+    >>> blocked_sum_terms(10**7), blocked_sum_terms(1000)
+    (4145, 1000)
+    """
+    n, block = int(n), int(block)
+    return min(n, block + 2 * max(n - 1, 1).bit_length() + 1)
 
 
 def shifted_kernel_error(base_error: float, k_abs_max: float, shift: float) -> float:

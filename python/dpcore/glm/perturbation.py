@@ -125,7 +125,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
-from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, blocked_sum_terms, dask_design
+from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, dask_design
 from dpcore.glm._data import encode_targets, project_rows
 from dpcore.glm._losses import LOSSES, make_loss
 from dpcore.accounting.events import epsilon_delta_event
@@ -573,16 +573,15 @@ class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
         design = dask_design(X, y, spec)
         design.validate()
         n, d, dim = design.n, design.d, design.dim
-        # the blocked sums' error bound: a function of the public n only (not of the chunking)
-        p = dict(p, sum_terms=blocked_sum_terms(n))
         cal = self._calibrate(n, d, dim, p)
         return _Prepared(X=design, y=None, classes=classes, n=n, d=d, dim=dim, cal=cal, p=p, loss=loss)
 
     def _opt_residual(self, n, dim, R, loss, mu, tol, theta_star_bound, b_norm, extra=0.0, sum_terms=None):
         """Public ``(ρ_opt, θ̂ bound, e_fp, tol)``: ``ρ_opt = (tol + e_fp + extra/n)/μ`` at ``||θ̂|| ≤ θ* bound + ρ_opt``.
 
-        ``sum_terms``: :func:`~dpcore.glm._solver.gradient_fp_bound`'s ``k`` (``None``: ``n``, the in-memory
-        solver; the Dask solver's blocked sums use :func:`dpcore.glm._dask.blocked_sum_terms`, a function of ``n``).
+        ``sum_terms``: :func:`~dpcore.glm._solver.gradient_fp_bound`'s ``k`` (``None``: the blocked pairwise sums
+        of both the in-memory and the Dask solver, :func:`dpcore._internal.fp.blocked_sum_terms`, a function of
+        the public ``n`` only).
         """
         def at(t):
             theta_hat = theta_star_bound * (1.0 + 1e-6) + 2.0 * (t + extra / n) / mu + 1e-300
