@@ -56,6 +56,12 @@ DEFAULT_CLASSES = None
 #: The ±1 convention of the papers and of ``dpcore.datasets`` (``classes_`` of a numeric signed ``y`` under the
 #: default rule, and of a kernel release that declares none).
 PM_CLASSES: Tuple[int, int] = (-1, 1)
+#: Where a binary-only estimator sends K-class users (error messages of :func:`check_classes` and of labels outside
+#: the declared pair; the kernel releases' model check).
+MULTICLASS_NOTE = ("Only binary classification is supported by this estimator; for K >= 3 classes declare them "
+                   "with the multi-class models: MulticlassKernelLogisticRegression + MulticlassTDDL / "
+                   "MulticlassGPService, MulticlassOutputPerturbation, or PrivateGridSearch(base_params={'classes': "
+                   "[...]}).")
 #: The wording of the default rule in error messages and docs.
 DEFAULT_RULE_DOC = "classes=None: a label equal to 1 or True is positive; 0, -1 or False negative"
 
@@ -102,7 +108,8 @@ def check_classes(classes: Sequence[Any], name: str = "classes") -> np.ndarray:
     except TypeError:
         raise TypeError(f"{name} must be a sequence of two labels, e.g. (-1, 1), got {classes!r}") from None
     if len(items) != 2:
-        raise ValueError(f"{name} must list exactly two labels, got {len(items)}: {classes!r}")
+        more = f" (K = {len(items)} classes; {MULTICLASS_NOTE})" if len(items) > 2 else ""
+        raise ValueError(f"{name} must list exactly two labels, got {len(items)}: {classes!r}{more}")
     for c in items:
         if c is None or (isinstance(c, (float, np.floating)) and not np.isfinite(c)):
             raise ValueError(f"{name} must not contain None, NaN or infinite labels, got {classes!r}")
@@ -176,9 +183,7 @@ def _label_kind_note(y: np.ndarray) -> str:
     if kind == "continuous":
         return " (Unknown label type: continuous; a regression target?)"
     if kind == "multiclass":
-        return (" (Only binary classification is supported by this estimator; for K >= 3 classes declare them "
-                "with the multi-class models: MulticlassKernelLogisticRegression + MulticlassTDDL / "
-                "MulticlassGPService, MulticlassOutputPerturbation, or PrivateGridSearch(base_params={'classes': [...]}).)")
+        return f" ({MULTICLASS_NOTE})"
     return ""
 
 

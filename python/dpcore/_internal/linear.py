@@ -87,7 +87,8 @@ class LinearPredictorMixin:
             A lazy Dask array when ``X`` is a Dask array or DataFrame (the same for every method here).
         """
         if is_dask_collection(X):
-            return self._map_dask(X, "decision_function")
+            K = np.shape(getattr(self, "coef_", np.zeros(0)))
+            return self._map_dask(X, "decision_function", n_cols=K[0] if len(K) == 2 else None)
         return self._decision_values(X)
 
     @available_if(_has_proba)
@@ -118,8 +119,11 @@ class LinearPredictorMixin:
         ((4, 2), True)
         """
         if is_dask_collection(X):
-            return self._map_dask(X, "predict_proba", n_cols=2)
+            return self._map_dask(X, "predict_proba", n_cols=len(self.classes_))
         f = self._decision_values(X)
+        if f.ndim == 2:  # K classes (multinomial): softmax of the released scores
+            z = np.exp(f - f.max(axis=1, keepdims=True))
+            return z / z.sum(axis=1, keepdims=True)
         return np.column_stack([expit(-f), expit(f)])
 
     @available_if(_has_proba)
@@ -135,8 +139,11 @@ class LinearPredictorMixin:
         ndarray of shape (n_samples, 2)
         """
         if is_dask_collection(X):
-            return self._map_dask(X, "predict_log_proba", n_cols=2)
+            return self._map_dask(X, "predict_log_proba", n_cols=len(self.classes_))
         f = self._decision_values(X)
+        if f.ndim == 2:  # K classes: log-softmax
+            m = f.max(axis=1, keepdims=True)
+            return f - m - np.log(np.exp(f - m).sum(axis=1, keepdims=True))
         return np.column_stack([log_expit(-f), log_expit(f)])
 
     def predict(self, X: ArrayLike | DaskArrayLike) -> np.ndarray:
@@ -147,6 +154,8 @@ class LinearPredictorMixin:
         f = self._decision_values(X)
         if not hasattr(self, "classes_"):
             return f
+        if f.ndim == 2:  # K classes: the largest released score
+            return self.classes_[np.argmax(f, axis=1)]
         return self.classes_[(f > 0).astype(np.intp)]
 
     def score(self, X: ArrayLike | DaskArrayLike, y: ArrayLike | DaskArrayLike) -> float:

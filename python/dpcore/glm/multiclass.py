@@ -83,7 +83,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MulticlassOutputPerturbation", "MulticlassGLMPrivacy", "gradient_fp_bound"]
+__all__ = ["MulticlassOutputPerturbation", "MulticlassGLMPrivacy", "gradient_fp_bound", "certified_residual"]
 
 _U = UNIT_ROUNDOFF
 _LOSSES = ("multinomial", "ovr")
@@ -106,6 +106,47 @@ def gradient_fp_bound(*, n: int, p: int, K: int, radius: float, w_norm: float, l
     Lt = lipschitz + e_s
     e = (1.0 + 6.0 * _U) * (R * e_s + gamma_k(n) * R * Lt) + 6.0 * _U * (R * Lt + lam * w_norm)
     return e * (1.0 + 1e-12)
+
+
+def certified_residual(*, n: int, p: int, K: int, radius: float, lam: float, tol: Union[float, str],
+                       loss: str = "multinomial", w_max: float = 1.0) -> tuple:
+    """Public numbers of the certified K-class solver: ``(L, tol, w_bound, e_fp, ρ)`` (module docstring).
+
+    ``L`` the loss's Lipschitz constant in the score vector (``√2`` multinomial, ``√K`` one-vs-rest, times
+    ``w_max``), ``tol`` resolved (``"auto"``: ``CERTIFY_MARGIN·e_fp``) and checked certifiable, ``w_bound`` the
+    public bound on ``||Ŵ||_F`` at which ``e_fp`` is evaluated, ``ρ = (tol + e_fp)/λ`` the public bound on
+    ``||Ŵ − W*||_F``. Inputs are public: ``n``, ``p`` (columns, intercept included), ``K``, ``radius`` (bound on
+    the rows' norms, intercept included), ``λ``. Also used by :class:`dpcore.PrivateSVM` with K classes.
+
+    Examples
+    --------
+    >>> from dpcore.glm.multiclass import certified_residual
+    >>> L, tol, w_bound, e_fp, rho = certified_residual(n=1000, p=10, K=3, radius=1.0, lam=1e-3, tol="auto")
+    >>> round(L ** 2, 12), e_fp <= tol, rho > 0
+    (2.0, True, True)
+    """
+    r_eff = float(radius)
+    L1 = math.sqrt(2.0) if loss == "multinomial" else math.sqrt(K)  # unweighted
+    w_max = float(w_max)
+    L = L1 * w_max  # the weighted loss w_y ℓ(z, y) is (L1·max_k w_k)-Lipschitz in z
+    tol = check_tol(tol, "tol")
+    loss0 = (math.log(K) if loss == "multinomial" else K * math.log(2.0)) * w_max  # J(0) ≤ max_k w_k ℓ(0)
+    w_star = min(math.sqrt(2.0 * loss0 / lam), L * r_eff / lam)
+
+    # Ŵ is within ρ = (tol + e_fp)/λ of W*, so ||Ŵ|| ≤ w_star + ρ ≤ w_bound whenever e_fp ≤ tol (the public
+    # check_certifiable below; a larger ||Ŵ|| is refused after the solve); e_fp is evaluated at w_bound.
+    # Weighted gradient (1/n) Σ w_{y_i} g_i x̃_i + λW: every per-record term scaled by w_{y_i} ≤ w_max (one more
+    # rounding); w_max ≥ 1, so w_max·(1 + 2u) × the unweighted bound covers it
+    def bounds(t):
+        w_bound = (2.0 * w_star + 2.0 * t / lam) * (1.0 + 1e-6)
+        return w_bound, gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam,
+                                          lipschitz=L1) * (w_max * (1.0 + 2.0 * _U))
+
+    tol = resolve_tol(tol, lambda t: bounds(t)[1])  # "auto": CERTIFY_MARGIN·e_fp, public quantities only
+    w_bound, e_fp = bounds(tol)
+    check_certifiable(tol, e_fp, "certified gradient norm")
+    rho = (tol + e_fp) / lam * (1.0 + SLACK)
+    return L, tol, w_bound, e_fp, rho
 
 
 @dataclass(frozen=True)
@@ -270,26 +311,8 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         check_verbose(self.verbose)
         p = d + (1 if self.fit_intercept else 0)
         r_eff = math.sqrt((R * (1.0 + RADIUS_TOL)) ** 2 + b * b) * (1.0 + SLACK)
-        L1 = math.sqrt(2.0) if self.loss == "multinomial" else math.sqrt(K)  # unweighted
-        w_max = float(w_max)
-        L = L1 * w_max  # the weighted loss w_y ℓ(z, y) is (L1·max_k w_k)-Lipschitz in z
-        tol = check_tol(self.tol, "tol")
-        loss0 = (math.log(K) if self.loss == "multinomial" else K * math.log(2.0)) * w_max  # J(0) ≤ max_k w_k ℓ(0)
-        w_star = min(math.sqrt(2.0 * loss0 / lam), L * r_eff / lam)
-
-        # Ŵ is within ρ = (tol + e_fp)/λ of W*, so ||Ŵ|| ≤ w_star + ρ ≤ w_bound whenever e_fp ≤ tol (the public
-        # check_certifiable below; a larger ||Ŵ|| is refused after the solve); e_fp is evaluated at w_bound.
-        # Weighted gradient (1/n) Σ w_{y_i} g_i x̃_i + λW: every per-record term scaled by w_{y_i} ≤ w_max (one more
-        # rounding); w_max ≥ 1, so w_max·(1 + 2u) × the unweighted bound covers it
-        def bounds(t):
-            w_bound = (2.0 * w_star + 2.0 * t / lam) * (1.0 + 1e-6)
-            return w_bound, gradient_fp_bound(n=n, p=p, K=K, radius=r_eff, w_norm=w_bound, lam=lam,
-                                              lipschitz=L1) * (w_max * (1.0 + 2.0 * _U))
-
-        tol = resolve_tol(tol, lambda t: bounds(t)[1])  # "auto": CERTIFY_MARGIN·e_fp, public quantities only
-        w_bound, e_fp = bounds(tol)
-        check_certifiable(tol, e_fp, "certified gradient norm")
-        rho = (tol + e_fp) / lam * (1.0 + SLACK)
+        L, tol, w_bound, e_fp, rho = certified_residual(n=n, p=p, K=K, radius=r_eff, lam=lam, tol=self.tol,
+                                                        loss=self.loss, w_max=w_max)
         sens = (2.0 * L * r_eff / (lam * n) * (1.0 + SLACK) + 2.0 * rho) * (1.0 + SLACK) * self._sensitivity_factor
         plan = gaussian_plan(sens, epsilon, delta, dim=K * p)
         self._plan, self._b = plan, b

@@ -292,6 +292,17 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
     A Ctrl-C (``KeyboardInterrupt``) during the solve leaves the estimator unfitted and the
     accountant uncharged.
 
+    SimplexERM is binary only: ``classes`` with ``K > 2`` labels, or a ``y`` with a label outside the declared
+    pair, is refused with a ``ValueError`` naming ``classes``, before anything is charged. Why: the mechanism
+    samples from the Gibbs/entropic fixed point ``θ̂ = softmax(−∇f(θ̂)/λ)`` on the simplex of **one** weight
+    vector (``m`` draws of ``θ̂`` released as one sparse distribution), for a loss of the scalar margin
+    ``ℓ(<x, θ>; y)`` with ``y = ±1``. The ∞-norm gradient sensitivity ``2LR/n``, the entropy bias and the
+    number of draws ``m = ε/ε0`` are derived for that single distribution. K classes would need K weight
+    vectors (a product of simplices or one simplex over ``K·P`` coordinates) and a vector-valued loss, and
+    neither the sensitivity nor the sampling calibration is proved for that. For K classes use
+    :class:`~dpcore.MulticlassOutputPerturbation` (multinomial logistic, on raw features or public random
+    features).
+
     Examples
     --------
     >>> import numpy as np

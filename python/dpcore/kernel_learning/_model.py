@@ -46,7 +46,41 @@ from dpcore._internal.class_weight import check_public_weights
 _REQUIRED = ("mu_", "X_fit_", "n_samples_fit_", "lam", "lipschitz_", "w_error_bound_", "kernel_params_")
 
 
+#: What each binary kernel release refuses a K-class model for, and where it sends the user (its Notes say more).
+_BINARY_ONLY_WHY = {
+    "PINP": "its Laplace answers, their sensitivity and the multiplicative-weights update argument are for one "
+            "scalar decision function <w*, φ(z)>",
+    "TDIL": "its exponential-mechanism score |<φ(z), w_t − w*>|, the Laplace check and the interpolation argument "
+            "are for one scalar decision function",
+    "TDDL": "its GP noise is calibrated for one function w* in H",
+    "GPService": "its GP noise is calibrated for one function w* in H",
+}
+
+
+def check_binary_model(model, who: str) -> None:
+    """Refuse a K-class model (``K > 2`` declared ``classes_``, or a ``mu_`` with one column per class) in a
+    binary-only kernel release, naming ``classes`` and the multi-class alternatives. Public: the declared label
+    set and the shape of ``mu_`` do not depend on the records."""
+    classes = getattr(model, "classes_", None)
+    mu = getattr(model, "mu_", None)
+    K = None
+    if classes is not None and np.ndim(classes) == 1 and len(classes) > 2:
+        K = len(classes)
+    elif mu is not None and np.ndim(mu) == 2 and min(np.shape(mu)) > 1:
+        K = min(np.shape(mu))
+    if K is None:
+        return
+    shown = "" if classes is None else f"={np.asarray(classes).tolist()!r}"
+    why = _BINARY_ONLY_WHY.get(who, "it releases one scalar decision function")
+    raise ValueError(
+        f"{who} is binary only: the model ({type(model).__name__}) declares K = {K} classes (classes{shown}), and "
+        f"{why}. For K-class kernel models use MulticlassTDDL (one joint release of all K functions) or "
+        f"MulticlassGPService (interactive K-class score queries); for a linear model MulticlassOutputPerturbation"
+    )
+
+
 def model_info(model, who: str = "PINP") -> dict:
+    check_binary_model(model, who)  # public (declared classes / shape), before anything is charged
     # class weights read off the data ("balanced") are not covered by any proof: refused before any charge
     check_public_weights(model, who)
     missing = [a for a in _REQUIRED if not hasattr(model, a)]

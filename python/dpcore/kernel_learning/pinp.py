@@ -330,6 +330,19 @@ class PINP(DurableSession):
     state_seq : sequence number of the last committed state (record it outside the state's
         storage and pass it to ``load(min_seq=...)`` to detect a rollback).
 
+    Notes
+    -----
+    PINP is binary only: a model with ``K > 2`` declared ``classes`` (e.g. a
+    :class:`~dpcore.MulticlassKernelLogisticRegression`) is refused with a ``ValueError`` naming ``classes``,
+    before anything is charged. Why: Algorithm 1 and its proof are about one scalar decision function. Each
+    answer is ``<w*, φ(z)>`` plus Laplace noise calibrated on the sensitivity of that scalar, and the number of
+    updates is bounded by the multiplicative-weights argument on the potential ``||w_t − w*||²`` of one function
+    in ``H``, which drops by a fixed amount at each update ``w_{t+1} = w_t + η·sign(d̂_t)φ(z_t)``. A K-class
+    version would need K noisy answers per query and a vector-valued potential and update rule. That is another
+    mechanism, and neither its proof nor its calibration exists here. For K classes use
+    :class:`~dpcore.MulticlassGPService` (unlimited K-class score queries at one (ε, δ)) or
+    :class:`~dpcore.MulticlassTDDL` (one joint release of all K functions).
+
     Examples
     --------
     The paper's calibration needs ``n·λ·ε`` large; a public ``norm_bound`` (a utility parameter,

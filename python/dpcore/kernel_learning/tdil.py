@@ -327,6 +327,18 @@ class TDIL(ReleasingEstimator):
         score of the chosen point, ``<z, w_t − w*>``, is not kept: it is an exact function of the
         private ``w*``, not covered by the guarantee.
 
+    Notes
+    -----
+    TDIL is binary only: a model with ``K > 2`` declared ``classes`` (e.g. a
+    :class:`~dpcore.MulticlassKernelLogisticRegression`) is refused with a ``ValueError`` naming ``classes``,
+    before anything is charged. Why: Algorithm 3's privacy and utility proofs are about one scalar decision
+    function. The exponential mechanism scores ``|<φ(z), w_t − w*>|``, the Laplace check thresholds the scalar
+    ``d̂_t``, and the interpolation argument bounds the number of updates ``w_{t+1} = w_t ± η φ(z_t)`` through
+    the potential ``||w_t − w*||²`` of one function in ``H``. A K-class version would need a vector-valued
+    score, K updates per round and its own sensitivity analysis, and none of that is proved or calibrated here.
+    For K classes use :class:`~dpcore.MulticlassTDDL` (one joint release of all K functions) or
+    :class:`~dpcore.MulticlassGPService` (interactive K-class score queries).
+
     Examples
     --------
     Algorithm 3 scores an ε-net of the ball; a linear kernel in two dimensions keeps the net small:

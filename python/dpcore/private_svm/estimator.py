@@ -89,6 +89,31 @@ rows: RFF rows whose computed norm exceeds ``1 + 1e-12`` are scaled back to that
 happens in practice), linear rows are checked against ``data_norm(1 + 1e-12)``; ``κ_eff`` adds the
 rounding of the norm computation.
 
+K classes (issue 24)
+--------------------
+With ``K ≥ 3`` declared ``classes`` and ``loss="logistic"`` the model is a ``K × F`` matrix ``W`` trained with the
+multinomial logistic loss of the score vector ``z = Wφ̂(x)``,
+
+    W* = argmin_W ½||W||²_F + (C/n) Σ_i ℓ(Wφ̂(x_i), y_i),   ℓ(z, y) = log Σ_k e^{z_k} − z_y,
+
+released as ``W* + Lap(b)^{K·F}``; ``predict`` is the argmax of ``decision_function`` (``(n, K)``), ``predict_proba``
+its softmax. *Proof sketch.* ``R^{K×F}`` with the Frobenius norm is a Hilbert space and the objective is 1-strongly
+convex in it. The argument above goes through with the score vector: the subgradients of the two objectives at
+``W₂ = W*(D')`` differ by ``g = (C/n)(∇ℓ(z, y)φ̂(x)ᵀ − ∇ℓ(z', y')φ̂(x')ᵀ)``, and ``∇ℓ(z, y) = softmax(z) − e_y``
+has ℓ2 norm ``≤ L = √2`` whatever K (docs/privacy.md, Lemma M1), so ``||g||_F ≤ 2LCκ/n`` and
+``||W₁ − W₂||_F ≤ Δ₂ = 2√2·Cκ/n``. For the L1 norm of the ``K·F`` released entries, ``||V||₁ ≤ √(KF)||V||_F``.
+The solver is :class:`~dpcore.MulticlassOutputPerturbation`'s certified L-BFGS-B + Newton–CG
+(:func:`dpcore.glm.multiclass.certified_residual`): a public ``ρ_pub = (tol + e_fp)/λ`` bounds ``||Ŵ − W*||_F``,
+``λ = 1/(C_sklearn·n)``, a fit that does not certify it raises ``ConvergenceError``. So, as in the binary case,
+
+    sensitivity_l1 = √(KF)·(Δ₂,cal + 2ρ_pub),   Δ₂,cal = 2√2·Cκ/n ("tight"),  4√2·Cκ/n ("spec"),
+
+rounded upwards, released by the same exact grid Laplace mechanism (pure ε-DP, replace-one). ``C="auto"`` is the
+binary rule with ``L = √2`` and ``√(KF)``. The Crammer–Singer hinge (also ``L = √2``) would give the same bound but
+has no certified solver in dpcore: ``loss="hinge"`` or ``"huber_svm"`` with ``K ≥ 3`` classes is refused before any
+charge. Unlike the Gaussian releases (whose Frobenius noise does not grow with K), the Laplace release pays
+``√K`` through the ℓ1 norm: per-coordinate noise ``√(2K)`` times the binary one at the same C.
+
 The certified solver (hinge)
 ----------------------------
 A LIBLINEAR-style dual coordinate descent in Rust (``dpcore._core.rff_linear_svm_dcd``, Hsieh et
@@ -111,6 +136,7 @@ from typing import Any, Optional, Literal, Union, TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import ClassifierTags
 
 from dpcore import _core
 from dpcore._internal.tags import binary_classifier_tags
@@ -122,7 +148,10 @@ from dpcore.glm._solver import (
     ConvergenceError, GLMObjective, hinge_point, polish, certify_smooth, check_certifiable, gradient_fp_bound,
     hinge_gap_floor, resolve_tol, solve_hinge, solve_smooth,
 )
-from dpcore._internal.labels import DEFAULT_CLASSES, encode_binary_labels
+from dpcore._internal.labels import (
+    DEFAULT_CLASSES, check_multiclass_classes, encode_binary_labels, encode_multiclass_labels,
+)
+from dpcore.glm.multiclass import MulticlassOutputPerturbation, certified_residual
 from dpcore._internal.linear import LinearPredictorMixin
 from dpcore._internal.validation import (
     check_array, check_epsilon, check_required, check_feature_names, check_positive, check_scale, check_tol, record_feature_names,
@@ -185,6 +214,8 @@ class PrivateSVMPrivacy:
     tol : solver tolerance (duality gap for the hinge loss, gradient norm otherwise).
     fp_bound : public floating-point bound entering ρ_pub (smooth losses; 0 for the hinge).
     intercept_scaling : constant feature value (0 without intercept).
+    n_classes : K, the number of declared classes (2: the binary SVM, one weight vector; K >= 3: the
+        multinomial ``K × F`` weight matrix, released as ``K·F`` numbers; sensitivities in the Frobenius norm).
 
     Examples
     --------
@@ -220,6 +251,7 @@ class PrivateSVMPrivacy:
     tol: float
     fp_bound: float
     intercept_scaling: float
+    n_classes: int = 2
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -377,7 +409,10 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         fallback, see ``_DCD_MAX_EPOCHS``).
     clip : bool, default False
         ``kernel="linear"``: project rows outside the ball onto it instead of raising.
-    classes : sequence of two labels or None, default=None
+    classes : sequence of labels or None, default=None
+        Two labels, or ``K ≥ 3`` labels for the K-class model (``loss="logistic"``, the multinomial loss; see
+        "K classes" in :mod:`dpcore.private_svm.estimator`): ``coef_`` is then ``(K, F)``, ``intercept_`` ``(K,)``,
+        ``decision_function`` ``(n, K)``, ``predict`` its argmax, ``predict_proba`` its softmax.
         ``None`` (default): the fixed default rule — a label equal to 1 or True is the
         positive class, 0, −1 or False the negative one (so y in {0, 1}, {−1, 1} or {False, True}
         trains unchanged); ``classes_`` then follows the dtype of ``y`` only: ``[False, True]``
@@ -410,14 +445,14 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (F,) (F without the intercept coordinate)
-        The private weight vector in feature space.
-    intercept_ : float
-        ``w_last · intercept_scaling`` (0.0 without intercept).
+    coef_ : ndarray of shape (F,) or (K, F) (F without the intercept coordinate)
+        The private weight vector in feature space (one row per class with K ≥ 3 classes).
+    intercept_ : float or ndarray of shape (K,)
+        ``w_last · intercept_scaling`` (0.0 without intercept; per class with K ≥ 3 classes).
     random_features_ : RandomFourierFeatures or None
         The fitted public feature map (None for ``kernel="linear"``).
-    classes_ : ndarray of shape (2,)
-        ``classes_[1]`` is the +1 class.
+    classes_ : ndarray of shape (2,) or (K,)
+        ``classes_[1]`` is the +1 class (binary); the sorted declared classes (K ≥ 3).
     n_features_in_ : int
     privacy_ : PrivateSVMPrivacy
 
@@ -430,6 +465,14 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     >>> clf = PrivateSVM(C=0.125, epsilon=5.0, n_components=100, gamma=1.0, random_state=0).fit(X, y)
     >>> clf.privacy_.n_features_out
     100
+
+    Three classes (multinomial logistic loss, a ``3 × F`` released matrix):
+
+    >>> y3 = rng.integers(0, 3, size=400); X3 = np.array([[1.0, 0.0], [-0.5, 0.9], [-0.5, -0.9]])[y3]
+    >>> clf3 = PrivateSVM(C=1.0, epsilon=20.0, loss="logistic", classes=[0, 1, 2], n_components=50,
+    ...                   random_state=0).fit(X3, y3)
+    >>> clf3.coef_.shape, clf3.decision_function(X3[:4]).shape, float(clf3.score(X3, y3)) > 0.9
+    ((3, 50), (4, 3), True)
     """
 
     #: Test hooks for deliberately broken copies; must stay as they are.
@@ -440,11 +483,31 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         """``√F``: ``||v||₁ ≤ √F ||v||₂`` (test hook)."""
         return math.sqrt(F)
 
+    #: K classes: the multinomial loss's Lipschitz constant in the score vector (ℓ2), ``√2`` (test hook).
+    _multiclass_lipschitz = math.sqrt(2.0)
+
+    @staticmethod
+    def _multiclass_l1_factor(K: int, F: int) -> float:
+        """K classes: ``√(K·F)``, ``||V||₁ ≤ √(K·F) ||V||_F`` for a ``K × F`` matrix (test hook)."""
+        return math.sqrt(K * F)
+
     #: the fitted model is a DP release (see dpcore._internal.tags.expected_failed_checks)
     _dp_release = True
 
+    def _declared_k(self) -> int:
+        """K of the declared ``classes`` (2 for ``None`` or a pair; not validated here)."""
+        if self.classes is None or isinstance(self.classes, (str, bytes)):
+            return 2
+        try:
+            return max(2, len(list(self.classes)))
+        except TypeError:
+            return 2
+
     def __sklearn_tags__(self):
-        return binary_classifier_tags(super().__sklearn_tags__())
+        tags = binary_classifier_tags(super().__sklearn_tags__())
+        if self._declared_k() > 2:
+            tags.classifier_tags = ClassifierTags(multi_class=True, poor_score=True)
+        return tags
 
     def __init__(self, epsilon: float = 1.0, *, C: Union[float, Literal["auto"]] = "auto",
                  kernel: Literal["rbf", "laplacian", "linear"] = "rbf", n_components: int = 100, gamma: float = 1.0,
@@ -488,7 +551,14 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"loss must be one of {SVM_LOSSES}, got {self.loss!r}")
         if not isinstance(self.calibration, str) or self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {self.calibration!r}")
-        p = dict(C=C, epsilon=epsilon, kernel=self.kernel, calibration=self.calibration)
+        p = dict(C=C, epsilon=epsilon, kernel=self.kernel, calibration=self.calibration, K=2)
+        if self._declared_k() > 2:  # K-class PrivateSVM: declared labels, multinomial loss (module docstring)
+            p["K"] = int(check_multiclass_classes(self.classes).shape[0])
+            if self.loss != "logistic":
+                raise ValueError(
+                    f"loss={self.loss!r} with K = {p['K']} declared classes: the K-class PrivateSVM trains the "
+                    "multinomial logistic loss (L = sqrt(2)) with its certified solver; pass loss='logistic' (the "
+                    "Crammer-Singer hinge has no certified K-class solver in dpcore)")
         if self.kernel == "linear":
             check_required(type(self).__name__, [("data_norm", "for kernel='linear', the declared bound R on ||x||, "
                                                                "public and never derived from the data")]
@@ -515,8 +585,10 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             X = X.astype(np.float64)
         return X
 
-    def _labels(self, y, n):
+    def _labels(self, y, n, K: int = 2):
         # Declared label set (dpcore._internal.labels): never inferred from y, one class is fine.
+        if K > 2:  # class indices 0..K-1 of the sorted declared classes
+            return encode_multiclass_labels(y, self.classes, n)
         return encode_binary_labels(y, self.classes, n)
 
     # -- features ------------------------------------------------------------------------------
@@ -553,7 +625,37 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         return np.ascontiguousarray(Phi), _up(kappa)
 
     # -- calibration ---------------------------------------------------------------------------
+    def _calibrate_multiclass(self, n: int, F: int, kappa: float, p: dict) -> PrivateSVMPrivacy:
+        """K ≥ 3 classes: the ``K × F`` matrix's L1 sensitivity (module docstring, "K classes")."""
+        C_sk, eps, K = p["C"], p["epsilon"], p["K"]
+        L = float(self._multiclass_lipschitz)
+        root = self._multiclass_l1_factor(K, F)
+        if C_sk == "auto":  # the binary rule with L = √2 and √(K·F): public ε, κ, K, F only
+            c = 1.0 if p["calibration"] == "spec" else 0.5
+            C_sk = AUTO_NOISE_TO_MARGIN * eps / (math.sqrt(2.0) * 4.0 * c * L * kappa * kappa * root)
+        C = C_sk * n
+        lam = 1.0 / C
+        # the certified multinomial solver's public numbers (dpcore.glm.multiclass): ρ bounds ||Ŵ − W*||_F
+        _, tol, _, fp, rho = certified_residual(n=n, p=F, K=K, radius=kappa, lam=lam, tol=p["tol"],
+                                                loss="multinomial")
+        rho = _up(rho, 1e-9)
+        sens_l2 = _up(2.0 * L * C * kappa / n, 1e-9)
+        spec_l1 = _up(4.0 * L * C * kappa * root / n, 1e-9)
+        data_l1 = spec_l1 if p["calibration"] == "spec" else 0.5 * spec_l1
+        sens_l1 = _up(data_l1 + 2.0 * rho * root, 1e-9)
+        plan = laplace_plan(sens_l1 * self._noise_factor, eps, dim=K * F)
+        return PrivateSVMPrivacy(
+            epsilon=eps, epsilon_used=plan.epsilon_used, kernel=p["kernel"], loss="multinomial", n=n,
+            n_features_out=F, n_components=p["D"], kappa=kappa,
+            data_norm=p.get("R", math.nan) if p["kernel"] == "linear" else math.nan, lipschitz=L, C=C_sk,
+            C_auto=p["C"] == "auto", calibration=p["calibration"], sensitivity_l2=sens_l2, sensitivity_l1_spec=spec_l1,
+            noise_scale_spec=spec_l1 / eps, residual_bound=rho, sensitivity_l1=sens_l1, release_scale=plan.scale,
+            release_granularity=plan.granularity, tol=tol, fp_bound=fp, intercept_scaling=p["scaling"], n_classes=K,
+        )
+
     def _calibrate(self, n: int, F: int, kappa: float, p: dict) -> PrivateSVMPrivacy:
+        if p["K"] > 2:
+            return self._calibrate_multiclass(n, F, kappa, p)
         C_sk, eps, loss, tol = p["C"], p["epsilon"], p["loss"], p["tol"]
         L = 1.0
         root_f = self._l1_from_l2_factor(F)
@@ -602,7 +704,8 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _plan(self, cal: PrivateSVMPrivacy):
-        return laplace_plan(cal.sensitivity_l1 * self._noise_factor, cal.epsilon, dim=cal.n_features_out)
+        return laplace_plan(cal.sensitivity_l1 * self._noise_factor, cal.epsilon,
+                            dim=cal.n_features_out * (cal.n_classes if cal.n_classes > 2 else 1))
 
     def _prepare(self, X, y, rng=None, random_features=None) -> _Prepared:
         """Validate, build the features and calibrate (public); no noise, no budget.
@@ -613,7 +716,7 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         p = self._validate_params()
         X = self._validate_X(X)
         n, d = X.shape
-        classes, y_pm = self._labels(y, n)
+        classes, y_pm = self._labels(y, n, p["K"])
         rff = None
         if p["kernel"] != "linear":
             if random_features is None:
@@ -637,6 +740,8 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         cal, p = prep.cal, prep.p
         lam = 1.0 / (cal.C * cal.n)  # the objective ½||w||² + (C_obj/n) Σ ℓ with C_obj = n·C (scikit-learn C)
         max_iter = _SOLVER_MAX_ITER if p["max_iter"] is None else p["max_iter"]
+        if cal.n_classes > 2:
+            return self._solve_multiclass(prep, lam, max_iter)
         if p["loss"].name == "hinge":
             epochs = _DCD_MAX_EPOCHS if p["max_iter"] is None else p["max_iter"]
             theta, gap, fp, n_iter, method = _solve_hinge_fast(prep.Phi, prep.y, lam=lam, tol=cal.tol,
@@ -662,9 +767,38 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             )
         return np.asarray(theta, dtype=np.float64), cert
 
+    def _solve_multiclass(self, prep: _Prepared, lam: float, max_iter: int):
+        """K classes: ``Ŵ`` (K × F) by :class:`~dpcore.MulticlassOutputPerturbation`'s certified multinomial
+        solver (L-BFGS-B + Newton–CG on the public rows ``φ̂(x)``, intercept column included, no intercept of its
+        own), certified as there: computed gradient norm ``≤ tol`` and ``||Ŵ||_F ≤`` its public bound, residual
+        ``(g + e_fp)/λ ≤ ρ_pub``."""
+        cal = prep.cal
+        K, F = cal.n_classes, cal.n_features_out
+        solver = MulticlassOutputPerturbation(lam=lam, data_norm=cal.kappa, classes=list(range(K)),
+                                              loss="multinomial", fit_intercept=False, max_iter=int(max_iter))
+        W, g, n_iter = solver._solve(prep.Phi, prep.y, K, lam, cal.tol)
+        g_cert = g * (1.0 + gamma_k(W.size + 2))
+        _, _, w_bound, e_fp, _ = certified_residual(n=cal.n, p=F, K=K, radius=cal.kappa, lam=lam, tol=cal.tol,
+                                                    loss="multinomial")
+        w_norm = float(np.linalg.norm(W))
+        if not (g_cert <= cal.tol and w_norm <= w_bound):
+            raise ConvergenceError(f"PrivateSVM: the certified multinomial solver stopped at gradient norm "
+                                   f"{g_cert:.3e} (tol {cal.tol:.3e}); increase max_iter or tol; refusing to release")
+        residual = (g_cert + e_fp) / lam * (1.0 + _SLACK)
+        cert = PrivateSVMCertificate(duality_gap=math.nan, grad_norm=g_cert, fp_bound=e_fp, residual=residual,
+                                     residual_bound=cal.residual_bound, n_iter=int(n_iter), method="lbfgs+newton-cg")
+        if not cert.residual <= cal.residual_bound:
+            raise ConvergenceError(
+                f"certified residual {cert.residual:.3e} exceeds the public bound {cal.residual_bound:.3e}; "
+                "refusing to release"
+            )
+        return np.asarray(W, dtype=np.float64), cert
+
     def _release(self, prep: _Prepared, theta: np.ndarray, rng, n_samples: Optional[int] = None) -> np.ndarray:
-        """Exact grid Laplace release of ``theta`` (``n_samples`` rows if given) with the calibrated plan."""
-        out = grid_release(np.ascontiguousarray(theta, dtype=np.float64), self._plan(prep.cal), rng, n_samples)
+        """Exact grid Laplace release of ``theta`` (``n_samples`` rows if given) with the calibrated plan
+        (a K × F ``theta`` is released as its ``K·F`` entries, row-major)."""
+        flat = np.ascontiguousarray(np.asarray(theta, dtype=np.float64).ravel())
+        out = grid_release(flat, self._plan(prep.cal), rng, n_samples)
         return np.asarray(out, dtype=np.float64)
 
     # -- fitting -------------------------------------------------------------------------------
@@ -722,7 +856,15 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
             bar.set_postfix_str("noise", refresh=False)
             w = self._release(prep, theta, rng)
             bar.update(1)
-        if prep.p["fit_intercept"]:
+        if cal.n_classes > 2:
+            W = w.reshape(cal.n_classes, cal.n_features_out)
+            if prep.p["fit_intercept"]:
+                self.coef_ = W[:, :-1].copy()
+                self.intercept_ = W[:, -1] * prep.p["scaling"]
+            else:
+                self.coef_ = W.copy()
+                self.intercept_ = np.zeros(cal.n_classes)
+        elif prep.p["fit_intercept"]:
             self.coef_ = w[:-1].copy()
             self.intercept_ = float(w[-1] * prep.p["scaling"])
         else:
@@ -746,6 +888,13 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         X = check_array(X, "X", n_features=self.n_features_in_, estimator=type(self).__name__)
         check_feature_names(self, X_in)
         Phi = X if self.random_features_ is None else self.random_features_.transform(X)
+        if np.ndim(self.coef_) == 2:  # K classes: scores of shape (n, K)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = np.asarray(Phi @ self.coef_.T, dtype=np.float64) + self.intercept_
+            if not np.isfinite(f).all():
+                raise ValueError("X has values too large: the decision values overflow float64; "
+                                 "rescale X to the declared data domain")
+            return f
         return self._linear_decision(Phi, self.intercept_)
 
     # -- audit support -------------------------------------------------------------------------
@@ -758,4 +907,4 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
         prep = self._prepare(X, y, rng, random_features)
         theta, _ = self._solve(prep)
         out = self._release(prep, theta, rng, int(n_samples))
-        return out.reshape(int(n_samples), prep.cal.n_features_out)
+        return out.reshape(int(n_samples), -1)
