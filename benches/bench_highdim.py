@@ -107,8 +107,10 @@ def _tol(s):
     return s if s == "auto" else float(s)
 
 
-def dpcore_in_subprocess(n, kernel, C, threads, cache, tol):
+def dpcore_in_subprocess(n, kernel, C, threads, cache, tol, pythonpath=None):
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     out = subprocess.run(
         [sys.executable, __file__, "--child", "--n", str(n), "--kernels", kernel, "--C", repr(C),
          "--cache", repr(cache), "--tol", str(tol)],
@@ -131,6 +133,9 @@ def main():
                     help="dpcore thread counts (RAYON_NUM_THREADS), each in a fresh subprocess")
     ap.add_argument("--skip-ref", action="store_true", help="time dpcore only")
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs per solver, best time reported")
+    ap.add_argument("--before", default=None, metavar="PYTHONPATH",
+                    help="also time another dpcore build (a PYTHONPATH holding its dpcore package, e.g. a copy "
+                         "of the previous commit's python/ tree with its extension) in the same run: column 'old s'")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.n = args.n or ([2000] if args.quick else [6000, 20000])
@@ -145,7 +150,7 @@ def main():
           f"load average {load:.1f}, cache={args.cache:g} MB, dpcore tol={args.tol}, SVC tol={args.eps:g}")
     print(f"(machine may be shared: best of {args.repeat}, dpcore and SVC measured in this run)")
     hdr = (f"{'kernel':>6} {'C':>5} {'n':>6} {'thr':>3} | {'dp acc':>6} {'svm acc':>7} | {'dp s':>7} "
-           f"{'svm s':>7} {'ratio':>6} | {'tol':>8} {'gap':>9} {'iters':>9} {'#SV dp/svm':>12}")
+           f"{'svm s':>7} {'ratio':>6}{' |  old s  ratio' if args.before else ''} | {'tol':>8} {'gap':>9} {'iters':>9} {'#SV dp/svm':>12}")
     print(hdr)
     print("-" * len(hdr), flush=True)
     for n in args.n:
@@ -153,21 +158,26 @@ def main():
         for kernel in args.kernels:
             for C in args.C:
                 p = CONFIGS[kernel]
-                best = {}
+                best, old = {}, {}
                 t_s, acc_s, nsv = float("nan"), float("nan"), -1
                 for _ in range(max(1, args.repeat)):
                     for th in args.threads:
                         r = dpcore_in_subprocess(n, kernel, C, th, args.cache, args.tol)
                         if th not in best or r["t"] < best[th]["t"]:
                             best[th] = r
+                        if args.before:
+                            r = dpcore_in_subprocess(n, kernel, C, th, args.cache, args.tol, args.before)
+                            if th not in old or r["t"] < old[th]["t"]:
+                                old[th] = r
                     if not args.skip_ref:
                         acc_s, t, nsv = run_sklearn(Xtr, ytr, Xte, yte, kernel, C, **p, cache=args.cache,
                                                     eps=args.eps)
                         t_s = t if t_s != t_s else min(t_s, t)
                 for th in args.threads:
                     r = best[th]
+                    before = f" | {old[th]['t']:6.2f} {old[th]['t'] / t_s:6.2f}" if args.before else ""
                     print(f"{kernel:>6} {C:>5g} {n:>6d} {th:>3d} | {r['acc']:6.2f} {acc_s:7.2f} | {r['t']:7.2f} "
-                          f"{t_s:7.2f} {r['t'] / t_s:6.2f} | {r['tol']:8.1e} {r['gap']:9.2e} {r['iters']:9d} "
+                          f"{t_s:7.2f} {r['t'] / t_s:6.2f}{before} | {r['tol']:8.1e} {r['gap']:9.2e} {r['iters']:9d} "
                           f"{r['nsv']:>5d}/{nsv:<6d}", flush=True)
 
 

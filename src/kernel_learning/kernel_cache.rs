@@ -13,7 +13,9 @@
 //! [`RowCache::exact_q`] recomputes `Q α` from scratch in `f64` with the fused kernel engine
 //! ([`crate::kernels::evaluation::kernel_predict`]), independently of the cached rows.
 
-use ndarray::{Array1, ArrayView2, Axis};
+use ndarray::linalg::general_mat_mul;
+use ndarray::parallel::prelude::*;
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::kernels::evaluation::{self, Kernel, KernelKind};
@@ -55,6 +57,15 @@ pub struct RowCache<'x> {
     wide: bool,
     cap: usize,
     clock: u64,
+    /// Dense data (at least half the entries nonzero): rows missed together are computed as one
+    /// GEMM-shaped block (see [`RowCache::prefetch`]).
+    dense: bool,
+    /// Rows computed so far (profiling counter: compare with the rows the solver used).
+    computed: u64,
+    /// Rows the solver read (profiling counter, with `computed`: a prefetched row never read was
+    /// wasted work).
+    used: u64,
+    read: Vec<bool>,
 }
 
 /// A cached kernel row.
@@ -96,6 +107,10 @@ impl RowElem for f64 {
 const NO_SLOT: u32 = u32::MAX;
 /// Columns per parallel task when computing one kernel row (also the stack accumulator length).
 const ROW_CHUNK: usize = 2048;
+/// Rows computed together by [`RowCache::prefetch`] on dense data.
+pub const BLOCK_ROWS: usize = 32;
+/// Columns (rows of `X`) per GEMM tile and parallel task of a block of rows.
+const GEMM_TILE: usize = 512;
 
 impl<'x> RowCache<'x> {
     /// An empty cache for the rows of `K(X, X)` within `cache_bytes`, stored in `f64` when `wide`
@@ -146,7 +161,12 @@ impl<'x> RowCache<'x> {
             wide,
             cap: 0,
             clock: 0,
+            dense: false,
+            computed: 0,
+            used: 0,
+            read: vec![false; n],
         };
+        r.dense = n >= 2 && 2 * r.values.len() >= n * d;
         r.set_wide(wide);
         r
     }
@@ -180,7 +200,7 @@ impl<'x> RowCache<'x> {
         let idx = &self.indices[lo..hi];
         let val = &self.values[lo..hi];
         let kernel = self.kernel;
-        let gsq = &self.gsq;
+        let gsq = &self.gsq[..];
         let xt = &self.xt;
         let fill = |c0: usize, chunk: &mut [std::mem::MaybeUninit<T>]| {
             let len = chunk.len();
@@ -192,35 +212,7 @@ impl<'x> RowCache<'x> {
                     *o += v * c;
                 }
             }
-            match kernel.kind {
-                KernelKind::Linear => {}
-                KernelKind::Poly {
-                    gamma,
-                    degree,
-                    coef0,
-                } => {
-                    for o in acc.iter_mut() {
-                        *o = gamma * *o + coef0;
-                    }
-                    ipow_slice(acc, degree);
-                }
-                KernelKind::Rbf { gamma } => {
-                    let gi = gsq[i];
-                    for (o, &gj) in acc.iter_mut().zip(&gsq[c0..c0 + len]) {
-                        *o = -(gi + gj - 2.0 * gamma * *o).max(0.0);
-                    }
-                    exp_fast_slice(acc);
-                    if (c0..c0 + len).contains(&i) {
-                        acc[i - c0] = 1.0;
-                    }
-                }
-            }
-            // the intercept's shift K + b² (skipped at 0: bit-for-bit the base kernel)
-            if kernel.shift != 0.0 {
-                for o in acc.iter_mut() {
-                    *o += kernel.shift;
-                }
-            }
+            map_kernel(&kernel, gsq, i, c0, acc);
             for (o, &v) in chunk.iter_mut().zip(acc.iter()) {
                 o.write(T::from_f64(v));
             }
@@ -236,34 +228,39 @@ impl<'x> RowCache<'x> {
         }
     }
 
-    /// A freshly computed row (uninitialised allocation, every entry written once).
-    fn fresh<T: RowElem>(&self, i: usize) -> Vec<T> {
-        let mut v: Vec<T> = Vec::with_capacity(self.n);
-        self.compute(i, &mut v.spare_capacity_mut()[..self.n]);
-        // SAFETY: `compute` wrote all `n` entries of the spare capacity.
-        unsafe { v.set_len(self.n) };
-        v
+    /// Write row `i` into `buf` (resized to `n`; a fresh buffer is never zero-filled): computed
+    /// here, or converted from its already computed `f64` values `block_row`.
+    fn write_into<T: RowElem>(&self, i: usize, block_row: Option<&[f64]>, buf: &mut Vec<T>) {
+        let n = self.n;
+        let fill = |out: &mut [std::mem::MaybeUninit<T>]| match block_row {
+            None => self.compute(i, out),
+            Some(r) => {
+                for (o, &v) in out.iter_mut().zip(r) {
+                    o.write(T::from_f64(v));
+                }
+            }
+        };
+        if buf.len() == n {
+            fill(as_uninit(&mut buf[..]));
+        } else {
+            buf.clear();
+            buf.reserve_exact(n);
+            fill(&mut buf.spare_capacity_mut()[..n]);
+            // SAFETY: `fill` wrote all `n` entries of the spare capacity.
+            unsafe { buf.set_len(n) };
+        }
     }
 
-    /// Slot of row `i` (from the cache, or computed and cached, evicting the least recently used
-    /// row); marks it most recently used.
-    fn ensure(&mut self, i: usize) -> usize {
-        self.clock += 1;
-        let s = self.slot_of[i];
-        if s != NO_SLOT {
-            let s = s as usize;
-            self.stamp[s] = self.clock;
-            return s;
-        }
+    /// A slot for the uncached row `i`: a new one while the cache has room, otherwise the least
+    /// recently used row's (evicted). Its contents are stale until [`RowCache::store`].
+    fn claim_slot(&mut self, i: usize) -> usize {
         let slot = if self.owner.len() < self.cap {
             self.owner.push(i);
             self.stamp.push(0);
             if self.wide {
-                let v = self.fresh::<f64>(i);
-                self.data64.push(v);
+                self.data64.push(Vec::new());
             } else {
-                let v = self.fresh::<f32>(i);
-                self.data32.push(v);
+                self.data32.push(Vec::new());
             }
             self.owner.len() - 1
         } else {
@@ -275,20 +272,129 @@ impl<'x> RowCache<'x> {
                 .expect("cache has slots");
             self.slot_of[self.owner[lru]] = NO_SLOT;
             self.owner[lru] = i;
-            if self.wide {
-                let mut buf = std::mem::take(&mut self.data64[lru]);
-                self.compute(i, as_uninit(&mut buf));
-                self.data64[lru] = buf;
-            } else {
-                let mut buf = std::mem::take(&mut self.data32[lru]);
-                self.compute(i, as_uninit(&mut buf));
-                self.data32[lru] = buf;
-            }
             lru
         };
         self.slot_of[i] = slot as u32;
+        self.clock += 1;
         self.stamp[slot] = self.clock;
         slot
+    }
+
+    /// Fill `slot` with row `i` (see [`RowCache::write_into`]).
+    fn store(&mut self, slot: usize, i: usize, block_row: Option<&[f64]>) {
+        if self.wide {
+            let mut buf = std::mem::take(&mut self.data64[slot]);
+            self.write_into(i, block_row, &mut buf);
+            self.data64[slot] = buf;
+        } else {
+            let mut buf = std::mem::take(&mut self.data32[slot]);
+            self.write_into(i, block_row, &mut buf);
+            self.data32[slot] = buf;
+        }
+        self.computed += 1;
+    }
+
+    /// Slot of row `i` (from the cache, or computed and cached, evicting the least recently used
+    /// row); marks it most recently used.
+    fn ensure(&mut self, i: usize) -> usize {
+        if !self.read[i] {
+            self.read[i] = true;
+            self.used += 1;
+        }
+        let s = self.slot_of[i];
+        if s != NO_SLOT {
+            let s = s as usize;
+            self.clock += 1;
+            self.stamp[s] = self.clock;
+            return s;
+        }
+        let slot = self.claim_slot(i);
+        self.store(slot, i, None);
+        slot
+    }
+
+    /// Whether row `i` is cached.
+    pub fn is_cached(&self, i: usize) -> bool {
+        self.slot_of[i] != NO_SLOT
+    }
+
+    /// Rows computed so far (each cache miss, prefetched rows included).
+    pub fn rows_computed(&self) -> u64 {
+        self.computed
+    }
+
+    /// Distinct rows read by the solver so far.
+    pub fn rows_used(&self) -> u64 {
+        self.used
+    }
+
+    /// How many rows [`RowCache::prefetch`] computes together: [`BLOCK_ROWS`] on dense data, at
+    /// most a quarter of the cache (so a block never evicts the rows the solver just used); 1 on
+    /// sparse data (whose rows the sparse-aware single-row path computes in `O(nnz · n)`).
+    pub fn block_len(&self) -> usize {
+        if self.dense {
+            BLOCK_ROWS.min(self.cap / 4).max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Compute and cache the uncached rows among `ids` (distinct; at most
+    /// [`RowCache::block_len`] are taken, in order) in one GEMM-shaped block: `X_B Xᵀ` by
+    /// column tiles (`matrixmultiply` through ndarray, in parallel over fixed tiles:
+    /// deterministic), then the kernel map. `X` is read once for the whole block instead of once
+    /// per row, which is what a row costs on dense data. `ids[0]` ends most recently used.
+    pub fn prefetch(&mut self, ids: &[usize]) {
+        let take = ids.len().min(self.block_len());
+        let todo: Vec<usize> = ids[..take]
+            .iter()
+            .copied()
+            .filter(|&i| !self.is_cached(i))
+            .collect();
+        if todo.len() < 2 {
+            for &i in &todo {
+                self.ensure(i);
+            }
+            return;
+        }
+        let block = self.block_rows(&todo);
+        for (r, &i) in todo.iter().enumerate().rev() {
+            let slot = self.claim_slot(i);
+            let row = block.row(r);
+            self.store(
+                slot,
+                i,
+                Some(row.as_slice().expect("block rows are contiguous")),
+            );
+        }
+    }
+
+    /// `K(X_ids, X)` (`ids.len() × n`, `f64`) through GEMM tiles of [`GEMM_TILE`] columns.
+    fn block_rows(&self, ids: &[usize]) -> Array2<f64> {
+        let (n, d) = self.x.dim();
+        let xb = self.x.select(Axis(0), ids);
+        let mut out = Array2::<f64>::zeros((ids.len(), n));
+        let (x, kernel, gsq) = (self.x, self.kernel, &self.gsq[..]);
+        let work = |c: usize, mut tile: ArrayViewMut2<'_, f64>| {
+            let c0 = c * GEMM_TILE;
+            let len = tile.ncols();
+            general_mat_mul(1.0, &xb, &x.slice(s![c0..c0 + len, ..]).t(), 0.0, &mut tile);
+            for (r, mut row) in tile.outer_iter_mut().enumerate() {
+                let row = row.as_slice_mut().expect("tile rows are contiguous");
+                map_kernel(&kernel, gsq, ids[r], c0, row);
+            }
+        };
+        if ids.len() * n * (d + 4) >= 1 << 18 {
+            out.axis_chunks_iter_mut(Axis(1), GEMM_TILE)
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(c, t)| work(c, t));
+        } else {
+            for (c, t) in out.axis_chunks_iter_mut(Axis(1), GEMM_TILE).enumerate() {
+                work(c, t);
+            }
+        }
+        out
     }
 
     fn get(&self, slot: usize) -> RowRef<'_> {
@@ -326,6 +432,41 @@ impl<'x> RowCache<'x> {
         let coef: Array1<f64> = sv.iter().map(|&i| alpha[i] * y[i]).collect();
         let f = evaluation::kernel_predict(self.x, xs.view(), coef.view(), &self.kernel);
         f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect()
+    }
+}
+
+/// Map the inner products `acc[c] = <x_i, x_{c0 + c}>` to kernel values in place (RBF from
+/// `γ‖x‖²` in `gsq`, clamped at distance 0, exactly 1 on the diagonal; the intercept's shift).
+fn map_kernel(kernel: &Kernel, gsq: &[f64], i: usize, c0: usize, acc: &mut [f64]) {
+    let len = acc.len();
+    match kernel.kind {
+        KernelKind::Linear => {}
+        KernelKind::Poly {
+            gamma,
+            degree,
+            coef0,
+        } => {
+            for o in acc.iter_mut() {
+                *o = gamma * *o + coef0;
+            }
+            ipow_slice(acc, degree);
+        }
+        KernelKind::Rbf { gamma } => {
+            let gi = gsq[i];
+            for (o, &gj) in acc.iter_mut().zip(&gsq[c0..c0 + len]) {
+                *o = -(gi + gj - 2.0 * gamma * *o).max(0.0);
+            }
+            exp_fast_slice(acc);
+            if (c0..c0 + len).contains(&i) {
+                acc[i - c0] = 1.0;
+            }
+        }
+    }
+    // the intercept's shift K + b² (skipped at 0: bit-for-bit the base kernel)
+    if kernel.shift != 0.0 {
+        for o in acc.iter_mut() {
+            *o += kernel.shift;
+        }
     }
 }
 
