@@ -429,9 +429,7 @@ fn weights_or_ones(s: Option<ArrayView1<'_, f64>>, n: usize) -> DpResult<Vec<f64
             if s.len() != n || !s.iter().all(|&v| v.is_finite() && v > 0.0) {
                 return Err(DpError::invalid(
                     "sample_weight",
-                    format!(
-                        "must have length {n} (the number of rows of X) with finite entries > 0"
-                    ),
+                    format!("must have length {n} (the number of rows of X) with finite entries > 0"),
                 ));
             }
             Ok(s.to_vec())
@@ -609,16 +607,9 @@ pub fn fit_weighted_with_hook(
             full_gram = rows.holds_all();
             solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker)
         }
-        Loss::Logistic => klr_newton::solve(
-            xv,
-            kernel,
-            &yv,
-            &sw,
-            &diag,
-            opts,
-            &mut ticker,
-            &mut full_gram,
-        ),
+        Loss::Logistic => {
+            klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram)
+        }
     };
     if ticker.stopped {
         return Ok(None);
@@ -857,21 +848,26 @@ fn partner_pass<T: RowElem>(
 ) -> (usize, f64) {
     let ratio = gi / qii;
     let inv_qii = 1.0 / qii;
-    let sel =
-        |r0: usize, qa: &[f64], aa: &[f64], ya: &[f64], da: &[f64], act: &[usize], ua: &[f64]| {
-            let (mut best, mut bg) = (usize::MAX, 0.0);
-            for r in 0..qa.len() {
-                let b = yi * ya[r] * row_i[act[r]].to_f64();
-                let g = (qa[r] - 1.0) - b * ratio;
-                let curv = (da[r] - b * b * inv_qii).max(1e-12 * da[r]);
-                let gn = gain(aa[r], g + 1.0, curv, 1.0 / curv, ua[r]);
-                if gn > bg && r0 + r != p {
-                    bg = gn;
-                    best = r0 + r;
-                }
+    let sel = |r0: usize,
+               qa: &[f64],
+               aa: &[f64],
+               ya: &[f64],
+               da: &[f64],
+               act: &[usize],
+               ua: &[f64]| {
+        let (mut best, mut bg) = (usize::MAX, 0.0);
+        for r in 0..qa.len() {
+            let b = yi * ya[r] * row_i[act[r]].to_f64();
+            let g = (qa[r] - 1.0) - b * ratio;
+            let curv = (da[r] - b * b * inv_qii).max(1e-12 * da[r]);
+            let gn = gain(aa[r], g + 1.0, curv, 1.0 / curv, ua[r]);
+            if gn > bg && r0 + r != p {
+                bg = gn;
+                best = r0 + r;
             }
-            (best, bg)
-        };
+        }
+        (best, bg)
+    };
     if active.len() >= PAR_MIN {
         qa.par_chunks(PAR_CHUNK)
             .zip(aa.par_chunks(PAR_CHUNK))
@@ -960,6 +956,10 @@ fn update_pass2<T: RowElem, U: RowElem>(
     }
 }
 
+pub(crate) type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
+
+fn solve_hinge(
+    y: &[f64],
 /// Before the solver reads the uncached row of the variable at position `p`: compute it
 /// together with the rows of the (up to [`RowCache::block_len`] − 1) other active variables of
 /// largest positive step gain that are not cached either — the coordinates the greedy selection
@@ -1001,10 +1001,6 @@ fn prefetch_rows(
     rows.prefetch(&ids);
 }
 
-pub(crate) type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
-
-fn solve_hinge(
-    y: &[f64],
     sw: &[f64],
     diag: &[f64],
     rows: &mut RowCache<'_>,
@@ -1040,28 +1036,27 @@ fn solve_hinge(
     let mut ua: Vec<f64> = ub.clone();
 
     // (best position, best gain, Σ gap terms, max |projected gradient|) over the active set
-    let scan =
-        |aa: &[f64], qa: &[f64], da: &[f64], ia: &[f64], ua: &[f64]| -> (usize, f64, f64, f64) {
-            let (mut best, mut bg, mut terms, mut mpg) = (usize::MAX, 0.0, 0.0, 0.0f64);
-            for p in 0..aa.len() {
-                let (a, g, c) = (aa[p], qa[p] - 1.0, ua[p]);
-                let gn = gain(a, qa[p], da[p], ia[p], c);
-                if gn > bg {
-                    bg = gn;
-                    best = p;
-                }
-                terms += a * g.max(0.0) + (c - a) * (-g).max(0.0);
-                let pg = if a <= 0.0 {
-                    g.min(0.0)
-                } else if a >= c {
-                    g.max(0.0)
-                } else {
-                    g
-                };
-                mpg = mpg.max(pg.abs());
+    let scan = |aa: &[f64], qa: &[f64], da: &[f64], ia: &[f64], ua: &[f64]| -> (usize, f64, f64, f64) {
+        let (mut best, mut bg, mut terms, mut mpg) = (usize::MAX, 0.0, 0.0, 0.0f64);
+        for p in 0..aa.len() {
+            let (a, g, c) = (aa[p], qa[p] - 1.0, ua[p]);
+            let gn = gain(a, qa[p], da[p], ia[p], c);
+            if gn > bg {
+                bg = gn;
+                best = p;
             }
-            (best, bg, terms, mpg)
-        };
+            terms += a * g.max(0.0) + (c - a) * (-g).max(0.0);
+            let pg = if a <= 0.0 {
+                g.min(0.0)
+            } else if a >= c {
+                g.max(0.0)
+            } else {
+                g
+            };
+            mpg = mpg.max(pg.abs());
+        }
+        (best, bg, terms, mpg)
+    };
     let check_every = 1000usize;
     let mut narrow_fails = 0u32;
     let (mut best, mut best_gain, mut term_sum, mut max_pg) = scan(&aa, &qa, &da, &ia, &ua);
@@ -1133,12 +1128,12 @@ fn solve_hinge(
         let p = best;
         let i = active[p];
         let g = qa[p] - 1.0;
-        prefetch_rows(rows, p, &aa, &qa, &da, &ia, &ua, &active);
         let partner = if PAIR_STEPS && iter + 2 <= opts.max_iter && da[p] > 0.0 {
             let (pj, _) = match rows.row(i) {
                 RowRef::F32(row) => {
                     partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
+        prefetch_rows(rows, p, &aa, &qa, &da, &ia, &ua, &active);
                 RowRef::F64(row) => {
                     partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
@@ -1150,12 +1145,12 @@ fn solve_hinge(
         let mut stepped = false;
         if let Some(pj) = partner {
             let j = active[pj];
-            prefetch_rows(rows, pj, &aa, &qa, &da, &ia, &ua, &active);
             let (ri, rj) = rows.row_pair(i, j);
             let qij = ya[p]
                 * ya[pj]
                 * match ri {
                     RowRef::F32(row) => row[j] as f64,
+            prefetch_rows(rows, pj, &aa, &qa, &da, &ia, &ua, &active);
                     RowRef::F64(row) => row[j],
                 };
             let (ni, nj) = pair_step(
@@ -1249,6 +1244,11 @@ fn solve_hinge(
         }
     }
     let _ = max_pg;
+    let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
+    (a, None, iter, history)
+}
+
+#[cfg(test)]
     #[cfg(feature = "solver-stats")]
     eprintln!(
         "solver-stats: n={n} iters={iter} exact_checks={} rows_computed={} rows_used={} block={} wide={}",
@@ -1258,11 +1258,6 @@ fn solve_hinge(
         rows.block_len(),
         rows.is_wide()
     );
-    let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
-    (a, None, iter, history)
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use ndarray::Array2;
@@ -1532,17 +1527,9 @@ mod tests {
         o: &ErmOptions,
     ) -> ErmSolution {
         let mut always = |_: &Progress| true;
-        fit_weighted_with_hook(
-            x.view(),
-            y.view(),
-            s.map(|s| s.view()),
-            k,
-            loss,
-            o,
-            &mut always,
-        )
-        .unwrap()
-        .unwrap()
+        fit_weighted_with_hook(x.view(), y.view(), s.map(|s| s.view()), k, loss, o, &mut always)
+            .unwrap()
+            .unwrap()
     }
 
     #[test]
@@ -1589,29 +1576,11 @@ mod tests {
                 }
                 // |μ_i| ≤ s_i C
                 let c = 1.0 / (lam * 200.0);
-                assert!(sol
-                    .cert
-                    .mu
-                    .iter()
-                    .zip(&s)
-                    .all(|(&m, &w)| m.abs() <= c * w * (1.0 + 1e-12)));
+                assert!(sol.cert.mu.iter().zip(&s).all(|(&m, &w)| m.abs() <= c * w * (1.0 + 1e-12)));
                 // the certificate bounds the suboptimality of another feasible point
-                let a2 = Array1::from_iter(
-                    sol.a
-                        .iter()
-                        .zip(&s)
-                        .map(|(&a, &w)| (0.6 * a + 0.2 * w).min(w)),
-                );
+                let a2 = Array1::from_iter(sol.a.iter().zip(&s).map(|(&a, &w)| (0.6 * a + 0.2 * w).min(w)));
                 let cert2 = certify_weighted_cancellable(
-                    x.view(),
-                    y.view(),
-                    Some(s.view()),
-                    a2.view(),
-                    None,
-                    &k,
-                    loss,
-                    lam,
-                    Cancel::never(),
+                    x.view(), y.view(), Some(s.view()), a2.view(), None, &k, loss, lam, Cancel::never(),
                 )
                 .unwrap();
                 assert!(cert2.primal - sol.cert.primal <= cert2.gap + sol.cert.gap);
@@ -1619,15 +1588,7 @@ mod tests {
                 // a point outside the weighted box is refused
                 let bad = s.mapv(|w| w * 1.01);
                 assert!(certify_weighted_cancellable(
-                    x.view(),
-                    y.view(),
-                    Some(s.view()),
-                    bad.view(),
-                    None,
-                    &k,
-                    loss,
-                    lam,
-                    Cancel::never(),
+                    x.view(), y.view(), Some(s.view()), bad.view(), None, &k, loss, lam, Cancel::never(),
                 )
                 .is_err());
             }
@@ -1635,25 +1596,13 @@ mod tests {
         let short = Array1::from_elem(5, 1.0);
         let mut always = |_: &Progress| true;
         let e = fit_weighted_with_hook(
-            x.view(),
-            y.view(),
-            Some(short.view()),
-            &k,
-            Loss::Hinge,
-            &opts(lam, 1 << 20, true),
-            &mut always,
+            x.view(), y.view(), Some(short.view()), &k, Loss::Hinge, &opts(lam, 1 << 20, true), &mut always,
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("sample_weight"));
         let zero = s.mapv(|_| 0.0);
         assert!(fit_weighted_with_hook(
-            x.view(),
-            y.view(),
-            Some(zero.view()),
-            &k,
-            Loss::Hinge,
-            &opts(lam, 1 << 20, true),
-            &mut always,
+            x.view(), y.view(), Some(zero.view()), &k, Loss::Hinge, &opts(lam, 1 << 20, true), &mut always,
         )
         .is_err());
     }

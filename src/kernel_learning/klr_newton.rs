@@ -187,10 +187,7 @@ impl<'x> Ops<'x> {
         // within the budget and within the memory the machine can give now (the memory cap rules
         // of crate::alloc: never ask the allocator for more than memory_limit_bytes); a refused
         // allocation falls back to the next path (f32 Gram, then fused products)
-        let limit = crate::alloc::memory_limit_bytes()
-            .ok()
-            .flatten()
-            .map(u128::from);
+        let limit = crate::alloc::memory_limit_bytes().ok().flatten().map(u128::from);
         let fits = |bytes: u128| bytes <= cache_bytes as u128 && limit.is_none_or(|l| bytes <= l);
         let mut g64: Vec<f64> = Vec::new();
         let mut g32: Vec<f32> = Vec::new();
@@ -330,13 +327,7 @@ fn pivoted_cholesky(
         let (j, dj) = d
             .iter()
             .enumerate()
-            .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| {
-                if v > bv {
-                    (i, v)
-                } else {
-                    (bj, bv)
-                }
-            });
+            .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| if v > bv { (i, v) } else { (bj, bv) });
         let trace: f64 = d.iter().sum();
         if dj <= 1e-12 * dmax0 || scale * trace <= 0.5 {
             break;
@@ -395,13 +386,11 @@ impl Precond {
     fn new(lt: &Array2<f64>, t: &[f64]) -> Self {
         let (r, n) = lt.dim();
         let mut ut = lt.clone();
-        ut.axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .for_each(|mut row| {
-                for (v, &ti) in row.iter_mut().zip(t) {
-                    *v *= ti;
-                }
-            });
+        ut.axis_iter_mut(Axis(0)).into_par_iter().for_each(|mut row| {
+            for (v, &ti) in row.iter_mut().zip(t) {
+                *v *= ti;
+            }
+        });
         // M = I + Uᵀ U, as a fixed sum of column-block GEMMs computed in parallel (deterministic)
         const BLOCKS: usize = 4;
         let bw = n.div_ceil(BLOCKS).max(1);
@@ -612,26 +601,15 @@ pub(crate) fn solve(
     // the dual candidate of u = 0 (returned as is if the solve is cancelled right away)
     let half = |u: &[f64]| -> (Vec<f64>, Vec<f64>) {
         (
-            u.iter()
-                .zip(sw)
-                .map(|(&ui, &si)| si * sigmoid(-ui))
-                .collect(),
-            u.iter()
-                .zip(sw)
-                .map(|(&ui, &si)| si * sigmoid(ui))
-                .collect(),
+            u.iter().zip(sw).map(|(&ui, &si)| si * sigmoid(-ui)).collect(),
+            u.iter().zip(sw).map(|(&ui, &si)| si * sigmoid(ui)).collect(),
         )
     };
     let mut u = vec![0.0f64; n];
     let mut v = vec![0.0f64; n];
     let (mut best_a, mut best_b) = half(&u);
     let done = |a: Vec<f64>, b: Vec<f64>, iter: u64, history: Vec<(u64, f64)>| -> SolverOut {
-        (
-            ndarray::Array1::from_vec(a),
-            Some(ndarray::Array1::from_vec(b)),
-            iter,
-            history,
-        )
+        (ndarray::Array1::from_vec(a), Some(ndarray::Array1::from_vec(b)), iter, history)
     };
     let Some(ops) = Ops::new(x, kernel, y, opts.cache_bytes, ticker) else {
         return done(best_a, best_b, iter, history);
@@ -639,9 +617,7 @@ pub(crate) fn solve(
     *full_gram = ops.has_gram();
     // products with an f32 Gram are not exact: the checks are estimated first (loop below)
     let narrow = matches!(ops.gram, Gram::F32(_));
-    let r_max = MAX_PIVOTS
-        .min(n)
-        .min((opts.cache_bytes / (16 * n.max(1))).max(32));
+    let r_max = MAX_PIVOTS.min(n).min((opts.cache_bytes / (16 * n.max(1))).max(32));
     let Some(lt) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
         return done(best_a, best_b, iter, history);
     };
@@ -672,9 +648,9 @@ pub(crate) fn solve(
     };
     {
         let (a0, b0) = half(&f0);
-        let Some(prods) = ops.products(std::slice::from_ref(&a0), !narrow, ticker, &|| {
-            progress(iter, f64::NAN, n)
-        }) else {
+        let Some(prods) =
+            ops.products(std::slice::from_ref(&a0), !narrow, ticker, &|| progress(iter, f64::NAN, n))
+        else {
             return done(best_a, best_b, iter, history);
         };
         iter += 1;
@@ -689,12 +665,8 @@ pub(crate) fn solve(
         best_a = a0;
         best_b = b0;
         let slack = fp_slack(&sqrt_diag, sw, best_a.iter().map(|v| c * v));
-        if !ticker.fire(Progress {
-            iter,
-            gap,
-            exact: !narrow,
-            active: n,
-        }) || (!narrow && gap <= stop_target(opts.tol, slack))
+        if !ticker.fire(Progress { iter, gap, exact: !narrow, active: n })
+            || (!narrow && gap <= stop_target(opts.tol, slack))
             || iter >= opts.max_iter
         {
             return done(best_a, best_b, iter, history);
@@ -707,9 +679,7 @@ pub(crate) fn solve(
         // fused f64 product only when the estimate says stop)
         let (a, b) = half(&u);
         let g = gap;
-        let Some(prods) = ops.products(std::slice::from_ref(&a), !narrow, ticker, &|| {
-            progress(iter, g, n)
-        }) else {
+        let Some(prods) = ops.products(std::slice::from_ref(&a), !narrow, ticker, &|| progress(iter, g, n)) else {
             break;
         };
         iter += 1;
@@ -720,9 +690,7 @@ pub(crate) fn solve(
         let mut exact = !narrow;
         if narrow && gap <= target && iter < opts.max_iter {
             let g = gap;
-            let Some(prods) = ops.products(std::slice::from_ref(&a), true, ticker, &|| {
-                progress(iter, g, n)
-            }) else {
+            let Some(prods) = ops.products(std::slice::from_ref(&a), true, ticker, &|| progress(iter, g, n)) else {
                 break;
             };
             iter += 1;
@@ -766,9 +734,7 @@ pub(crate) fn solve(
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
         // η from the candidate's gap alone wastes 3–4 Newton steps after the Nyström start)
         let pd = ((psi(&u, &v, sw) - best_dual) * inv_n).max(0.0);
-        let eta = (gap.min(pd) / std::f64::consts::LN_2)
-            .sqrt()
-            .clamp(1e-11, 0.5);
+        let eta = (gap.min(pd) / std::f64::consts::LN_2).sqrt().clamp(1e-11, 0.5);
         let rhs_norm = dotv(&rhs, &rhs).sqrt();
         let mut z = vec![0.0f64; n];
         let mut kz = vec![0.0f64; n]; // Q̃ W^{½} z
@@ -779,8 +745,7 @@ pub(crate) fn solve(
         let mut cg_steps = 0usize;
         let mut stopped = false;
         for _ in 0..MAX_CG {
-            if rhs_norm == 0.0 || (cg_steps >= MIN_CG && dotv(&res, &res).sqrt() <= eta * rhs_norm)
-            {
+            if rhs_norm == 0.0 || (cg_steps >= MIN_CG && dotv(&res, &res).sqrt() <= eta * rhs_norm) {
                 break;
             }
             if iter + 1 >= opts.max_iter {
@@ -821,12 +786,7 @@ pub(crate) fn solve(
         if stopped {
             break;
         }
-        let dv: Vec<f64> = gvec
-            .iter()
-            .zip(&sq)
-            .zip(&z)
-            .map(|((gg, s), zz)| gg - s * zz)
-            .collect();
+        let dv: Vec<f64> = gvec.iter().zip(&sq).zip(&z).map(|((gg, s), zz)| gg - s * zz).collect();
         let du: Vec<f64> = kg.iter().zip(&kz).map(|(k, q)| k - q).collect();
         // damped step: t = 1, 1/2, ... until Ψ does not increase
         let psi0 = psi(&u, &v, sw);
@@ -853,14 +813,12 @@ pub(crate) fn solve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cancel::Cancel;
     use crate::kernel_learning::erm::{fit_weighted_with_hook, Loss};
+    use crate::cancel::Cancel;
     use ndarray::{Array1, Array2};
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
-        let mut s = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let mut next = || {
             s ^= s << 13;
             s ^= s >> 7;
@@ -870,11 +828,7 @@ mod tests {
         let x = Array2::from_shape_fn((n, d), |_| next());
         let y = Array1::from_iter((0..n).map(|i| {
             let r = x.row(i);
-            if r[0] + 0.5 * r[1] + 0.3 * next() > 0.0 {
-                1.0
-            } else {
-                -1.0
-            }
+            if r[0] + 0.5 * r[1] + 0.3 * next() > 0.0 { 1.0 } else { -1.0 }
         }));
         (x, y)
     }
@@ -887,17 +841,9 @@ mod tests {
         o: &ErmOptions,
     ) -> crate::kernel_learning::erm::ErmSolution {
         let mut always = |_: &Progress| true;
-        fit_weighted_with_hook(
-            x.view(),
-            y.view(),
-            s.map(|s| s.view()),
-            k,
-            Loss::Logistic,
-            o,
-            &mut always,
-        )
-        .unwrap()
-        .unwrap()
+        fit_weighted_with_hook(x.view(), y.view(), s.map(|s| s.view()), k, Loss::Logistic, o, &mut always)
+            .unwrap()
+            .unwrap()
     }
 
     #[test]
@@ -911,20 +857,9 @@ mod tests {
             let lam = 1.0 / (c * n as f64);
             for cache in [8 * n * n, 4 * n * n, 8 * n * 40] {
                 for w in [None, Some(&s)] {
-                    let o = ErmOptions {
-                        lam,
-                        tol: 1e-8,
-                        max_iter: 100_000,
-                        cache_bytes: cache,
-                        shrinking: true,
-                    };
+                    let o = ErmOptions { lam, tol: 1e-8, max_iter: 100_000, cache_bytes: cache, shrinking: true };
                     let sol = fit_s(&x, &y, w, &k, &o);
-                    assert!(
-                        sol.converged,
-                        "C {c} cache {cache} w {}: {:?}",
-                        w.is_some(),
-                        sol.history
-                    );
+                    assert!(sol.converged, "C {c} cache {cache} w {}: {:?}", w.is_some(), sol.history);
                     assert_eq!(sol.full_gram, cache >= 4 * n * n);
                     // a handful of Newton steps, not thousands of sweeps
                     assert!(sol.n_iter < 400, "C {c}: {} products", sol.n_iter);
@@ -955,47 +890,28 @@ mod tests {
         let smooth = lam + 2.5 * g.diag().sum() / (4.0 * n as f64);
         for _ in 0..20_000 {
             let f = g.dot(&beta);
-            let inner = Array1::from_iter(
-                (0..n).map(|i| -y[i] * s[i] * sigmoid(-y[i] * f[i]) / n as f64 + lam * beta[i]),
-            );
+            let inner = Array1::from_iter((0..n).map(|i| {
+                -y[i] * s[i] * sigmoid(-y[i] * f[i]) / n as f64 + lam * beta[i]
+            }));
             beta = &beta - &(inner / smooth);
         }
         let f_star = g.dot(&beta);
-        let o = ErmOptions {
-            lam,
-            tol: 1e-10,
-            max_iter: 10_000,
-            cache_bytes: 1 << 20,
-            shrinking: true,
-        };
+        let o = ErmOptions { lam, tol: 1e-10, max_iter: 10_000, cache_bytes: 1 << 20, shrinking: true };
         let sol = fit_s(&x, &y, Some(&s), &k, &o);
         assert!(sol.converged, "{:?}", sol.history);
         let bound = (2.0 * sol.cert.gap / lam).sqrt();
         // |f(x_i) − f*(x_i)| ≤ ‖w − w*‖ sqrt(K'_ii)
         let kmax = 1.25f64.sqrt();
         for i in 0..n {
-            assert!(
-                (sol.cert.decision[i] - f_star[i]).abs() <= bound * kmax + 1e-7,
-                "{i}"
-            );
+            assert!((sol.cert.decision[i] - f_star[i]).abs() <= bound * kmax + 1e-7, "{i}");
         }
         // and the certificate of a perturbed dual point bounds its own suboptimality
         let a2 = Array1::from_iter(sol.a.iter().zip(&s).map(|(&a, &w)| 0.8 * a + 0.1 * w));
         let c2 = crate::kernel_learning::erm::certify_weighted_cancellable(
-            x.view(),
-            y.view(),
-            Some(s.view()),
-            a2.view(),
-            None,
-            &k,
-            Loss::Logistic,
-            lam,
-            Cancel::never(),
+            x.view(), y.view(), Some(s.view()), a2.view(), None, &k, Loss::Logistic, lam, Cancel::never(),
         )
         .unwrap();
-        assert!(
-            c2.primal - sol.cert.primal <= c2.gap + sol.cert.gap && c2.gap > 100.0 * sol.cert.gap
-        );
+        assert!(c2.primal - sol.cert.primal <= c2.gap + sol.cert.gap && c2.gap > 100.0 * sol.cert.gap);
     }
 
     #[test]
@@ -1004,13 +920,7 @@ mod tests {
         let ones = Array1::from_elem(300, 1.0);
         let k = Kernel::rbf(1.5).unwrap();
         for cache in [1 << 30, 300 * 8 * 10] {
-            let o = ErmOptions {
-                lam: 1e-3,
-                tol: 1e-9,
-                max_iter: 10_000,
-                cache_bytes: cache,
-                shrinking: true,
-            };
+            let o = ErmOptions { lam: 1e-3, tol: 1e-9, max_iter: 10_000, cache_bytes: cache, shrinking: true };
             let a = fit_s(&x, &y, None, &k, &o);
             let b = fit_s(&x, &y, Some(&ones), &k, &o);
             let c = fit_s(&x, &y, None, &k, &o);
@@ -1033,35 +943,17 @@ mod tests {
         for c in [0.1, 1.0] {
             for w in [None, Some(&s)] {
                 let lam = 1.0 / (c * n as f64);
-                let o = ErmOptions {
-                    lam,
-                    tol: 1e-8,
-                    max_iter: 1,
-                    cache_bytes: 8 * n * 40,
-                    shrinking: true,
-                };
+                let o = ErmOptions { lam, tol: 1e-8, max_iter: 1, cache_bytes: 8 * n * 40, shrinking: true };
                 let sol = fit_s(&x, &y, w, &k, &o);
                 assert_eq!(sol.n_iter, 1);
                 let sw = w.cloned().unwrap_or_else(|| Array1::from_elem(n, 1.0));
                 let half = sw.mapv(|v| 0.5 * v);
                 let cold = crate::kernel_learning::erm::certify_weighted_cancellable(
-                    x.view(),
-                    y.view(),
-                    w.map(|s| s.view()),
-                    half.view(),
-                    None,
-                    &k,
-                    Loss::Logistic,
-                    lam,
+                    x.view(), y.view(), w.map(|s| s.view()), half.view(), None, &k, Loss::Logistic, lam,
                     Cancel::never(),
                 )
                 .unwrap();
-                assert!(
-                    sol.cert.gap < 0.01 * cold.gap,
-                    "C {c}: warm {} cold {}",
-                    sol.cert.gap,
-                    cold.gap
-                );
+                assert!(sol.cert.gap < 0.01 * cold.gap, "C {c}: warm {} cold {}", sol.cert.gap, cold.gap);
             }
         }
     }
@@ -1077,24 +969,9 @@ mod tests {
         let k = Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap();
         for c in [0.01, 1.0] {
             let lam = 1.0 / (c * n as f64);
-            let o = ErmOptions {
-                lam,
-                tol: 1e-8,
-                max_iter: 100_000,
-                cache_bytes: 4 * n * n,
-                shrinking: true,
-            };
+            let o = ErmOptions { lam, tol: 1e-8, max_iter: 100_000, cache_bytes: 4 * n * n, shrinking: true };
             let narrow = fit_s(&x, &y, Some(&s), &k, &o);
-            let wide = fit_s(
-                &x,
-                &y,
-                Some(&s),
-                &k,
-                &ErmOptions {
-                    cache_bytes: 8 * n * n,
-                    ..o
-                },
-            );
+            let wide = fit_s(&x, &y, Some(&s), &k, &ErmOptions { cache_bytes: 8 * n * n, ..o });
             assert!(narrow.converged && wide.converged);
             assert!(narrow.history.len() <= 3, "C {c}: {:?}", narrow.history);
             for i in 0..n {
@@ -1107,19 +984,10 @@ mod tests {
     fn max_iter_counts_kernel_products_and_cancel_returns_nothing() {
         let (x, y) = data(400, 3, 6);
         let k = Kernel::rbf(1.0).unwrap();
-        let base = ErmOptions {
-            lam: 1.0 / 400.0,
-            tol: 1e-10,
-            max_iter: 3,
-            cache_bytes: 400 * 8 * 10,
-            shrinking: true,
-        };
+        let base = ErmOptions { lam: 1.0 / 400.0, tol: 1e-10, max_iter: 3, cache_bytes: 400 * 8 * 10, shrinking: true };
         let sol = fit_s(&x, &y, None, &k, &base);
         assert!(!sol.converged && sol.n_iter <= 3);
-        assert_eq!(
-            sol.stop_reason,
-            crate::kernel_learning::erm::StopReason::MaxIter
-        );
+        assert_eq!(sol.stop_reason, crate::kernel_learning::erm::StopReason::MaxIter);
         // the returned point is the last exactly checked one: its certificate is that check's gap
         // plus the float slack
         let last = sol.history[sol.history.len() - 2].1;
@@ -1131,13 +999,8 @@ mod tests {
                 calls += 1;
                 calls < after
             };
-            let o = ErmOptions {
-                max_iter: 1000,
-                ..base
-            };
-            let r =
-                fit_weighted_with_hook(x.view(), y.view(), None, &k, Loss::Logistic, &o, &mut hook)
-                    .unwrap();
+            let o = ErmOptions { max_iter: 1000, ..base };
+            let r = fit_weighted_with_hook(x.view(), y.view(), None, &k, Loss::Logistic, &o, &mut hook).unwrap();
             assert!(r.is_none(), "cancelled at call {after}");
         }
     }

@@ -13,6 +13,6 @@
 pub mod erm;
 pub mod gp;
 pub mod kernel_cache;
-pub(crate) mod klr_newton;
 pub mod multiclass;
+pub(crate) mod klr_newton;
 pub mod pinp;

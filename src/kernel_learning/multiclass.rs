@@ -155,7 +155,12 @@ pub struct MulticlassSolution {
 // Validation
 // ------------------------------------------------------------------------------------------------
 
-fn check_problem(x: &ArrayView2<'_, f64>, y: &[usize], n_classes: usize, lam: f64) -> DpResult<()> {
+fn check_problem(
+    x: &ArrayView2<'_, f64>,
+    y: &[usize],
+    n_classes: usize,
+    lam: f64,
+) -> DpResult<()> {
     if x.is_empty() {
         return Err(DpError::invalid(
             "X",
@@ -391,10 +396,7 @@ pub fn certify(
 /// `V ↦ G V` for the Gram matrix `G` of `X` (module docs).
 enum GramOp<'a> {
     Full(Array2<f64>),
-    Blocks {
-        x: ArrayView2<'a, f64>,
-        kernel: Kernel,
-    },
+    Blocks { x: ArrayView2<'a, f64>, kernel: Kernel },
 }
 
 impl<'a> GramOp<'a> {
@@ -587,15 +589,7 @@ pub fn fit_with_hook(
             return Ok(None);
         }
         if est <= STOP_FRACTION * opts.tol || !est.is_finite() {
-            let cert = certify(
-                xv,
-                y,
-                Some(ArrayView1::from(&sw[..])),
-                pm.view(),
-                kernel,
-                lam,
-                Cancel::never(),
-            )?;
+            let cert = certify(xv, y, Some(ArrayView1::from(&sw[..])), pm.view(), kernel, lam, Cancel::never())?;
             history.push((n_iter, cert.gap));
             last_gap = cert.gap;
             if !fire(n_matvec, cert.gap, true, &mut stopped) {
@@ -699,15 +693,7 @@ pub fn fit_with_hook(
         let z = gram.apply(&a)?;
         n_matvec += 1;
         loss_and_softmax(&z, y, &sw, &mut pm);
-        let cert = certify(
-            xv,
-            y,
-            Some(ArrayView1::from(&sw[..])),
-            pm.view(),
-            kernel,
-            lam,
-            Cancel::never(),
-        )?;
+        let cert = certify(xv, y, Some(ArrayView1::from(&sw[..])), pm.view(), kernel, lam, Cancel::never())?;
         history.push((n_iter, cert.gap));
         if !fire(n_matvec, cert.gap, true, &mut stopped) {
             return Ok(None);
@@ -729,11 +715,7 @@ pub fn fit_with_hook(
     Ok(Some(MulticlassSolution {
         p,
         converged,
-        stop_reason: if converged {
-            StopReason::Converged
-        } else {
-            stop
-        },
+        stop_reason: if converged { StopReason::Converged } else { stop },
         cert,
         n_iter,
         n_matvec,
@@ -755,10 +737,8 @@ pub fn fit(
     opts: &MulticlassOptions,
 ) -> DpResult<MulticlassSolution> {
     let mut always = |_: &Progress| true;
-    Ok(
-        fit_with_hook(x, y, n_classes, s, kernel, opts, &mut always)?
-            .expect("a hook that always continues never cancels"),
-    )
+    Ok(fit_with_hook(x, y, n_classes, s, kernel, opts, &mut always)?
+        .expect("a hook that always continues never cancels"))
 }
 
 #[cfg(test)]
@@ -819,22 +799,14 @@ mod tests {
                 let t: f64 = row.sum();
                 row.mapv_inplace(|v| v / t);
             }
-            let cert =
-                certify(x.view(), &y, None, p.view(), &kernel, lam, Cancel::never()).unwrap();
+            let cert = certify(x.view(), &y, None, p.view(), &kernel, lam, Cancel::never()).unwrap();
             let pf = primal_brute(&g, &cert.mu, &y, &s, lam);
-            assert!(
-                pf - p_star <= cert.gap + 1e-12,
-                "{} > {}",
-                pf - p_star,
-                cert.gap
-            );
+            assert!(pf - p_star <= cert.gap + 1e-12, "{} > {}", pf - p_star, cert.gap);
             let d = &cert.mu - &sol.cert.mu;
             assert!(hnorm2(&g, &d) <= 2.0 * cert.gap / lam + 1e-10);
             assert!(cert.gap >= cert.primal - cert.dual);
             // the decision values are exactly the Gram product
-            assert!((&g.dot(&cert.mu) - &cert.decision)
-                .iter()
-                .all(|v| v.abs() < 1e-12));
+            assert!((&g.dot(&cert.mu) - &cert.decision).iter().all(|v| v.abs() < 1e-12));
         }
     }
 
@@ -842,11 +814,7 @@ mod tests {
     fn binary_case_matches_binary_logistic_at_half_lambda() {
         // K = 2: f_2 − f_1 minimises (1/n) Σ softplus(−y g) + (λ/4)‖g‖², the binary problem at λ/2
         let x = uniform_points(40, 2, 3);
-        let y: Vec<usize> = x
-            .rows()
-            .into_iter()
-            .map(|r| usize::from(r[0] + 0.3 * r[1] > 0.1))
-            .collect();
+        let y: Vec<usize> = x.rows().into_iter().map(|r| usize::from(r[0] + 0.3 * r[1] > 0.1)).collect();
         let ypm: Array1<f64> = y.iter().map(|&v| if v == 1 { 1.0 } else { -1.0 }).collect();
         let kernel = Kernel::rbf(1.0).unwrap();
         let lam = 0.02;
@@ -857,25 +825,12 @@ mod tests {
             ypm.view(),
             &kernel,
             Loss::Logistic,
-            &ErmOptions {
-                lam: lam / 2.0,
-                tol: 1e-11,
-                max_iter: 10_000_000,
-                cache_bytes: 1 << 26,
-                shrinking: false,
-            },
+            &ErmOptions { lam: lam / 2.0, tol: 1e-11, max_iter: 10_000_000, cache_bytes: 1 << 26, shrinking: false },
         )
         .unwrap();
-        let g_multi: Vec<f64> = (0..40)
-            .map(|i| sol.cert.decision[[i, 1]] - sol.cert.decision[[i, 0]])
-            .collect();
+        let g_multi: Vec<f64> = (0..40).map(|i| sol.cert.decision[[i, 1]] - sol.cert.decision[[i, 0]]).collect();
         for i in 0..40 {
-            assert!(
-                (g_multi[i] - bin.cert.decision[i]).abs() < 1e-5,
-                "{} vs {}",
-                g_multi[i],
-                bin.cert.decision[i]
-            );
+            assert!((g_multi[i] - bin.cert.decision[i]).abs() < 1e-5, "{} vs {}", g_multi[i], bin.cert.decision[i]);
         }
         // and f_1 = −f_2 at the optimum
         for i in 0..40 {
@@ -902,15 +857,7 @@ mod tests {
         xd.row_mut(n).assign(&x.row(0));
         let mut yd = y.clone();
         yd.push(y[0]);
-        let d = fit(
-            xd.view(),
-            &yd,
-            3,
-            None,
-            &kernel,
-            &opts(lam * n as f64 / (n + 1) as f64, 1e-10),
-        )
-        .unwrap();
+        let d = fit(xd.view(), &yd, 3, None, &kernel, &opts(lam * n as f64 / (n + 1) as f64, 1e-10)).unwrap();
         for i in 0..n {
             for j in 0..3 {
                 assert!((w.cert.decision[[i, j]] - d.cert.decision[[i, j]]).abs() < 1e-5);
@@ -955,15 +902,6 @@ mod tests {
         assert!(fit(x.view(), &[0, 1, 0, 0], 2, None, &kernel, &o).is_err());
         assert!(fit(x.view(), &[0, 1, 0, 0, 1], 1, None, &kernel, &o).is_err());
         let p = Array2::from_elem((5, 3), 0.9);
-        assert!(certify(
-            x.view(),
-            &[0, 1, 0, 0, 1],
-            None,
-            p.view(),
-            &kernel,
-            0.1,
-            Cancel::never()
-        )
-        .is_err());
+        assert!(certify(x.view(), &[0, 1, 0, 0, 1], None, p.view(), &kernel, 0.1, Cancel::never()).is_err());
     }
 }

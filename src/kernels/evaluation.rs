@@ -1042,10 +1042,7 @@ pub fn kernel_matvecs_cancellable(
 ) -> DpResult<Vec<Vec<f64>>> {
     assert_shapes(&z, &x);
     let (m, n) = (z.nrows(), x.nrows());
-    assert!(
-        vs.iter().all(|v| v.len() == n),
-        "kernel_matvecs: vectors must have length x.nrows()"
-    );
+    assert!(vs.iter().all(|v| v.len() == n), "kernel_matvecs: vectors must have length x.nrows()");
     let nv = vs.len();
     if m == 0 || n == 0 || nv == 0 {
         return Ok(vec![vec![0.0; m]; nv]);

@@ -14,9 +14,8 @@ fn class_indices(y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     y.as_array()
         .iter()
         .map(|&v| {
-            usize::try_from(v).map_err(|_| {
-                PyValueError::new_err(format!("y: class indices must be >= 0, got {v}"))
-            })
+            usize::try_from(v)
+                .map_err(|_| PyValueError::new_err(format!("y: class indices must be >= 0, got {v}")))
         })
         .collect()
 }
