@@ -956,10 +956,6 @@ fn update_pass2<T: RowElem, U: RowElem>(
     }
 }
 
-pub(crate) type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
-
-fn solve_hinge(
-    y: &[f64],
 /// Before the solver reads the uncached row of the variable at position `p`: compute it
 /// together with the rows of the (up to [`RowCache::block_len`] − 1) other active variables of
 /// largest positive step gain that are not cached either — the coordinates the greedy selection
@@ -1001,6 +997,10 @@ fn prefetch_rows(
     rows.prefetch(&ids);
 }
 
+pub(crate) type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
+
+fn solve_hinge(
+    y: &[f64],
     sw: &[f64],
     diag: &[f64],
     rows: &mut RowCache<'_>,
@@ -1128,12 +1128,12 @@ fn prefetch_rows(
         let p = best;
         let i = active[p];
         let g = qa[p] - 1.0;
+        prefetch_rows(rows, p, &aa, &qa, &da, &ia, &ua, &active);
         let partner = if PAIR_STEPS && iter + 2 <= opts.max_iter && da[p] > 0.0 {
             let (pj, _) = match rows.row(i) {
                 RowRef::F32(row) => {
                     partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
-        prefetch_rows(rows, p, &aa, &qa, &da, &ia, &ua, &active);
                 RowRef::F64(row) => {
                     partner_pass(row, p, g, da[p], ya[p], &ua, &qa, &aa, &ya, &da, &active)
                 }
@@ -1145,12 +1145,12 @@ fn prefetch_rows(
         let mut stepped = false;
         if let Some(pj) = partner {
             let j = active[pj];
+            prefetch_rows(rows, pj, &aa, &qa, &da, &ia, &ua, &active);
             let (ri, rj) = rows.row_pair(i, j);
             let qij = ya[p]
                 * ya[pj]
                 * match ri {
                     RowRef::F32(row) => row[j] as f64,
-            prefetch_rows(rows, pj, &aa, &qa, &da, &ia, &ua, &active);
                     RowRef::F64(row) => row[j],
                 };
             let (ni, nj) = pair_step(
@@ -1244,11 +1244,6 @@ fn prefetch_rows(
         }
     }
     let _ = max_pg;
-    let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
-    (a, None, iter, history)
-}
-
-#[cfg(test)]
     #[cfg(feature = "solver-stats")]
     eprintln!(
         "solver-stats: n={n} iters={iter} exact_checks={} rows_computed={} rows_used={} block={} wide={}",
@@ -1258,6 +1253,11 @@ fn prefetch_rows(
         rows.block_len(),
         rows.is_wide()
     );
+    let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
+    (a, None, iter, history)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use ndarray::Array2;
