@@ -112,12 +112,12 @@
 //! evaluation writes disjoint entries, and [`crate::kernels::evaluation::kernel_predict`] is
 //! bit-reproducible.
 
-use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
-use crate::kernel_learning::kernel_cache::{RowCache, RowElem, RowRef};
+use crate::kernel_learning::kernel_cache::{decision_from_dual, RowCache, RowElem, RowRef};
 use crate::kernel_learning::klr_newton;
 use crate::kernels::evaluation::{self, Kernel};
 
@@ -339,6 +339,26 @@ pub fn certify_weighted_cancellable(
     lam: f64,
     cancel: &Cancel,
 ) -> DpResult<Certificate> {
+    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, None)
+}
+
+/// [`certify_weighted_cancellable`] that may reuse `known = (a', f)`, the decision values `f`
+/// that [`decision_from_dual`] computed for a dual point `a'` (the hinge solver's last exact
+/// check): used only when `a'` equals `a` bit for bit, in which case recomputing would give the
+/// same `f` bit for bit; otherwise `f` is recomputed from `a`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn certify_known(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    cancel: &Cancel,
+    known: Option<(Array1<f64>, Array1<f64>)>,
+) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
     let n = x.nrows();
@@ -350,14 +370,18 @@ pub fn certify_weighted_cancellable(
         ));
     }
     let c = 1.0 / (lam * n as f64);
-    let mu: Array1<f64> = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
-    let sv: Vec<usize> = (0..n).filter(|&i| mu[i] != 0.0).collect();
-    let decision = if sv.is_empty() {
-        Array1::zeros(n)
-    } else {
-        let xs = x.select(Axis(0), &sv);
-        let ms = mu.select(Axis(0), &sv);
-        evaluation::kernel_predict_cancellable(x, xs.view(), ms.view(), kernel, cancel)?
+    let (mu, decision) = match known {
+        // the decision values of this very `a` from the solver's last exact check: the same
+        // computation (`decision_from_dual`) on the same inputs, hence bit-identical
+        Some((ka, f))
+            if ka.len() == n
+                && f.len() == n
+                && ka.iter().zip(a.iter()).all(|(u, v)| u.to_bits() == v.to_bits()) =>
+        {
+            let mu = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
+            (mu, f)
+        }
+        _ => decision_from_dual(x, y, a, c, kernel, cancel)?,
     };
     let inv_n = 1.0 / n as f64;
     let w2 = mu.dot(&decision).max(0.0);
@@ -599,13 +623,16 @@ pub fn fit_weighted_with_hook(
     let diag = evaluation::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
     let mut full_gram = false;
+    let mut known = None;
     let (a, b, n_iter, history) = match loss {
         Loss::Hinge => {
             // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
             // switches to f64 rows if f32 rounding limits the gap)
             let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, false);
             full_gram = rows.holds_all();
-            solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker)
+            let out = solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker);
+            known = rows.take_exact();
+            out
         }
         Loss::Logistic => {
             klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram)
@@ -615,7 +642,7 @@ pub fn fit_weighted_with_hook(
         return Ok(None);
     }
     let sv = ndarray::ArrayView1::from(&sw[..]);
-    let cert = certify_weighted_cancellable(
+    let cert = certify_known(
         xv,
         y,
         Some(sv),
@@ -625,6 +652,7 @@ pub fn fit_weighted_with_hook(
         loss,
         opts.lam,
         Cancel::never(),
+        known,
     )?;
     let mut history = history;
     history.push((n_iter, cert.gap));
@@ -1069,7 +1097,7 @@ fn solve_hinge(
             for (p, &j) in active.iter().enumerate() {
                 alpha[j] = aa[p];
             }
-            q = rows.exact_q(y, &alpha);
+            q = rows.exact_q(y, &alpha, c, sw);
             let gap = hinge_gap(&alpha, &q, c, sw);
             history.push((iter, gap));
             let go_on = ticker.fire(Progress {
@@ -1434,6 +1462,30 @@ mod tests {
             assert_eq!(rows.is_wide(), expect_wide, "tol {tol}: {hist:?}");
             let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
             assert!(cert.gap <= tol, "tol {tol}: gap {}", cert.gap);
+        }
+    }
+
+    #[test]
+    fn dense_rows_are_computed_in_blocks() {
+        // dense data: the rows the solver misses are computed B at a time (one pass over X per
+        // block), and the certified gap is reached as before
+        let (x, y) = data(600, 40, 21);
+        let yv = y.to_vec();
+        let ones = vec![1.0; yv.len()];
+        let mut always = |_: &Progress| true;
+        for k in [Kernel::rbf(0.05).unwrap(), Kernel::poly(0.02, 3, 1.0).unwrap()] {
+            let o = ErmOptions {
+                tol: 1e-8,
+                ..opts(1e-3, 1 << 30, true)
+            };
+            let diag = evaluation::kernel_diag(x.view(), &k).to_vec();
+            let mut rows = RowCache::new(x.view(), &k, o.cache_bytes, false);
+            let mut ticker = Ticker::new(&mut always);
+            let (a, _, _, _) = solve_hinge(&yv, &ones, &diag, &mut rows, &o, &mut ticker);
+            let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
+            assert!(cert.gap <= o.tol, "{k:?}: gap {}", cert.gap);
+            let (passes, used) = (rows.x_passes(), rows.rows_used());
+            assert!(used >= 50 && 4 * passes <= used, "{k:?}: {passes} passes for {used} rows");
         }
     }
 

@@ -15,9 +15,11 @@
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::parallel::prelude::*;
-use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
+use crate::error::DpResult;
 use crate::kernels::evaluation::{self, Kernel, KernelKind};
 use crate::numerics::{exp_fast_slice, ipow};
 
@@ -66,6 +68,10 @@ pub struct RowCache<'x> {
     /// wasted work).
     used: u64,
     read: Vec<bool>,
+    /// Passes over `X` (one per single row computed, one per block).
+    passes: u64,
+    /// The dual point of the last exact check and its decision values.
+    last_exact: Option<(Array1<f64>, Array1<f64>)>,
 }
 
 /// A cached kernel row.
@@ -165,6 +171,8 @@ impl<'x> RowCache<'x> {
             computed: 0,
             used: 0,
             read: vec![false; n],
+            passes: 0,
+            last_exact: None,
         };
         r.dense = n >= 2 && 2 * r.values.len() >= n * d;
         r.set_wide(wide);
@@ -310,6 +318,7 @@ impl<'x> RowCache<'x> {
         }
         let slot = self.claim_slot(i);
         self.store(slot, i, None);
+        self.passes += 1;
         slot
     }
 
@@ -321,6 +330,12 @@ impl<'x> RowCache<'x> {
     /// Rows computed so far (each cache miss, prefetched rows included).
     pub fn rows_computed(&self) -> u64 {
         self.computed
+    }
+
+    /// Passes over `X` so far: one per row computed alone, one per block of rows
+    /// ([`RowCache::prefetch`]) — the cost of kernel rows on dense data.
+    pub fn x_passes(&self) -> u64 {
+        self.passes
     }
 
     /// Distinct rows read by the solver so far.
@@ -339,18 +354,19 @@ impl<'x> RowCache<'x> {
         }
     }
 
-    /// Compute and cache the uncached rows among `ids` (distinct; at most
-    /// [`RowCache::block_len`] are taken, in order) in one GEMM-shaped block: `X_B Xᵀ` by
+    /// Compute and cache the uncached rows among `ids` (the first [`RowCache::block_len`]
+    /// entries; a repeated id is computed once) in one GEMM-shaped block: `X_B Xᵀ` by
     /// column tiles (`matrixmultiply` through ndarray, in parallel over fixed tiles:
     /// deterministic), then the kernel map. `X` is read once for the whole block instead of once
     /// per row, which is what a row costs on dense data. `ids[0]` ends most recently used.
     pub fn prefetch(&mut self, ids: &[usize]) {
         let take = ids.len().min(self.block_len());
-        let todo: Vec<usize> = ids[..take]
-            .iter()
-            .copied()
-            .filter(|&i| !self.is_cached(i))
-            .collect();
+        let mut todo: Vec<usize> = Vec::with_capacity(take);
+        for &i in &ids[..take] {
+            if !self.is_cached(i) && !todo.contains(&i) {
+                todo.push(i);
+            }
+        }
         if todo.len() < 2 {
             for &i in &todo {
                 self.ensure(i);
@@ -358,6 +374,7 @@ impl<'x> RowCache<'x> {
             return;
         }
         let block = self.block_rows(&todo);
+        self.passes += 1;
         for (r, &i) in todo.iter().enumerate().rev() {
             let slot = self.claim_slot(i);
             let row = block.row(r);
@@ -420,19 +437,58 @@ impl<'x> RowCache<'x> {
         (self.get(si), self.get(sj))
     }
 
-    /// `q = Q α` recomputed from scratch from `α` in `f64` with the fused kernel engine over the
-    /// support (`α_i ≠ 0`), independently of the cached rows and of any maintained gradient.
-    pub fn exact_q(&mut self, y: &[f64], alpha: &[f64]) -> Vec<f64> {
-        let n = y.len();
-        let sv: Vec<usize> = (0..n).filter(|&i| alpha[i] != 0.0).collect();
-        if sv.is_empty() {
-            return vec![0.0; n];
-        }
-        let xs = self.x.select(Axis(0), &sv);
-        let coef: Array1<f64> = sv.iter().map(|&i| alpha[i] * y[i]).collect();
-        let f = evaluation::kernel_predict(self.x, xs.view(), coef.view(), &self.kernel);
-        f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect()
+    /// `q = Q α` recomputed from scratch in `f64` from the dual point `a = (α / C)` clipped to
+    /// `[0, s_i]` — the point the solver would return — by [`decision_from_dual`] (the fused
+    /// kernel engine over the support), independently of the cached rows and of any maintained
+    /// gradient. The point and its decision values are kept ([`RowCache::take_exact`]): when
+    /// the solver stops right after this check, the certificate of that same point reuses them
+    /// instead of recomputing the identical values.
+    pub fn exact_q(&mut self, y: &[f64], alpha: &[f64], c: f64, s: &[f64]) -> Vec<f64> {
+        let a: Array1<f64> = alpha
+            .iter()
+            .zip(s)
+            .map(|(&v, &w)| (v / c).clamp(0.0, w))
+            .collect();
+        let (_, f) = decision_from_dual(self.x, ArrayView1::from(y), a.view(), c, &self.kernel, Cancel::never())
+            .expect("never cancelled");
+        let q = f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect();
+        self.last_exact = Some((a, f));
+        q
     }
+
+    /// The dual point of the last [`RowCache::exact_q`] and its decision values.
+    pub fn take_exact(&mut self) -> Option<(Array1<f64>, Array1<f64>)> {
+        self.last_exact.take()
+    }
+}
+
+/// `μ = y ∘ (C a)` and the decision values `f = K(X, X_sv) μ_sv` on all rows of `X`, summed over
+/// the support (`μ_i ≠ 0`) by the fused kernel engine
+/// ([`crate::kernels::evaluation::kernel_predict_cancellable`], bit-reproducible). The one
+/// computation behind both the hinge solver's exact checks and the certificate
+/// ([`crate::kernel_learning::erm::certify`]), so that equal `a` give bit-identical `f`.
+///
+/// # Errors
+/// [`crate::error::DpError::Interrupted`] once `cancel` is set.
+pub(crate) fn decision_from_dual(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    a: ArrayView1<'_, f64>,
+    c: f64,
+    kernel: &Kernel,
+    cancel: &Cancel,
+) -> DpResult<(Array1<f64>, Array1<f64>)> {
+    let n = x.nrows();
+    let mu: Array1<f64> = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
+    let sv: Vec<usize> = (0..n).filter(|&i| mu[i] != 0.0).collect();
+    let decision = if sv.is_empty() {
+        Array1::zeros(n)
+    } else {
+        let xs = x.select(Axis(0), &sv);
+        let ms = mu.select(Axis(0), &sv);
+        evaluation::kernel_predict_cancellable(x, xs.view(), ms.view(), kernel, cancel)?
+    };
+    Ok((mu, decision))
 }
 
 /// Map the inner products `acc[c] = <x_i, x_{c0 + c}>` to kernel values in place (RBF from
@@ -523,5 +579,85 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn dense(n: usize, d: usize) -> Array2<f64> {
+        let mut x = Array2::from_shape_fn((n, d), |(i, j)| {
+            (((i * 31 + j * 17 + i * j) % 23) as f64 - 11.0) / 11.0 + 0.01
+        });
+        for mut r in x.rows_mut() {
+            let norm = r.dot(&r).sqrt();
+            r.mapv_inplace(|v| v / norm.max(1.0));
+        }
+        x
+    }
+
+    #[test]
+    fn block_rows_agree_with_the_engine_and_the_single_row_path() {
+        // n > GEMM_TILE: several column tiles (in parallel); dense, so blocks are used
+        let (n, d) = (1200, 37);
+        let x = dense(n, d);
+        for k in [
+            Kernel::linear(),
+            Kernel::poly(0.7, 3, 1.0).unwrap(),
+            Kernel::rbf(1.3).unwrap(),
+            Kernel::rbf(1.3).unwrap().with_shift(0.25).unwrap(),
+        ] {
+            let want = evaluation::gram_matrix(x.view(), &k).unwrap();
+            let mut cache = RowCache::new(x.view(), &k, 1 << 30, true);
+            let mut single = RowCache::new(x.view(), &k, 1 << 30, true);
+            assert_eq!(cache.block_len(), BLOCK_ROWS);
+            // more ids than a block, and one repeated: the first BLOCK_ROWS are taken, once each
+            let mut ids: Vec<usize> = (0..BLOCK_ROWS + 8).map(|t| (t * 37 + 5) % n).collect();
+            ids[3] = ids[1];
+            cache.prefetch(&ids);
+            assert_eq!(cache.x_passes(), 1, "{k:?}");
+            let taken: std::collections::BTreeSet<usize> = ids[..BLOCK_ROWS].iter().copied().collect();
+            assert_eq!(cache.rows_computed(), taken.len() as u64);
+            for &i in &ids {
+                assert_eq!(cache.is_cached(i), taken.contains(&i));
+            }
+            for &i in &taken {
+                let RowRef::F64(got) = cache.row(i) else { panic!("wide") };
+                let got = got.to_vec();
+                let RowRef::F64(one) = single.row(i) else { panic!("wide") };
+                for j in 0..n {
+                    let w = want[[i, j]];
+                    assert!((got[j] - w).abs() <= 1e-13 * w.abs().max(1.0), "{k:?} {i} {j}");
+                    assert!((got[j] - one[j]).abs() <= 1e-13 * w.abs().max(1.0), "{k:?} {i} {j}");
+                }
+                if let evaluation::KernelKind::Rbf { .. } = k.kind {
+                    assert_eq!(got[i], 1.0 + k.shift);
+                }
+            }
+            // reading the prefetched rows computed nothing more
+            assert_eq!(cache.rows_computed(), taken.len() as u64);
+            assert_eq!(cache.x_passes(), 1);
+        }
+    }
+
+    #[test]
+    fn blocks_respect_the_cache_and_sparse_data_keeps_single_rows() {
+        let (n, d) = (400, 12);
+        let x = dense(n, d);
+        let k = Kernel::rbf(0.9).unwrap();
+        // room for 40 f32 rows: blocks of 10, and a block never evicts the row just used
+        let mut cache = RowCache::new(x.view(), &k, 40 * 4 * n, false);
+        assert_eq!(cache.block_len(), 10);
+        let _ = cache.row(7);
+        for b in 0..20 {
+            let ids: Vec<usize> = (0..10).map(|t| 10 + 10 * b + t).collect();
+            cache.prefetch(&ids);
+            assert!(cache.is_cached(ids[0]));
+            let _ = cache.row(7);
+            assert!(ids.iter().all(|&i| cache.is_cached(i)), "block {b}");
+        }
+        assert_eq!(cache.rows_computed(), 1 + 200);
+        // one-hot-like data (fewer than half the entries nonzero): the sparse single-row path
+        let xs = Array2::from_shape_fn((300, 10), |(i, j)| if (i + j) % 5 == 0 { 0.5 } else { 0.0 });
+        let mut sparse = RowCache::new(xs.view(), &k, 1 << 30, false);
+        assert_eq!(sparse.block_len(), 1);
+        sparse.prefetch(&[3, 4, 5]);
+        assert!(sparse.is_cached(3) && !sparse.is_cached(4) && sparse.x_passes() == 1);
     }
 }
