@@ -102,7 +102,16 @@
 //! rows when the `4 n²`- or `8 n²`-byte Gram matrix fits): see
 //! [`crate::kernel_learning::kernel_cache`]. A row `X x_i` is computed from a transposed copy of
 //! `X` over the nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like LIBSVM), in parallel
-//! over fixed column chunks.
+//! over fixed column chunks. On dense data (at least half the entries nonzero) a row costs a pass
+//! over `X` whichever way it is computed, so a missed row is computed together with the rows of
+//! the other uncached active coordinates of largest step gain — those the greedy selection picks
+//! next — as one GEMM-shaped block `X_B Xᵀ` ([`RowCache::prefetch`], up to 32 rows per pass over
+//! `X`; issue 26). This changes only which rows are cached, never the iterates.
+//!
+//! The exact checks and the certificate compute the decision values with the same function
+//! ([`decision_from_dual`]) from the dual point `a` the solver returns; when the solver stops
+//! right after an exact check, the certificate of that same `a` (compared bit for bit) reuses its
+//! values instead of recomputing identical ones.
 //!
 //! [`fit_with_hook`] calls a progress / cancellation hook about every 0.1 s of solving and at
 //! every exact check (the Python binding uses it for Ctrl-C and tqdm progress); a cancelled
