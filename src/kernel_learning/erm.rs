@@ -91,11 +91,14 @@
 //!   which needed thousands of sweeps to certify `1e-8` at small `λ`: issue 23.)
 //!
 //! Kernel rows are evaluated in `f64`; the hinge solver caches them in `f32` (as LIBSVM: half
-//! the memory and bandwidth) while its gradient is accumulated in `f64`. Row rounding only
-//! perturbs the maintained gradient: every exact check recomputes `Q α` in `f64` from `α` with
-//! the fused kernel engine, and when an exact check fails with a drift of the maintained gradient
-//! above `0.05 · tol` (or a second time), the solver continues with `f64` rows. The final
-//! certificate is independent of all of this.
+//! the memory and bandwidth) while its gradient is accumulated in `f64` — in `f64` from the start
+//! when the whole `8 n²`-byte Gram matrix fits in the cache. Row rounding only perturbs the
+//! maintained gradient: every exact check recomputes `Q α` in `f64` from `α` with the fused
+//! kernel engine, and when an exact check fails with a drift of the maintained gradient above
+//! `0.05 · tol` (or a second time), the solver continues with `f64` rows. With `f64` rows that
+//! hold the whole support, an exact check first sums `Q α` from those rows (`O(n · n_sv)`, the
+//! kernel values to rounding) and calls the engine (`O(n · n_sv · d)`) only to confirm a stop.
+//! The final certificate is independent of all of this.
 //!
 //! (hinge) Kernel rows are computed on demand (only rows of coordinates that actually move are ever needed
 //! — about the number of support vectors) and kept in an LRU cache within the memory budget (all
@@ -636,8 +639,12 @@ pub fn fit_weighted_with_hook(
     let (a, b, n_iter, history) = match loss {
         Loss::Hinge => {
             // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
-            // switches to f64 rows if f32 rounding limits the gap)
-            let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, false);
+            // switches to f64 rows if f32 rounding limits the gap), or f64 rows from the start
+            // when the whole f64 Gram matrix fits in the cache (f32 would save nothing there,
+            // and its fallback recomputes every row)
+            let n = xv.nrows();
+            let wide = (n as u128) * (n as u128) * 8 <= opts.cache_bytes as u128;
+            let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, wide);
             full_gram = rows.holds_all();
             let out = solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker);
             known = rows.take_exact();
@@ -1106,8 +1113,17 @@ fn solve_hinge(
             for (p, &j) in active.iter().enumerate() {
                 alpha[j] = aa[p];
             }
-            q = rows.exact_q(y, &alpha, c, sw);
-            let gap = hinge_gap(&alpha, &q, c, sw);
+            // With f64 rows holding the whole support, Q α is first summed from the cached rows
+            // (O(n · |support|)); the engine (O(n · |support| · d)) only confirms a stop.
+            let mut gap = f64::INFINITY;
+            if let Some(qr) = rows.q_from_rows(y, &alpha) {
+                q = qr;
+                gap = hinge_gap(&alpha, &q, c, sw);
+            }
+            if gap <= target(&alpha) || gap == f64::INFINITY {
+                q = rows.exact_q(y, &alpha, c, sw);
+                gap = hinge_gap(&alpha, &q, c, sw);
+            }
             history.push((iter, gap));
             let go_on = ticker.fire(Progress {
                 iter,

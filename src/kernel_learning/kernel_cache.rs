@@ -456,6 +456,33 @@ impl<'x> RowCache<'x> {
         q
     }
 
+    /// `q = Q α` summed from the cached `f64` rows (`O(n · |support|)` instead of the engine's
+    /// `O(n · |support| · d)`), or `None` unless the rows are `f64` and every row of the support
+    /// (`α_i ≠ 0`) is cached. Each row is the kernel evaluated in `f64` (to rounding, as the
+    /// engine), so this is `Q α` recomputed from `α` to the same accuracy; the solver still
+    /// confirms a stop with [`RowCache::exact_q`], whose values the certificate reuses.
+    pub fn q_from_rows(&self, y: &[f64], alpha: &[f64]) -> Option<Vec<f64>> {
+        if !self.wide {
+            return None;
+        }
+        let n = self.n;
+        let mut f = vec![0.0f64; n];
+        for i in 0..n {
+            if alpha[i] == 0.0 {
+                continue;
+            }
+            let s = self.slot_of[i];
+            if s == NO_SLOT {
+                return None;
+            }
+            let coef = alpha[i] * y[i];
+            for (fj, &k) in f.iter_mut().zip(self.data64[s as usize].iter()) {
+                *fj += coef * k;
+            }
+        }
+        Some(f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect())
+    }
+
     /// The dual point of the last [`RowCache::exact_q`] and its decision values.
     pub fn take_exact(&mut self) -> Option<(Array1<f64>, Array1<f64>)> {
         self.last_exact.take()
