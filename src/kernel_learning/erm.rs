@@ -1515,6 +1515,39 @@ mod tests {
     }
 
     #[test]
+    fn certificate_reusing_the_last_exact_check_is_bit_identical() {
+        let (x, y) = data(400, 30, 22);
+        let k = Kernel::poly(0.05, 3, 1.0).unwrap().with_shift(0.25).unwrap();
+        let lam = 2e-3;
+        let sol = fit(x.view(), y.view(), &k, Loss::Hinge, &opts(lam, 1 << 30, true)).unwrap();
+        let fresh = certify(x.view(), y.view(), sol.a.view(), None, &k, Loss::Hinge, lam).unwrap();
+        assert_eq!(sol.cert.decision, fresh.decision);
+        assert_eq!(sol.cert.gap.to_bits(), fresh.gap.to_bits());
+        assert_eq!(sol.cert.primal.to_bits(), fresh.primal.to_bits());
+        // values of another point are never reused
+        let n = y.len();
+        let c = 1.0 / (lam * n as f64);
+        let mut rows = RowCache::new(x.view(), &k, 1 << 30, true);
+        let alpha: Vec<f64> = sol.a.iter().map(|&v| 0.5 * v * c).collect();
+        let _ = rows.exact_q(&y.to_vec(), &alpha, c, &vec![1.0; n]);
+        let known = rows.take_exact();
+        let other = certify_known(
+            x.view(),
+            y.view(),
+            None,
+            sol.a.view(),
+            None,
+            &k,
+            Loss::Hinge,
+            lam,
+            Cancel::never(),
+            known,
+        )
+        .unwrap();
+        assert_eq!(other.decision, fresh.decision);
+    }
+
+    #[test]
     fn validation() {
         let (x, y) = data(10, 2, 4);
         let k = Kernel::linear();

@@ -687,4 +687,39 @@ mod tests {
         sparse.prefetch(&[3, 4, 5]);
         assert!(sparse.is_cached(3) && !sparse.is_cached(4) && sparse.x_passes() == 1);
     }
+
+    #[test]
+    fn q_from_cached_rows_matches_the_exact_engine() {
+        let (n, d) = (500, 9);
+        let x = dense(n, d);
+        let y: Vec<f64> = (0..n).map(|i| if (i * 7) % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let c = 0.3;
+        let s = vec![1.0; n];
+        let alpha: Vec<f64> = (0..n).map(|i| if i % 4 == 0 { c * ((i % 11) as f64 / 10.0) } else { 0.0 }).collect();
+        for k in [Kernel::poly(0.8, 3, 1.0).unwrap(), Kernel::rbf(1.1).unwrap().with_shift(0.25).unwrap()] {
+            let mut narrow = RowCache::new(x.view(), &k, 1 << 30, false);
+            let mut wide = RowCache::new(x.view(), &k, 1 << 30, true);
+            for i in (0..n).filter(|&i| alpha[i] != 0.0) {
+                let _ = narrow.row(i);
+                if i != 8 {
+                    let _ = wide.row(i);
+                }
+            }
+            // f32 rows, or a support row missing: no shortcut
+            assert!(narrow.q_from_rows(&y, &alpha).is_none());
+            assert!(wide.q_from_rows(&y, &alpha).is_none());
+            let _ = wide.row(8);
+            let fast = wide.q_from_rows(&y, &alpha).unwrap();
+            let exact = wide.exact_q(&y, &alpha, c, &s);
+            let scale: f64 = alpha.iter().sum::<f64>() * 3.0f64.powi(3);
+            for j in 0..n {
+                assert!((fast[j] - exact[j]).abs() <= 1e-13 * scale, "{k:?} {j}");
+            }
+            // the exact check keeps its point and values for the certificate
+            let (a, f) = wide.take_exact().unwrap();
+            assert_eq!(a.len(), n);
+            assert!(f.iter().zip(&y).zip(&exact).all(|((&fj, &yj), &qj)| fj * yj == qj));
+            assert!(wide.take_exact().is_none());
+        }
+    }
 }
