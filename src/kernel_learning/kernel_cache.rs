@@ -457,16 +457,19 @@ impl<'x> RowCache<'x> {
     }
 
     /// `q = Q α` summed from the cached `f64` rows (`O(n · |support|)` instead of the engine's
-    /// `O(n · |support| · d)`), or `None` unless the rows are `f64` and every row of the support
-    /// (`α_i ≠ 0`) is cached. Each row is the kernel evaluated in `f64` (to rounding, as the
-    /// engine), so this is `Q α` recomputed from `α` to the same accuracy; the solver still
-    /// confirms a stop with [`RowCache::exact_q`], whose values the certificate reuses.
-    pub fn q_from_rows(&self, y: &[f64], alpha: &[f64]) -> Option<Vec<f64>> {
+    /// `O(n · |support| · d)`), with `Σ_i |α_i K_ij|` per entry (the scale of its rounding), or
+    /// `None` unless the rows are `f64` and every row of the support (`α_i ≠ 0`) is cached. Each
+    /// row is the kernel evaluated in `f64` (to rounding, as the engine), so this is `Q α`
+    /// recomputed from `α`; the solver uses it only when that rounding is negligible against its
+    /// target and still confirms a stop with [`RowCache::exact_q`], whose values the
+    /// certificate reuses.
+    pub fn q_from_rows(&self, y: &[f64], alpha: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
         if !self.wide {
             return None;
         }
         let n = self.n;
         let mut f = vec![0.0f64; n];
+        let mut scale = vec![0.0f64; n];
         for i in 0..n {
             if alpha[i] == 0.0 {
                 continue;
@@ -476,11 +479,15 @@ impl<'x> RowCache<'x> {
                 return None;
             }
             let coef = alpha[i] * y[i];
-            for (fj, &k) in f.iter_mut().zip(self.data64[s as usize].iter()) {
-                *fj += coef * k;
+            let row = &self.data64[s as usize];
+            for ((fj, sj), &k) in f.iter_mut().zip(scale.iter_mut()).zip(row.iter()) {
+                let t = coef * k;
+                *fj += t;
+                *sj += t.abs();
             }
         }
-        Some(f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect())
+        let q = f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect();
+        Some((q, scale))
     }
 
     /// The dual point of the last [`RowCache::exact_q`] and its decision values.
@@ -709,7 +716,8 @@ mod tests {
             assert!(narrow.q_from_rows(&y, &alpha).is_none());
             assert!(wide.q_from_rows(&y, &alpha).is_none());
             let _ = wide.row(8);
-            let fast = wide.q_from_rows(&y, &alpha).unwrap();
+            let (fast, abs) = wide.q_from_rows(&y, &alpha).unwrap();
+            assert!(fast.iter().zip(&abs).all(|(q, a)| q.abs() <= *a * (1.0 + 1e-12)));
             let exact = wide.exact_q(&y, &alpha, c, &s);
             let scale: f64 = alpha.iter().sum::<f64>() * 3.0f64.powi(3);
             for j in 0..n {
