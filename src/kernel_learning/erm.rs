@@ -91,18 +91,30 @@
 //!   which needed thousands of sweeps to certify `1e-8` at small `λ`: issue 23.)
 //!
 //! Kernel rows are evaluated in `f64`; the hinge solver caches them in `f32` (as LIBSVM: half
-//! the memory and bandwidth) while its gradient is accumulated in `f64`. Row rounding only
-//! perturbs the maintained gradient: every exact check recomputes `Q α` in `f64` from `α` with
-//! the fused kernel engine, and when an exact check fails with a drift of the maintained gradient
-//! above `0.05 · tol` (or a second time), the solver continues with `f64` rows. The final
-//! certificate is independent of all of this.
+//! the memory and bandwidth) while its gradient is accumulated in `f64` — in `f64` from the start
+//! when the whole `8 n²`-byte Gram matrix fits in the cache. Row rounding only perturbs the
+//! maintained gradient: every exact check recomputes `Q α` in `f64` from `α` with the fused
+//! kernel engine, and when an exact check fails with a drift of the maintained gradient above
+//! `0.05 · tol` (or a second time), the solver continues with `f64` rows. With `f64` rows that
+//! hold the whole support, an exact check first sums `Q α` from those rows (`O(n · n_sv)`, the
+//! kernel values to rounding) and calls the engine (`O(n · n_sv · d)`) only to confirm a stop.
+//! The final certificate is independent of all of this.
 //!
 //! (hinge) Kernel rows are computed on demand (only rows of coordinates that actually move are ever needed
 //! — about the number of support vectors) and kept in an LRU cache within the memory budget (all
 //! rows when the `4 n²`- or `8 n²`-byte Gram matrix fits): see
 //! [`crate::kernel_learning::kernel_cache`]. A row `X x_i` is computed from a transposed copy of
 //! `X` over the nonzeros of `x_i` only (`O(nnz(x_i) · n)`, sparse-aware like LIBSVM), in parallel
-//! over fixed column chunks.
+//! over fixed column chunks. On dense data (at least half the entries nonzero) a row costs a pass
+//! over `X` whichever way it is computed, so a missed row is computed together with the rows of
+//! the other uncached active coordinates of largest step gain — those the greedy selection picks
+//! next — as one GEMM-shaped block `X_B Xᵀ` ([`RowCache::prefetch`], up to 32 rows per pass over
+//! `X`; issue 26). This changes only which rows are cached, never the iterates.
+//!
+//! The exact checks and the certificate compute the decision values with the same function
+//! ([`decision_from_dual`]) from the dual point `a` the solver returns; when the solver stops
+//! right after an exact check, the certificate of that same `a` (compared bit for bit) reuses its
+//! values instead of recomputing identical ones.
 //!
 //! [`fit_with_hook`] calls a progress / cancellation hook about every 0.1 s of solving and at
 //! every exact check (the Python binding uses it for Ctrl-C and tqdm progress); a cancelled
@@ -112,14 +124,14 @@
 //! evaluation writes disjoint entries, and [`crate::kernels::evaluation::kernel_predict`] is
 //! bit-reproducible.
 
-use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
-use crate::kernel_learning::kernel_cache::{RowCache, RowElem, RowRef};
+use crate::kernel_learning::kernel_cache::{decision_from_dual, RowCache, RowElem, RowRef};
 use crate::kernel_learning::klr_newton;
-use crate::kernels::evaluation::{self, Kernel};
+use crate::kernels::evaluation::{self, Kernel, KernelKind};
 
 /// Loss of the ERM (both 1-Lipschitz).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -339,6 +351,26 @@ pub fn certify_weighted_cancellable(
     lam: f64,
     cancel: &Cancel,
 ) -> DpResult<Certificate> {
+    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, None)
+}
+
+/// [`certify_weighted_cancellable`] that may reuse `known = (a', f)`, the decision values `f`
+/// that [`decision_from_dual`] computed for a dual point `a'` (the hinge solver's last exact
+/// check): used only when `a'` equals `a` bit for bit, in which case recomputing would give the
+/// same `f` bit for bit; otherwise `f` is recomputed from `a`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn certify_known(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    cancel: &Cancel,
+    known: Option<(Array1<f64>, Array1<f64>)>,
+) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
     let n = x.nrows();
@@ -349,14 +381,19 @@ pub fn certify_weighted_cancellable(
             format!("must have length {n} with entries in [0, s_i] (s = 1 unweighted)"),
         ));
     }
-    let mu = representer(y, a, lam);
-    let sv: Vec<usize> = (0..n).filter(|&i| mu[i] != 0.0).collect();
-    let decision = if sv.is_empty() {
-        Array1::zeros(n)
-    } else {
-        let xs = x.select(Axis(0), &sv);
-        let ms = mu.select(Axis(0), &sv);
-        evaluation::kernel_predict_cancellable(x, xs.view(), ms.view(), kernel, cancel)?
+    let c = 1.0 / (lam * n as f64);
+    let (mu, decision) = match known {
+        // the decision values of this very `a` from the solver's last exact check: the same
+        // computation (`decision_from_dual`) on the same inputs, hence bit-identical
+        Some((ka, f))
+            if ka.len() == n
+                && f.len() == n
+                && ka.iter().zip(a.iter()).all(|(u, v)| u.to_bits() == v.to_bits()) =>
+        {
+            let mu = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
+            (mu, f)
+        }
+        _ => decision_from_dual(x, y, a, c, kernel, cancel)?,
     };
     Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision))
 }
@@ -624,13 +661,23 @@ pub fn fit_weighted_with_hook(
     let diag = evaluation::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
     let mut full_gram = false;
+    let mut known = None;
     let (a, b, n_iter, history) = match loss {
         Loss::Hinge => {
             // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
-            // switches to f64 rows if f32 rounding limits the gap)
-            let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, false);
+            // switches to f64 rows if f32 rounding limits the gap), or f64 rows from the start
+            // when the whole f64 Gram matrix fits in the cache (f32 would save nothing there,
+            // and its fallback recomputes every row). The linear kernel keeps the f32 start: the
+            // GLM's certified hinge solver takes its warm start from this trajectory at tol ~ 1e-16,
+            // and a changed start failed its polish (tests/test_fit_neighbours.py, issue 26).
+            let n = xv.nrows();
+            let wide = !matches!(kernel.kind, KernelKind::Linear)
+                && (n as u128) * (n as u128) * 8 <= opts.cache_bytes as u128;
+            let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, wide);
             full_gram = rows.holds_all();
-            solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker)
+            let out = solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker);
+            known = rows.take_exact();
+            out
         }
         Loss::Logistic => {
             klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram)
@@ -640,7 +687,7 @@ pub fn fit_weighted_with_hook(
         return Ok(None);
     }
     let sv = ndarray::ArrayView1::from(&sw[..]);
-    let cert = certify_weighted_cancellable(
+    let cert = certify_known(
         xv,
         y,
         Some(sv),
@@ -650,6 +697,7 @@ pub fn fit_weighted_with_hook(
         loss,
         opts.lam,
         Cancel::never(),
+        known,
     )?;
     let mut history = history;
     history.push((n_iter, cert.gap));
@@ -1087,6 +1135,47 @@ fn update_pass2<T: RowElem, U: RowElem>(
     }
 }
 
+/// Before the solver reads the uncached row of the variable at position `p`: compute it
+/// together with the rows of the (up to [`RowCache::block_len`] − 1) other active variables of
+/// largest positive step gain that are not cached either — the coordinates the greedy selection
+/// is likely to pick next — in one GEMM-shaped block ([`RowCache::prefetch`]). On dense data a
+/// row costs a pass over `X` whichever way it is computed; a block of `B` rows costs about one.
+/// Only which rows are cached changes: the values read and the iterates do not depend on it
+/// beyond rounding of the (heuristic) maintained gradient, and every stopping decision is the
+/// exact check. Deterministic (ties by position).
+#[allow(clippy::too_many_arguments)]
+fn prefetch_rows(
+    rows: &mut RowCache<'_>,
+    p: usize,
+    aa: &[f64],
+    qa: &[f64],
+    da: &[f64],
+    ia: &[f64],
+    ua: &[f64],
+    active: &[usize],
+) {
+    let i = active[p];
+    let b = rows.block_len();
+    if b < 2 || rows.is_cached(i) {
+        return;
+    }
+    let mut cand: Vec<(f64, usize)> = (0..active.len())
+        .filter(|&r| r != p && !rows.is_cached(active[r]))
+        .map(|r| (gain(aa[r], qa[r], da[r], ia[r], ua[r]), r))
+        .filter(|&(g, _)| g > 0.0)
+        .collect();
+    let order = |x: &(f64, usize), y: &(f64, usize)| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1));
+    if cand.len() > b - 1 {
+        cand.select_nth_unstable_by(b - 2, order);
+        cand.truncate(b - 1);
+    }
+    cand.sort_unstable_by(order);
+    let ids: Vec<usize> = std::iter::once(i)
+        .chain(cand.iter().map(|&(_, r)| active[r]))
+        .collect();
+    rows.prefetch(&ids);
+}
+
 pub(crate) type SolverOut = (Array1<f64>, Option<Array1<f64>>, u64, Vec<(u64, f64)>);
 
 fn solve_hinge(
@@ -1159,8 +1248,23 @@ fn solve_hinge(
             for (p, &j) in active.iter().enumerate() {
                 alpha[j] = aa[p];
             }
-            q = rows.exact_q(y, &alpha);
-            let gap = hinge_gap(&alpha, &q, c, sw);
+            // With f64 rows holding the whole support, Q α is first summed from the cached rows
+            // (O(n · |support|)); the engine (O(n · |support| · d)) only confirms a stop.
+            // Used only when its rounding (`≲ 64 ε Σ_i |α_i K_ij|` per entry, the gap being
+            // (s_j/n)-Lipschitz in q_j) is below 1% of the target: at extreme tol the engine
+            // decides every check, as before.
+            let mut gap = f64::INFINITY;
+            if let Some((qr, scale)) = rows.q_from_rows(y, &alpha) {
+                let noise = 64.0 * f64::EPSILON * inv_n * scale.iter().zip(sw).map(|(a, w)| a * w).sum::<f64>();
+                if noise <= 0.01 * target(&alpha) {
+                    q = qr;
+                    gap = hinge_gap(&alpha, &q, c, sw);
+                }
+            }
+            if gap <= target(&alpha) || gap == f64::INFINITY {
+                q = rows.exact_q(y, &alpha, c, sw);
+                gap = hinge_gap(&alpha, &q, c, sw);
+            }
             history.push((iter, gap));
             let go_on = ticker.fire(Progress {
                 iter,
@@ -1218,6 +1322,7 @@ fn solve_hinge(
         let p = best;
         let i = active[p];
         let g = qa[p] - 1.0;
+        prefetch_rows(rows, p, &aa, &qa, &da, &ia, &ua, &active);
         let partner = if PAIR_STEPS && iter + 2 <= opts.max_iter && da[p] > 0.0 {
             let (pj, _) = match rows.row(i) {
                 RowRef::F32(row) => {
@@ -1234,6 +1339,7 @@ fn solve_hinge(
         let mut stepped = false;
         if let Some(pj) = partner {
             let j = active[pj];
+            prefetch_rows(rows, pj, &aa, &qa, &da, &ia, &ua, &active);
             let (ri, rj) = rows.row_pair(i, j);
             let qij = ya[p]
                 * ya[pj]
@@ -1332,6 +1438,15 @@ fn solve_hinge(
         }
     }
     let _ = max_pg;
+    #[cfg(feature = "solver-stats")]
+    eprintln!(
+        "solver-stats: n={n} iters={iter} exact_checks={} rows_computed={} rows_used={} block={} wide={}",
+        history.len(),
+        rows.rows_computed(),
+        rows.rows_used(),
+        rows.block_len(),
+        rows.is_wide()
+    );
     let a = Array1::from_iter(alpha.iter().zip(sw).map(|(&v, &w)| (v / c).clamp(0.0, w)));
     (a, None, iter, history)
 }
@@ -1514,6 +1629,63 @@ mod tests {
             let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
             assert!(cert.gap <= tol, "tol {tol}: gap {}", cert.gap);
         }
+    }
+
+    #[test]
+    fn dense_rows_are_computed_in_blocks() {
+        // dense data: the rows the solver misses are computed B at a time (one pass over X per
+        // block), and the certified gap is reached as before
+        let (x, y) = data(600, 40, 21);
+        let yv = y.to_vec();
+        let ones = vec![1.0; yv.len()];
+        let mut always = |_: &Progress| true;
+        for k in [Kernel::rbf(0.05).unwrap(), Kernel::poly(0.02, 3, 1.0).unwrap()] {
+            let o = ErmOptions {
+                tol: 1e-8,
+                ..opts(1e-3, 1 << 30, true)
+            };
+            let diag = evaluation::kernel_diag(x.view(), &k).to_vec();
+            let mut rows = RowCache::new(x.view(), &k, o.cache_bytes, false);
+            let mut ticker = Ticker::new(&mut always);
+            let (a, _, _, _) = solve_hinge(&yv, &ones, &diag, &mut rows, &o, &mut ticker);
+            let cert = certify(x.view(), y.view(), a.view(), None, &k, Loss::Hinge, o.lam).unwrap();
+            assert!(cert.gap <= o.tol, "{k:?}: gap {}", cert.gap);
+            let (passes, used) = (rows.x_passes(), rows.rows_used());
+            assert!(used >= 50 && 4 * passes <= used, "{k:?}: {passes} passes for {used} rows");
+        }
+    }
+
+    #[test]
+    fn certificate_reusing_the_last_exact_check_is_bit_identical() {
+        let (x, y) = data(400, 30, 22);
+        let k = Kernel::poly(0.05, 3, 1.0).unwrap().with_shift(0.25).unwrap();
+        let lam = 2e-3;
+        let sol = fit(x.view(), y.view(), &k, Loss::Hinge, &opts(lam, 1 << 30, true)).unwrap();
+        let fresh = certify(x.view(), y.view(), sol.a.view(), None, &k, Loss::Hinge, lam).unwrap();
+        assert_eq!(sol.cert.decision, fresh.decision);
+        assert_eq!(sol.cert.gap.to_bits(), fresh.gap.to_bits());
+        assert_eq!(sol.cert.primal.to_bits(), fresh.primal.to_bits());
+        // values of another point are never reused
+        let n = y.len();
+        let c = 1.0 / (lam * n as f64);
+        let mut rows = RowCache::new(x.view(), &k, 1 << 30, true);
+        let alpha: Vec<f64> = sol.a.iter().map(|&v| 0.5 * v * c).collect();
+        let _ = rows.exact_q(&y.to_vec(), &alpha, c, &vec![1.0; n]);
+        let known = rows.take_exact();
+        let other = certify_known(
+            x.view(),
+            y.view(),
+            None,
+            sol.a.view(),
+            None,
+            &k,
+            Loss::Hinge,
+            lam,
+            Cancel::never(),
+            known,
+        )
+        .unwrap();
+        assert_eq!(other.decision, fresh.decision);
     }
 
     #[test]
