@@ -42,6 +42,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from dpcore import _core
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_rows, map_rows, record_feature_names,
 )
@@ -89,7 +90,7 @@ def rff_features(X: np.ndarray, weights: np.ndarray, n_components: int) -> np.nd
     return out
 
 
-class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomFourierFeatures(PerCloneSeedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random Fourier feature map ``φ̂`` (see :mod:`dpcore.kernels.random_features`), scikit-learn transformer API.
 
     Parameters
@@ -103,8 +104,9 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Bandwidth γ > 0.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible weights.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible weights; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
 
     Attributes
     ----------
