@@ -159,3 +159,17 @@ def test_the_rule_is_documented(cls):
     assert "clone" in doc and "derived" in doc and "None" in doc, doc
     guide = (ROOT / "docs" / "sklearn.md").read_text(encoding="utf-8")
     assert "`random_state` in cloning meta-estimators" in guide and "derive_clone_seed" in guide
+
+
+def test_private_grid_search_feature_map_keeps_its_declared_seed():
+    # PrivateGridSearch copies an unfitted RandomFourierFeatures from param_grid before fitting it: the copy must use
+    # the seed the user declared (not a per-clone derived one), the same on every call
+    from dpcore.kernel_learning.selection import _fit_feature_map
+
+    X, _ = _data(20, 3)
+    rff = dpcore.RandomFourierFeatures(n_components=8, random_state=5)
+    want = dpcore.RandomFourierFeatures(n_components=8, random_state=5).fit(X[:1]).random_weights_
+    for _ in range(2):
+        fm, F = _fit_feature_map(rff, X, 0)
+        assert fm.random_state == 5 and np.array_equal(fm.random_weights_, want)
+    assert rff.random_state == 5 and not hasattr(rff, "random_weights_")

@@ -1261,7 +1261,9 @@ def _fit_feature_map(feature_map, X: np.ndarray, i: int):
                              f"features, X has {X.shape[1]}")
         fm = feature_map
     else:
-        fm = clone(feature_map).fit(X[:1])
+        # an unfitted copy with the declared seed (a clone of an int-seeded estimator gets a derived per-clone
+        # seed, dpcore._internal.cloning; the feature map must be the one the user declared, on every call)
+        fm = clone(feature_map).set_params(random_state=feature_map.random_state).fit(X[:1])
     return fm, np.ascontiguousarray(fm.transform(X))
 
 
