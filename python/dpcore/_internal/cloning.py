@@ -27,16 +27,19 @@ import hashlib
 import numbers
 import threading
 import weakref
+from typing import Any, Optional, cast
 
 from sklearn.base import _clone_parametrized
+
+from dpcore._internal.types import Self
 
 __all__ = ["PerCloneSeedMixin", "derive_clone_seed"]
 
 _SEED_LIMIT = 2**64  # the range dpcore.mechanisms.check_random_state accepts for an int seed
 _DOMAIN = b"dpcore.clone-seed.v1"
 _lock = threading.Lock()
-_counters: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
-_id_counters: dict = {}  # fallback for unhashable instances: id -> (weakref, count)
+_counters: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+_id_counters: dict[int, tuple[weakref.ref[object], int]] = {}  # fallback for unhashable instances: id -> (weakref, count)
 
 
 def derive_clone_seed(seed: int, k: int) -> int:
@@ -50,7 +53,7 @@ def derive_clone_seed(seed: int, k: int) -> int:
     return int.from_bytes(h.digest()[:8], "big")
 
 
-def _next_clone_index(obj) -> int:
+def _next_clone_index(obj: object) -> int:
     with _lock:
         try:
             k = _counters.get(obj, 0)
@@ -60,13 +63,19 @@ def _next_clone_index(obj) -> int:
             key = id(obj)
             entry = _id_counters.get(key)
             k = entry[1] if entry is not None and entry[0]() is obj else 0
-            _id_counters[key] = (weakref.ref(obj, lambda _, key=key: _id_counters.pop(key, None)), k + 1)
+
+            def _forget(_: object, key: int = key) -> None:
+                _id_counters.pop(key, None)
+
+            _id_counters[key] = (weakref.ref(obj, _forget), k + 1)
             return k
 
 
-def _is_int_seed(value) -> bool:
-    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
-            and 0 <= int(value) < _SEED_LIMIT)
+def _int_seed(value: object) -> Optional[int]:
+    """``value`` as an int if it is an int seed ``check_random_state`` accepts (``[0, 2**64)``, not a bool)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= int(value) < _SEED_LIMIT:
+        return int(value)
+    return None
 
 
 class PerCloneSeedMixin:
@@ -76,9 +85,9 @@ class PerCloneSeedMixin:
     See the module docstring for the rule and its consequences.
     """
 
-    def __sklearn_clone__(self):
-        new = _clone_parametrized(self)
-        seed = getattr(self, "random_state", None)
-        if _is_int_seed(seed):
-            new.set_params(random_state=derive_clone_seed(int(seed), _next_clone_index(self)))
-        return new
+    def __sklearn_clone__(self) -> Self:
+        new: Any = _clone_parametrized(self)
+        seed = _int_seed(getattr(self, "random_state", None))
+        if seed is not None:
+            new.set_params(random_state=derive_clone_seed(seed, _next_clone_index(self)))
+        return cast("Self", new)
