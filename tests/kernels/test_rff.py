@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore._internal.cloning import derive_clone_seed
 from dpcore import _core
 from dpcore.kernel_learning.svm import NotFittedError
 from dpcore.kernels.random_features import RandomFourierFeatures
@@ -97,9 +96,8 @@ def test_sklearn_protocol():
     sklearn_base = pytest.importorskip("sklearn.base")
     rff = RandomFourierFeatures(n_components=12, kernel="laplacian", gamma=0.5, random_state=3)
     assert rff.get_params() == dict(n_components=12, kernel="laplacian", gamma=0.5, random_state=3)
-    c = sklearn_base.clone(rff)  # an int seed: the clone gets its own derived seed (issue 25)
-    assert c.get_params() == {**rff.get_params(), "random_state": derive_clone_seed(3, 0)}
-    assert not hasattr(c, "random_weights_") and rff.random_state == 3
+    c = sklearn_base.clone(rff)  # public weights, not noise: an int seed is copied as is (not derived per clone)
+    assert c.get_params() == rff.get_params() and not hasattr(c, "random_weights_")
     rff.set_params(n_components=5)
     X = np.ones((3, 2))
     assert rff.fit_transform(X).shape == (3, 5)  # k columns, as scikit-learn's RBFSampler

@@ -81,8 +81,9 @@ def _int_seed(value: object) -> Optional[int]:
 class PerCloneSeedMixin:
     """Give each clone of an estimator seeded with an int ``random_state`` its own derived seed.
 
-    Put it before ``BaseEstimator`` in the bases of every dpcore estimator with a ``random_state`` parameter.
-    See the module docstring for the rule and its consequences.
+    Put it before ``BaseEstimator`` in the bases of every private estimator (one whose ``random_state`` drives
+    privacy noise). ``RandomFourierFeatures`` does not use it: its weights are public, and an int is copied as
+    scikit-learn's ``RBFSampler`` does. See the module docstring for the rule and its consequences.
     """
 
     def __sklearn_clone__(self) -> Self:

@@ -1261,8 +1261,8 @@ def _fit_feature_map(feature_map, X: np.ndarray, i: int):
                              f"features, X has {X.shape[1]}")
         fm = feature_map
     else:
-        # an unfitted copy with the declared seed (a clone of an int-seeded estimator gets a derived per-clone
-        # seed, dpcore._internal.cloning; the feature map must be the one the user declared, on every call)
+        # an unfitted copy with the declared seed, on every call (pinned in case RandomFourierFeatures ever takes
+        # the per-clone seeds of dpcore._internal.cloning; today its clone copies an int as it is)
         fm = clone(feature_map).set_params(random_state=feature_map.random_state).fit(X[:1])
     return fm, np.ascontiguousarray(fm.transform(X))
 

@@ -42,7 +42,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from dpcore import _core
-from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.validation import (
     check_array, check_feature_names, check_rows, map_rows, record_feature_names,
 )
@@ -90,7 +89,7 @@ def rff_features(X: np.ndarray, weights: np.ndarray, n_components: int) -> np.nd
     return out
 
 
-class RandomFourierFeatures(PerCloneSeedMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Random Fourier feature map ``φ̂`` (see :mod:`dpcore.kernels.random_features`), scikit-learn transformer API.
 
     Parameters
@@ -104,9 +103,9 @@ class RandomFourierFeatures(PerCloneSeedMixin, ClassNamePrefixFeaturesOutMixin, 
         Bandwidth γ > 0.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible weights.
-        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
-        the seed derived from the int and k: distinct, reproducible weights; ``None`` stays ``None``, a
-        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
+        The weights are public and data-independent (not privacy noise), so ``clone`` copies an int as it is
+        (every clone draws the same weights, as scikit-learn's ``RBFSampler``); the private estimators derive a
+        per-clone seed instead (docs/sklearn.md).
 
     Attributes
     ----------
