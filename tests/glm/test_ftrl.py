@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpcore._internal.cloning import derive_clone_seed
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore._internal.fp import budget_grid_down
 from dpcore.audit import audit
@@ -208,8 +209,9 @@ def test_validation_matrix():
 def test_get_params_clone_and_frozen_after_start():
     sklearn_base = pytest.importorskip("sklearn.base")
     learner = PrivateFTRL(50, 2.0, 1e-6, data_norm_inf=0.5, lam=None, random_state=4)
-    c = sklearn_base.clone(learner)
-    assert c.get_params() == learner.get_params() and c.get_params()["horizon"] == 50
+    c = sklearn_base.clone(learner)  # an int seed: the clone gets its own derived seed (issue 25)
+    assert c.get_params() == {**learner.get_params(), "random_state": derive_clone_seed(4, 0)}
+    assert c.get_params()["horizon"] == 50
     learner.set_params(epsilon=3.0)
     with pytest.raises(ValueError, match="Invalid parameter"):
         learner.set_params(eta=1.0)

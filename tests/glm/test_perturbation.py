@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import optimize, sparse, stats
 
+from dpcore._internal.cloning import derive_clone_seed
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore._internal.fp import budget_grid_down
 
@@ -733,10 +734,10 @@ def test_sklearn_protocol_clone(clf_data):
 
     X, y = clf_data
     est = ObjectivePerturbation(classes=HAM_SPAM, epsilon=2.0, delta=1e-6, lam=0.02, data_norm=1.0, loss="huber_svm", random_state=4)
-    c = clone(est)
-    assert c.get_params() == est.get_params() and c is not est
-    assert c.set_params(epsilon=3.0).epsilon == 3.0 and est.epsilon == 2.0
-    a = clone(est).fit(X, y)
+    c = clone(est)  # an int seed: clone k gets derive_clone_seed(4, k) (issue 25), est keeps 4
+    assert c.get_params() == {**est.get_params(), "random_state": derive_clone_seed(4, 0)} and c is not est
+    assert c.set_params(epsilon=3.0).epsilon == 3.0 and est.epsilon == 2.0 and est.random_state == 4
+    a = clone(est).set_params(random_state=4).fit(X, y)
     b = est.fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert "epsilon=2.0" in repr(est) and "loss='huber_svm'" in repr(est)

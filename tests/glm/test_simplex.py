@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import optimize, sparse
 
+from dpcore._internal.cloning import derive_clone_seed
 from dpcore import BudgetAccountant, BudgetExceededError
 from dpcore.audit import audit
 from dpcore.accounting.calibrate import compose_advanced
@@ -450,8 +451,8 @@ def test_get_params_set_params_and_sklearn_clone():
     est = SimplexERM(2.0, 1e-6, lam=0.3, data_norm_inf=2.0, loss="logistic", scale=2.0, random_state=3)
     params = est.get_params()
     assert params["lam"] == 0.3 and params["scale"] == 2.0 and params["accountant"] is None
-    c = sklearn_base.clone(est)
-    assert c.get_params() == params and c is not est
+    c = sklearn_base.clone(est)  # an int seed: the clone gets its own derived seed (issue 25)
+    assert c.get_params() == {**params, "random_state": derive_clone_seed(3, 0)} and c is not est
     assert est.set_params(lam=0.7).lam == 0.7
     with pytest.raises(ValueError, match="Invalid parameter"):
         est.set_params(eps=1.0)

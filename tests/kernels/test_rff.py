@@ -96,7 +96,7 @@ def test_sklearn_protocol():
     sklearn_base = pytest.importorskip("sklearn.base")
     rff = RandomFourierFeatures(n_components=12, kernel="laplacian", gamma=0.5, random_state=3)
     assert rff.get_params() == dict(n_components=12, kernel="laplacian", gamma=0.5, random_state=3)
-    c = sklearn_base.clone(rff)
+    c = sklearn_base.clone(rff)  # public weights, not noise: an int seed is copied as is (not derived per clone)
     assert c.get_params() == rff.get_params() and not hasattr(c, "random_weights_")
     rff.set_params(n_components=5)
     X = np.ones((3, 2))

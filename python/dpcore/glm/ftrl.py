@@ -69,6 +69,7 @@ from typing import Any, Optional, TYPE_CHECKING
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.validation import check_delta, check_epsilon, check_positive
 from dpcore.accounting.calibrate import per_step_epsilon
 from dpcore.accounting.events import epsilon_delta_event
@@ -233,7 +234,7 @@ class FTRLRegret:
     bound: float
 
 
-class PrivateFTRL(BaseEstimator):
+class PrivateFTRL(PerCloneSeedMixin, BaseEstimator):
     r"""Differentially private entropic FTRL over the simplex with linear costs (one draw per round).
 
     See :mod:`dpcore.glm.ftrl` for the algorithm, the privacy proof, the floating-point terms and the
@@ -265,8 +266,9 @@ class PrivateFTRL(BaseEstimator):
         The bar of :meth:`partial_fit` counts the rounds of the batch.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged the full ``(ε, δ)`` at the first :meth:`partial_fit`, before any data-dependent draw.
 

@@ -66,6 +66,7 @@ from scipy import optimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import ClassifierTags
 
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.class_weight import DEFAULT_MAX_CLASS_WEIGHT, multiclass_class_weights
 from dpcore._internal.defaults import DEFAULT_INTERCEPT_SCALING
 from dpcore._internal.fp import LIBM_LN_ULPS, NUMPY_EXP_ULPS, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k
@@ -180,7 +181,7 @@ class MulticlassGLMPrivacy:
     noise_scale: float
 
 
-class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
+class MulticlassOutputPerturbation(PerCloneSeedMixin, ClassifierMixin, BaseEstimator):
     """Private multinomial (or jointly accounted one-vs-rest) logistic regression by Gaussian output perturbation.
 
     The proof is in the module docstring: Frobenius sensitivity ``2 L R'/(λn) + 2ρ`` of the ``K × p`` weight
@@ -222,8 +223,9 @@ class MulticlassOutputPerturbation(ClassifierMixin, BaseEstimator):
         Project rows outside the ball onto it instead of refusing them.
     random_state : None, int or ChaChaRng
         ``None``: OS-seeded ChaCha (secure); an int: reproducible (research/tests).
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` after every validation, before the solve and any noise.
     verbose : bool or int, default=False

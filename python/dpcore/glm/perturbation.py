@@ -123,6 +123,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore._internal.fp import FP_ASSUMPTION, RADIUS_TOL, SLACK, UNIT_ROUNDOFF, gamma_k, round_down, round_up
 from dpcore.glm._dask import BlockSpec, DaskDesign, DaskGLMObjective, dask_design
@@ -373,7 +374,7 @@ class _Prepared:
         self.__dict__.update(kw)
 
 
-class _GLMPerturbation(LinearPredictorMixin, BaseEstimator):
+class _GLMPerturbation(PerCloneSeedMixin, LinearPredictorMixin, BaseEstimator):
     """Shared implementation of :class:`OutputPerturbation` and :class:`ObjectivePerturbation`."""
 
     _mechanism = ""
@@ -820,8 +821,9 @@ _COMMON_PARAMS_DOC = """
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20 (the only setting fit for real data); an int:
         reproducible, for research and tests only.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged ``(privacy_.epsilon, privacy_.delta)`` in :meth:`fit` before the solve and the noise.
 

@@ -142,6 +142,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 
 from dpcore.glm._solver import check_certifiable
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.tags import binary_classifier_tags, regressor_tags
 from dpcore.accounting.events import epsilon_delta_event
 from dpcore._internal.fp import NUMPY_EXP_ULPS as FP_EXP_ULPS
@@ -186,7 +187,7 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 # the estimator
 # ------------------------------------------------------------------------------------------------
-class SimplexERM(LinearPredictorMixin, BaseEstimator):
+class SimplexERM(PerCloneSeedMixin, LinearPredictorMixin, BaseEstimator):
     r"""Private ERM over the (scaled) simplex by sampling from the entropy-regularised optimum.
 
     Jain & Thakurta (2014) §5.1. ``fit`` computes the certified minimiser ``θ̂`` of
@@ -258,8 +259,9 @@ class SimplexERM(LinearPredictorMixin, BaseEstimator):
         The bar counts solver iterations (total ``max_iter``) and shows the certified τ.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible (research/tests only).
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Checked before the solve and charged ``(ε, δ)`` after certification, before any draw.
 

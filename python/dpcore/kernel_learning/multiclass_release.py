@@ -238,8 +238,8 @@ class MulticlassTDDL:
         Ridge of the interpolation on ``Z`` (post-processing); default ``1e-6·mean diag K_ZZ + τ``.
     random_state : None, int or ChaChaRng
         ``None``: OS-seeded ChaCha (secure); an int: reproducible (research/tests).
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        Not a scikit-learn estimator: it is not cloned (an int seed is used as given; see docs/sklearn.md for the
+        estimators). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` before any noise is drawn.
     verbose : bool or int, default=False

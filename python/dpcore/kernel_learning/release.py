@@ -25,6 +25,7 @@ from sklearn.base import BaseEstimator
 
 from dpcore._core import __version__ as _version
 from dpcore import _core
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.dask import compute_all
 from dpcore._internal.labels import PM_CLASSES, check_classes, decision_labels, label_agreement
 from dpcore._internal.sealing import StateKeyLike, resolve_key
@@ -468,7 +469,7 @@ def _release_decision(X: np.ndarray, points: np.ndarray, mu: np.ndarray, kernel:
     return _check_representable(f, "", "X")
 
 
-class ReleasingEstimator(BaseEstimator):
+class ReleasingEstimator(PerCloneSeedMixin, BaseEstimator):
     """Shared scikit-learn-style plumbing of the estimators that produce a :class:`KernelRelease`.
 
     Subclasses set ``release_`` in ``fit``; parameters follow scikit-learn (``BaseEstimator``).

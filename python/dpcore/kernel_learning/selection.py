@@ -158,6 +158,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from dpcore import _core
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.labels import (check_classes, check_multiclass_classes, default_classes, encode_binary_labels,
                                      encode_multiclass_labels)
@@ -453,7 +454,7 @@ class SelectionPrivacy:
     score_sensitivity: float = math.nan
 
 
-class PrivateGridSearch(BaseEstimator):
+class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
     """Private selection of a kernel learner's hyper-parameters and release of the selected model.
 
     See :mod:`dpcore.kernel_learning.selection` for the algorithm and its proof.
@@ -518,8 +519,9 @@ class PrivateGridSearch(BaseEstimator):
         only — the random number of runs ``K`` is part of the mechanism's secret randomness (the guarantee
         holds for the selection with ``K`` hidden), so it is neither shown nor logged.
     random_state : None, int or ChaChaRng
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged ``(ε, δ)`` once, before any training — and only after everything public has been validated and
         calibrated: the parameters, ``Z`` (in the declared ball), ``X``'s shape and domain, ``y``'s labels (in the
@@ -1259,7 +1261,9 @@ def _fit_feature_map(feature_map, X: np.ndarray, i: int):
                              f"features, X has {X.shape[1]}")
         fm = feature_map
     else:
-        fm = clone(feature_map).fit(X[:1])
+        # an unfitted copy with the declared seed, on every call (pinned in case RandomFourierFeatures ever takes
+        # the per-clone seeds of dpcore._internal.cloning; today its clone copies an int as it is)
+        fm = clone(feature_map).set_params(random_state=feature_map.random_state).fit(X[:1])
     return fm, np.ascontiguousarray(fm.transform(X))
 
 

@@ -103,8 +103,9 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Bandwidth γ > 0.
     random_state : None, int or ChaChaRng
         ``None`` (default): OS-seeded ChaCha20; an int: reproducible weights.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        The weights are public and data-independent (not privacy noise), so ``clone`` copies an int as it is
+        (every clone draws the same weights, as scikit-learn's ``RBFSampler``); the private estimators derive a
+        per-clone seed instead (docs/sklearn.md).
 
     Attributes
     ----------

@@ -49,6 +49,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.fp import NUMPY_EXP_ULPS, UNIT_ROUNDOFF
 from dpcore._internal.validation import check_int
 from dpcore.accounting.events import epsilon_delta_event
@@ -146,7 +147,7 @@ def ordered_bounds(q: np.ndarray, lower: np.ndarray, upper: np.ndarray, n_bins: 
     return lo_hat, hi_hat
 
 
-class PrivateQuantiles(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class PrivateQuantiles(PerCloneSeedMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     r"""ε-DP per-feature quantiles over a declared public range; ``transform`` clips to the outer ones.
 
     The private bounds estimator of :mod:`dpcore.preprocessing`: each feature's quantiles at
@@ -171,8 +172,9 @@ class PrivateQuantiles(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (:meth:`dpcore.BudgetAccountant.default`), if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
 
     Attributes
     ----------

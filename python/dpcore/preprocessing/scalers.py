@@ -51,6 +51,7 @@ from dp_accounting import dp_event as _dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.validation import check_delta, check_int, check_probability, check_scale
 from dpcore.accounting.events import compose_events, epsilon_delta_event, plan_event
 from dpcore.mechanisms.noise import (GaussianPlan, LaplacePlan, check_random_state, gaussian_plan, grid_release,
@@ -103,7 +104,7 @@ def _check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
-class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class StandardScaler(PerCloneSeedMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     r"""Differentially private standardisation: ``(clip(x) − mean_) / scale_`` with noisy mean and variance.
 
     A drop-in replacement for :class:`sklearn.preprocessing.StandardScaler` in a private pipeline
@@ -144,8 +145,9 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged the step's (ε, δ) before the data are read; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
 
     Attributes
     ----------
@@ -313,7 +315,7 @@ class StandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self.noise == "gaussian"
 
 
-class MinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class MinMaxScaler(PerCloneSeedMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     r"""Map each feature's declared (or privately estimated) range onto ``feature_range``, clipping.
 
     With declared ``bounds`` this is public pre-processing: ``x ↦ lo_f + (clip(x) − a)(hi_f − lo_f)/(b − a)``
@@ -339,8 +341,9 @@ class MinMaxScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Charged ``(epsilon, 0)`` when the bounds are estimated; ``None``: the default accountant, if any.
     random_state : None, int or ChaChaRng
         ``None`` (secure, default), an ``int`` (reproducible: research and tests only) or a generator.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
 
     Attributes
     ----------

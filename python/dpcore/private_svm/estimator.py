@@ -139,6 +139,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import ClassifierTags
 
 from dpcore import _core
+from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.tags import binary_classifier_tags
 from dpcore._internal.defaults import AUTO_NOISE_TO_MARGIN
 from dpcore.accounting.events import epsilon_delta_event
@@ -365,7 +366,7 @@ def _solve_hinge_fast(F: np.ndarray, y: np.ndarray, *, lam: float, tol: float, m
     )
 
 
-class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
+class PrivateSVM(PerCloneSeedMixin, LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     r"""ε-DP SVM by output perturbation in a finite feature space (Rubinstein et al. 2009).
 
     See :mod:`dpcore.private_svm.estimator` for the mechanism, the sensitivity derivation (and why the SPEC's
@@ -428,8 +429,9 @@ class PrivateSVM(LinearPredictorMixin, ClassifierMixin, BaseEstimator):
     random_state : None, int or ChaChaRng
         Randomness of the RFF frequencies and of the noise. ``None``: OS-seeded ChaCha20 (the only
         setting fit for real data); an int: reproducible, research/tests only.
-        With an int, every clone that a meta-estimator makes (``OneVsRestClassifier``, ``cross_val_score``,
-        ...) gets the same int and draws the same noise stream; use ``None`` for private use (docs/sklearn.md).
+        With an int, clone k of this estimator (made by ``OneVsRestClassifier``, ``cross_val_score``, ...) gets
+        the seed derived from the int and k: distinct, reproducible noise streams; ``None`` stays ``None``, a
+        ``ChaChaRng`` cannot be cloned (docs/sklearn.md). Use ``None`` for private use.
     accountant : BudgetAccountant, optional
         Charged ``(epsilon, 0)`` in :meth:`fit` before anything is solved or sampled.
     calibration : {"spec", "tight"}, default "tight"
