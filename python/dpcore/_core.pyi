@@ -25,6 +25,7 @@ __all__ = [
     "memory_limit_bytes",
     "fp_constants",
     "erm_fit",
+    "erm_fit_path",
     "erm_certificate",
     "multiclass_fit",
     "multiclass_certificate",
