@@ -657,21 +657,7 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
                 if kind == "linear":
                     _check_linear_params(cls, {k: v for k, v in p.items() if k != "feature_map"})
         m = len(AUTO_GRID_FACTORS) + 1 if raw is None else len(raw)
-        epsilon = check_epsilon(self.epsilon)
-        if epsilon > MAX_EPSILON:
-            raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
-        delta = check_delta(self.delta, allow_zero=False)
-        strategy = self.strategy
-        mean_runs = m if self.mean_runs is None else self.mean_runs
-        _check_strategy(strategy, m, mean_runs)
-        for name in ("score_share", "prior_epsilon_share"):
-            v = getattr(self, name)
-            interval = "(0, 1)" if name == "score_share" else "[0, 1)"
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise TypeError(f"{name} must be a real number in {interval}, got {type(v).__name__}")
-            lo_ok = v > 0.0 if name == "score_share" else v >= 0.0
-            if not (lo_ok and v < 1.0):
-                raise ValueError(f"{name} must lie in {interval}, got {v!r:.40}")
+        epsilon, delta, strategy, mean_runs = self._check_budget_params(m)
         if self.base_params is not None and not isinstance(self.base_params, dict):
             raise TypeError(f"base_params must be a dict of KernelSVM parameters or None, got "
                             f"{type(self.base_params).__name__}")
@@ -983,20 +969,7 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
                 if kind == "mc_linear":
                     _check_linear_params(cls, {k: v for k, v in p.items() if k != "feature_map"})
         m = len(AUTO_GRID_FACTORS) + 1 if raw is None else len(raw)
-        epsilon = check_epsilon(self.epsilon)
-        if epsilon > MAX_EPSILON:
-            raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
-        delta = check_delta(self.delta, allow_zero=False)
-        strategy = self.strategy
-        mean_runs = m if self.mean_runs is None else self.mean_runs
-        _check_strategy(strategy, m, mean_runs)
-        for name in ("score_share", "prior_epsilon_share"):
-            v = getattr(self, name)
-            interval = "(0, 1)" if name == "score_share" else "[0, 1)"
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise TypeError(f"{name} must be a real number in {interval}, got {type(v).__name__}")
-            if not ((v > 0.0 if name == "score_share" else v >= 0.0) and v < 1.0):
-                raise ValueError(f"{name} must lie in {interval}, got {v!r:.40}")
+        epsilon, delta, strategy, mean_runs = self._check_budget_params(m)
         if self.base_params is not None and not isinstance(self.base_params, dict):
             raise TypeError(f"base_params must be a dict of MulticlassKernelLogisticRegression parameters or None, "
                             f"got {type(self.base_params).__name__}")
@@ -1138,6 +1111,26 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
             best.params.get("class_weight"), classes_, best.params.get("max_class_weight", DEFAULT_MAX_CLASS_WEIGHT)
         ).tolist()))
         return self
+
+    def _check_budget_params(self, m: int) -> tuple:
+        """``(epsilon, delta, strategy, mean_runs)`` validated for ``m`` candidates, and the two shares (public
+        parameters only; shared by the binary and the K-class selection)."""
+        epsilon = check_epsilon(self.epsilon)
+        if epsilon > MAX_EPSILON:
+            raise ValueError(f"epsilon must be at most {MAX_EPSILON:g} (MAX_EPSILON), got {epsilon!r}")
+        delta = check_delta(self.delta, allow_zero=False)
+        strategy = self.strategy
+        mean_runs = m if self.mean_runs is None else self.mean_runs
+        _check_strategy(strategy, m, mean_runs)
+        for name in ("score_share", "prior_epsilon_share"):
+            v = getattr(self, name)
+            interval = "(0, 1)" if name == "score_share" else "[0, 1)"
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"{name} must be a real number in {interval}, got {type(v).__name__}")
+            lo_ok = v > 0.0 if name == "score_share" else v >= 0.0
+            if not (lo_ok and v < 1.0):
+                raise ValueError(f"{name} must lie in {interval}, got {v!r:.40}")
+        return epsilon, delta, strategy, mean_runs
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "release_"):
