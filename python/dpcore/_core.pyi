@@ -41,6 +41,7 @@ __all__ = [
     "gp_forward_substitution",
     "kernel_matrix",
     "kernel_predict",
+    "kernel_predict_many",
     "kernel_diag",
     "feature_map_radius_sq",
     "rff_linear_svm_dcd",
@@ -91,6 +92,18 @@ def kernel_predict(
     intercept_scaling: float,
 ) -> npt.NDArray[np.float64]:
     """``K(z, x) @ mu`` of shape (len(z),), without materialising ``K(z, x)``."""
+
+def kernel_predict_many(
+    z: npt.NDArray[np.float64],
+    x: npt.NDArray[np.float64],
+    mus: npt.NDArray[np.float64],
+    kernel: str,
+    gamma: float,
+    degree: int,
+    coef0: float,
+    intercept_scaling: float,
+) -> npt.NDArray[np.float64]:
+    """``K(z, x) @ mus[k]`` for every row of ``mus`` (shape (k, len(x))), as shape (k, len(z)); one kernel pass."""
 
 def kernel_diag(
     z: npt.NDArray[np.float64], kernel: str, gamma: float, degree: int, coef0: float, intercept_scaling: float

@@ -290,3 +290,37 @@ def test_class_prior_is_released_for_the_class_every_release_predicts_for_f_posi
     p = g.release_.calibration["prior_proportion"]
     assert abs(p - np.mean(y == "yes")) < 0.05, p  # the positive class's proportion, whatever the declared order
     assert g.score(Xt, yt) > 0.85
+
+
+@pytest.mark.parametrize("epsilon, delta, kw", [
+    (0.95, 1e-6, dict(n_candidates=10, prior_epsilon=0.0475)),
+    (1.0, 1e-6, dict(n_candidates=4)),
+    (0.3, 1e-5, dict(n_candidates=3)),
+    (1.0, 1e-6, dict(n_candidates=4, strategy="repeat_and_select", mean_runs=4)),
+    (8.0, 1e-6, dict(n_candidates=20)),
+])
+def test_selection_mu_is_the_largest_mu_to_1e_6_in_few_accountant_calls(monkeypatch, epsilon, delta, kw):
+    # the contract: eps(mu) <= epsilon < eps(mu / (1 - 1e-6)) (largest mu to relative 1e-6, rounded down); the
+    # bracketed false-position search needs about 8 accountant calls (bisection from [1e-6, 1] needed ~26)
+    from dpcore.kernel_learning import selection as sel
+
+    calls = []
+    real = sel.selection_epsilon
+
+    def counted(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(sel, "selection_epsilon", counted)
+    mu = sel.selection_mu(epsilon, delta, **kw)
+    assert len(calls) <= 12
+    monkeypatch.setattr(sel, "selection_epsilon", real)
+    assert real(mu, delta, **kw) <= epsilon
+    assert real(mu / (1.0 - 1e-6), delta, **kw) > epsilon
+
+
+def test_selection_mu_refuses_an_epsilon_below_the_smallest_mu():
+    from dpcore.kernel_learning.selection import selection_mu
+
+    with pytest.raises(ValueError, match="too small for this selection"):
+        selection_mu(1e-9, 1e-12, n_candidates=1000, prior_epsilon=0.0)

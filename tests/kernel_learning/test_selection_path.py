@@ -69,3 +69,78 @@ def test_selection_with_the_path_selects_and_releases_the_same_model(cache_size,
     assert new.privacy_ == old.privacy_ and new.class_weight_ == old.class_weight_
     assert new.best_score_ == pytest.approx(old.best_score_, rel=1e-9, abs=1e-6)
     np.testing.assert_allclose(new.decision_function(X), old.decision_function(X), rtol=1e-7, atol=1e-9)
+
+
+def _path_models(n=300, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.6, 0.6, size=(n, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] > 0, 1, -1)
+    models = fit_logistic_path([KernelLogisticRegression(C=c, kernel="rbf", gamma=2.0, tol="auto")
+                                for c in (0.1, 1.0, 10.0)], X, y)
+    return X, y, models, rng
+
+
+def test_batch_predictions_are_each_models_kernel_predict_within_the_engine_accuracy():
+    # one kernel pass for the whole path (kernel_predict_many) gives each model's K(Z, X)μ to the engine's
+    # documented accuracy KERNEL_SUM_REL_ERROR · Σ_j |K_tj μ_j| (the bound TDDL's calibration relies on)
+    from dpcore import _core
+    from dpcore._internal.fp import KERNEL_SUM_REL_ERROR
+    from dpcore.kernel_learning.tddl import BatchPredictions
+    from dpcore.kernels.evaluation import kernel_args
+
+    X, y, models, rng = _path_models()
+    Z = rng.uniform(-0.6, 0.6, size=(40, 3))
+    batch = BatchPredictions(models)
+    k = dict(models[0].kernel_params_)
+    for m in models:
+        got = batch.predictions(m, Z, k)
+        alone = _core.kernel_predict(Z, m.X_fit_, m.mu_, *kernel_args(k))
+        bound = KERNEL_SUM_REL_ERROR * (np.abs(_core.kernel_matrix(Z, m.X_fit_, *kernel_args(k))) @ np.abs(m.mu_))
+        assert np.all(np.abs(got - alone) <= 2 * bound)
+    other = KernelLogisticRegression(C=1.0, kernel="rbf", gamma=2.0).fit(X, y)
+    assert batch.predictions(other, Z, k) is None  # not one of the batch: its TDDL computes it alone
+
+
+def test_kernel_predict_many_checks_its_arguments():
+    from dpcore import _core
+
+    X, y, models, rng = _path_models(n=50)
+    Z = rng.uniform(-0.6, 0.6, size=(5, 3))
+    with pytest.raises(ValueError, match="mus"):
+        _core.kernel_predict_many(Z, X, np.ones((2, 49)), "rbf", 2.0, 3, 0.0, 0.0)
+    with pytest.raises(ValueError, match="mu"):
+        _core.kernel_predict_many(Z, X, np.full((2, 50), np.nan), "rbf", 2.0, 3, 0.0, 0.0)
+    out = _core.kernel_predict_many(Z, X, np.asfortranarray(np.stack([m.mu_ for m in models])), "rbf", 2.0, 3,
+                                    0.0, 0.0)
+    assert out.shape == (3, 5)
+
+
+def test_release_decisions_match_decision_function_and_fall_back_beyond_the_budget():
+    from dpcore import TDDL
+    from dpcore.kernel_learning.release import ReleaseDecisions
+
+    X, y, models, rng = _path_models()
+    Z = rng.uniform(-0.6, 0.6, size=(40, 3))
+    rels = [TDDL(m, 1.0, 1e-6, data_norm=1.0, noise="gp", random_state=i).fit(Z).release_
+            for i, m in enumerate(models)]
+    rels[1] = rels[1].calibrate_prior(0.3)  # an intercept
+    shared = ReleaseDecisions(X)
+    tiny = ReleaseDecisions(X, max_bytes=8)
+    for r in rels:
+        np.testing.assert_allclose(shared.decision_function(r), r.decision_function(X), rtol=1e-11, atol=1e-12)
+        np.testing.assert_array_equal(tiny.decision_function(r), r.decision_function(X))
+
+
+def test_interpolation_reuses_the_cholesky_factor_bit_for_bit():
+    from dpcore.kernel_learning.tddl import _interpolate
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30, 30))
+    K = A @ A.T
+    cache: dict = {}
+    for seed in range(3):
+        yv = np.random.default_rng(seed).standard_normal(30)
+        a_cached, _ = _interpolate(K, yv, 1e-3, cache)
+        a_alone, _ = _interpolate(K, yv, 1e-3)
+        np.testing.assert_array_equal(a_cached, a_alone)
+    assert len(cache) == 1

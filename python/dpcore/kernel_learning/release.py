@@ -35,8 +35,8 @@ from dpcore._internal.types import ArrayLike, DaskArray, DaskArrayLike, NDArray,
 from dpcore.kernel_learning._model import b64, unb64
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_rows,
                                          map_rows)
-from dpcore.kernels.evaluation import (_check_representable, check_intercept_scaling, check_kernel_params, fused_predict,
-                                       kernel_args)
+from dpcore.kernels.evaluation import (_check_representable, as_f64, check_intercept_scaling, check_kernel_params,
+                                       fused_predict, kernel_args)
 
 __all__ = ["KernelRelease", "ReleasingEstimator"]
 
@@ -467,6 +467,35 @@ def _release_decision(X: np.ndarray, points: np.ndarray, mu: np.ndarray, kernel:
     with np.errstate(over="ignore"):
         f = f + intercept
     return _check_representable(f, "", "X")
+
+
+class ReleaseDecisions:
+    """Decision values of several releases on one in-memory ``X`` (validated rows): the kernel matrix
+    ``K(X, points)`` is computed once for the releases that share their public points and kernel (e.g. the
+    candidates of :class:`~dpcore.kernel_learning.selection.PrivateGridSearch`, all released over one ``Z``) and
+    each release's values are one matrix–vector product. Post-processing: every value is its row's kernel
+    expansion, as :meth:`KernelRelease.decision_function` gives it up to rounding (another summation order), and
+    it depends on that row only. The matrix is kept only when it fits ``max_bytes`` (a public size: rows × points);
+    otherwise, and for any other release, :meth:`KernelRelease.decision_function` is used.
+    """
+
+    def __init__(self, X: np.ndarray, *, max_bytes: int = 2**30) -> None:
+        self._X = X
+        self._max_bytes = int(max_bytes)
+        self._cached: Optional[tuple] = None
+
+    def decision_function(self, release: "KernelRelease") -> np.ndarray:
+        X, P = self._X, release.points
+        if P.shape[0] == 0 or X.shape[0] * P.shape[0] * 8 > self._max_bytes:
+            return release.decision_function(X)
+        args = kernel_args(release.kernel)
+        c = self._cached
+        if c is None or c[0] != args or not (c[1] is P or np.array_equal(c[1], P)):
+            K = _check_representable(_core.kernel_matrix(as_f64(X), as_f64(P), *args), release.kernel["kernel"], "X")
+            self._cached = c = (args, P, K)
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = c[2] @ release.mu + release.intercept
+        return _check_representable(f, release.kernel["kernel"], "X")
 
 
 class ReleasingEstimator(PerCloneSeedMixin, BaseEstimator):

@@ -160,8 +160,8 @@ from sklearn.base import BaseEstimator
 from dpcore import _core
 from dpcore._internal.cloning import PerCloneSeedMixin
 from dpcore._internal.tags import binary_classifier_tags
-from dpcore._internal.labels import (check_classes, check_multiclass_classes, default_classes, encode_binary_labels,
-                                     encode_multiclass_labels)
+from dpcore._internal.labels import (check_classes, check_multiclass_classes, decision_labels, default_classes,
+                                     encode_binary_labels, encode_multiclass_labels)
 from dpcore._internal.validation import (check_array, check_delta, check_epsilon, check_positive, check_scale, check_tol,
                                          refuse_fit_params)
 from dpcore.kernel_learning._model import check_in_domain
@@ -177,7 +177,8 @@ from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
 from dpcore.kernel_learning.multiclass_release import MulticlassTDDL, multiclass_min_tol
 from dpcore.accounting.calibrate import gaussian_delta
 from dpcore.mechanisms.noise import laplace_plan, private_proportion
-from dpcore.kernel_learning.tddl import TDDL
+from dpcore.kernel_learning.tddl import TDDL, BatchPredictions
+from dpcore.kernel_learning.release import ReleaseDecisions
 from dpcore._internal.class_weight import (DEFAULT_MAX_CLASS_WEIGHT, check_max_class_weight, multiclass_class_weights,
                                            resolve_class_weight)
 from dpcore.mechanisms.class_weights import class_count_noise_scale, private_class_weights
@@ -354,17 +355,66 @@ def selection_mu(epsilon: float, delta: float, *, n_candidates: int, strategy: s
         return selection_epsilon(m, delta, n_candidates=n_candidates, strategy=strategy, mean_runs=mean_runs,
                                  prior_epsilon=prior_epsilon)
 
-    lo, hi = 1e-6, 1.0
-    while eps_of(hi) <= epsilon:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e6:
-            break
-    if eps_of(lo) > epsilon:
-        raise ValueError(f"epsilon={epsilon!r} is too small for this selection at delta={delta!r}"
-                         + (f" after the prior's {prior_epsilon:g}" if prior_epsilon else ""))
+    # The answer's bracket [lo, hi] (eps_of(lo) <= epsilon < eps_of(hi)) is found from a guess and closed by the
+    # Anderson–Björck false-position method instead of bisection: the same contract (largest μ to relative 1e-6,
+    # rounded down; every candidate μ is checked by the accountant itself) in about 8 accountant calls instead of
+    # ~26 (a PLD composition each: 0.05–0.2 s). The guess is the μ whose m-fold self-composition is exactly
+    # ε-tight μ√m-GDP (the prior and the PLD's pessimistic discretisation only lower the answer).
+    mu_floor, mu_cap = 1e-6, 1e6
+    guess = min(max(_gdp_mu(epsilon, delta) / math.sqrt(n_candidates if strategy == "exhaustive"
+                                                        else float(mean_runs)), mu_floor), mu_cap)
+    f_guess = eps_of(guess) - epsilon
+    if f_guess <= 0.0:
+        lo, f_lo = guess, f_guess
+        hi = min(guess * 1.02, mu_cap)
+        f_hi = eps_of(hi) - epsilon
+        while f_hi <= 0.0 and hi < mu_cap:
+            lo, f_lo = hi, f_hi
+            hi = min(hi * 2.0, mu_cap)
+            f_hi = eps_of(hi) - epsilon
+        if f_hi <= 0.0:
+            return lo
+    else:
+        hi, f_hi = guess, f_guess
+        lo = max(guess * 0.98, mu_floor)
+        f_lo = eps_of(lo) - epsilon
+        while f_lo > 0.0 and lo > mu_floor:
+            hi, f_hi = lo, f_lo
+            lo = max(lo * 0.5, mu_floor)
+            f_lo = eps_of(lo) - epsilon
+        if f_lo > 0.0:
+            raise ValueError(f"epsilon={epsilon!r} is too small for this selection at delta={delta!r}"
+                             + (f" after the prior's {prior_epsilon:g}" if prior_epsilon else ""))
+    side = 0
     while hi - lo > 1e-6 * hi:
+        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo) if f_hi != f_lo else 0.5 * (lo + hi)
+        # stay strictly inside, and aim a hair past the estimate on the side that has not moved (the bracket
+        # then closes from both sides: the last step usually lands within the 1e-6 window)
+        w = hi - lo
+        x = min(max(x + (0.4e-6 * hi if side < 0 else -0.4e-6 * hi if side > 0 else 0.0), lo + 1e-3 * w),
+                hi - 1e-3 * w)
+        f_x = eps_of(x) - epsilon
+        if f_x <= 0.0:
+            if side == -1:  # lo moved twice in a row: Anderson–Björck scaling of the stale end
+                m_ab = 1.0 - f_x / f_lo if f_lo != 0.0 else 0.5
+                f_hi *= m_ab if m_ab > 0.0 else 0.5
+            lo, f_lo, side = x, f_x, -1
+        else:
+            if side == 1:
+                m_ab = 1.0 - f_x / f_hi
+                f_lo *= m_ab if m_ab > 0.0 else 0.5
+            hi, f_hi, side = x, f_x, 1
+    return lo
+
+
+def _gdp_mu(epsilon: float, delta: float) -> float:
+    """The ``μ`` of a ``μ``-GDP mechanism that is exactly ``(epsilon, delta)``-DP (analytic Gaussian curve)."""
+    lo, hi = 1e-9, 1.0
+    while gaussian_delta(1.0 / hi, 1.0, epsilon) < delta and hi < 1e6:
+        lo, hi = hi, hi * 2.0
+    while hi - lo > 1e-9 * hi:
         mid = 0.5 * (lo + hi)
-        if eps_of(mid) <= epsilon:
+        if gaussian_delta(1.0 / mid, 1.0, epsilon) < delta:
             lo = mid
         else:
             hi = mid
@@ -822,7 +872,9 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
         # the kernel logistic candidates that differ only in lam/C/tol are fitted together, before the runs
         # (a regularisation path: one Gram matrix, one preconditioner factor, one pass for the certificates; each
         # still certified to its own tol, so every run is the same mechanism; only the wall-clock time changes)
-        prefit = self._fit_paths(cands, X, y) if strategy == "exhaustive" else {}
+        prefit, batches = self._fit_paths(cands, X, y) if strategy == "exhaustive" else ({}, {})
+        # every kernel release is over the same public Z: its decision values on X come from one K(X, Z)
+        decisions = ReleaseDecisions(X) if self._path_fits else None
 
         def run(i):
             c = cands[i]
@@ -831,12 +883,15 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
                 tddl = TDDL(model, cand_eps, cand_delta, data_norm=radius, noise="gp", random_state=rng)
                 if self._path_fits:
                     tddl._factor_cache = factor_cache
+                if i in batches:  # the clean predictions K(Z, X)μ of the whole path in one kernel pass
+                    tddl._batch_predictions = batches[i]
                 _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
                 release = tddl.fit(Z).release_
                 if p_hat is not None:  # post-processing of (p_hat, release) with public points
                     release = release.calibrate_prior(p_hat)
-                dec = release.decision_function(X) if scoring == "roc_auc" else None
-                pred = None if scoring == "roc_auc" else release.predict(X)
+                f = release.decision_function(X) if decisions is None else decisions.decision_function(release)
+                dec = f if scoring == "roc_auc" else None
+                pred = None if scoring == "roc_auc" else decision_labels(f, release.classes_)
             else:
                 glm = c.cls(**dict(c.params, random_state=rng)).fit(c.features, y)
                 _check_linear_gdp(glm.privacy_, mu_r)
@@ -886,25 +941,28 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
     #: path; ``benches/bench_selection.py`` compares both).
     _path_fits = True
 
-    def _fit_paths(self, cands: list, X: np.ndarray, y: np.ndarray) -> dict:
-        """``{candidate index: fitted model}`` for the kernel logistic candidates of groups (of at least two)
-        that share every parameter but ``lam``/``C``/``tol``, each group fitted by one
-        :func:`~dpcore.kernel_learning.svm.fit_logistic_path` call. The groups are a function of the public
-        grid only; a model is the one its own ``fit`` would certify to its ``tol`` (the path's docstring)."""
+    def _fit_paths(self, cands: list, X: np.ndarray, y: np.ndarray) -> tuple:
+        """``({candidate index: fitted model}, {candidate index: BatchPredictions of its group})`` for the kernel
+        logistic candidates of groups (of at least two) that share every parameter but ``lam``/``C``/``tol``,
+        each group fitted by one :func:`~dpcore.kernel_learning.svm.fit_logistic_path` call. The groups are a
+        function of the public grid only; a model is the one its own ``fit`` would certify to its ``tol`` (the
+        path's docstring); the group's clean TDDL predictions ``K(Z, X)μ`` are computed in one kernel pass."""
         if not self._path_fits:
-            return {}
+            return {}, {}
         groups: dict = {}
         for i, c in enumerate(cands):
             if c.kind == "kernel" and c.cls is KernelLogisticRegression:
                 key = repr(sorted((k, repr(v)) for k, v in c.params.items() if k not in PATH_PARAMS))
                 groups.setdefault(key, []).append(i)
-        out = {}
+        out, batches = {}, {}
         for idx in groups.values():
             if len(idx) < 2:
                 continue
             models = fit_logistic_path([cands[i].cls(**cands[i].params) for i in idx], X, y)
             out.update(zip(idx, models))
-        return out
+            batch = BatchPredictions(models)
+            batches.update((i, batch) for i in idx)
+        return out, batches
 
     def _declared_classes_lists(self) -> list:
         """Every ``classes`` declared in ``base_params`` or the grid (unvalidated; for routing only)."""

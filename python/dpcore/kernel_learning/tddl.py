@@ -297,15 +297,62 @@ def ball_constrained_lstsq(K: np.ndarray, y: np.ndarray, radius: float, *,
     return alpha, dict(rho=float(rho), norm=math.sqrt(sq_norm(rho)), constrained=constrained, rank=rank)
 
 
-def _interpolate(K: np.ndarray, y: np.ndarray, ridge: float):
+def _interpolate(K: np.ndarray, y: np.ndarray, ridge: float, cache: Optional[dict] = None):
     """``α = (K + ridge·I)^{-1} y``: coefficients whose kernel expansion reproduces the released ``y`` on
-    ``Z`` up to the ridge (the GP posterior mean given the released path). Post-processing."""
+    ``Z`` up to the ridge (the GP posterior mean given the released path). Post-processing.
+
+    ``cache`` (a caller's ``_factor_cache``: several releases over one public ``K``) keeps the Cholesky factor of
+    ``K + ridge·I`` — a function of public values only — for the next release with this very ``K`` and ridge."""
     T = K.shape[0]
-    A = 0.5 * (K + K.T)
-    A[np.diag_indices(T)] += ridge
-    alpha = linalg.cho_solve(linalg.cho_factor(A, lower=True), np.asarray(y, dtype=np.float64))
+    key = ("cholesky", id(K), float(ridge))
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None and hit[0] is K:
+        cf = hit[1]
+    else:
+        A = 0.5 * (K + K.T)
+        A[np.diag_indices(T)] += ridge
+        cf = linalg.cho_factor(A, lower=True)
+        if cache is not None:
+            cache[key] = (K, cf)
+    alpha = linalg.cho_solve(cf, np.asarray(y, dtype=np.float64))
     return alpha, dict(ridge=float(ridge), constrained=False, rho=float(ridge),
                        norm=math.sqrt(max(0.0, float(alpha @ (K @ alpha)))), rank=T)
+
+
+class BatchPredictions:
+    """``K(Z, X) μ_m`` of several fitted kernel models on one training set (a regularisation path), computed for all
+    of them in one pass of the kernel engine the first time one is asked for: each kernel block is evaluated once
+    for every ``μ_m`` (``_core.kernel_predict_many``, the engine's documented accuracy
+    ``KERNEL_SUM_REL_ERROR``, which :func:`prediction_fp_bound` covers exactly as for ``kernel_predict``).
+
+    Set as ``tddl._batch_predictions`` by :class:`~dpcore.kernel_learning.selection.PrivateGridSearch`: a
+    release's clean predictions are the same deterministic function of its model and ``Z`` (up to rounding
+    within the bound), computed earlier and together; nothing observable changes. A model, ``Z`` or kernel that
+    is not the batch's is computed alone, as without the batch.
+    """
+
+    def __init__(self, models: list) -> None:
+        self._models = list(models)
+        X = self._models[0].X_fit_
+        # one training set and one kernel for all (a path's models copy the same rows); else no batching
+        self._shared = all(m.X_fit_ is X or np.array_equal(m.X_fit_, X) for m in self._models[1:]) and all(
+            m.kernel_params_ == self._models[0].kernel_params_ for m in self._models[1:])
+        self._key: Optional[tuple] = None
+        self._values: Optional[np.ndarray] = None
+
+    def predictions(self, model: Any, Z: np.ndarray, kernel: dict) -> Optional[np.ndarray]:
+        """``K(Z, X) μ`` of ``model`` (one of the batch's), or ``None`` if it is not the batch's."""
+        idx = next((i for i, m in enumerate(self._models) if m is model), None)
+        if idx is None or not self._shared:
+            return None
+        key = tuple(kernel_args(kernel))
+        if self._key is None or self._key[0] != key or not np.array_equal(self._key[1], Z):
+            mus = np.ascontiguousarray(np.stack([m.mu_ for m in self._models]), dtype=np.float64)
+            X = np.ascontiguousarray(self._models[0].X_fit_, dtype=np.float64)
+            self._values = _core.kernel_predict_many(Z, X, mus, *key)
+            self._key = (key, Z.copy())
+        assert self._values is not None
+        return np.array(self._values[idx])
 
 
 _EIG_CACHE: "OrderedDict[str, tuple]" = OrderedDict()
@@ -575,7 +622,13 @@ class TDDL(ReleasingEstimator):
         cal, k = prep["cal"], prep["info"]["kernel"]
         # A model without support vectors (mu all zero: possible on private data) predicts 0 everywhere; the
         # kernel engine refuses an empty X, so that case is handled here — no data-dependent exception.
-        v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], *kernel_args(k)) if prep["X_sv"].shape[0] else np.zeros(prep["Z"].shape[0])
+        # (the clean predictions of several models of one path may come from one batched pass: BatchPredictions)
+        batch = getattr(self, "_batch_predictions", None)
+        v = batch.predictions(self.model, prep["Z"], k) if batch is not None and prep["X_sv"].shape[0] else None
+        if not prep["X_sv"].shape[0]:
+            v = np.zeros(prep["Z"].shape[0])
+        elif v is None:
+            v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], *kernel_args(k))
         if cal.noise == "gp":
             # stage 1: v + σ L̂ ξ (exact ξ on a 2^-40 grid); stage 2: exact grid release covering the
             # float residual (dpcore.kernel_learning.gp). Each row of ``y`` is one release.
@@ -651,7 +704,8 @@ class TDDL(ReleasingEstimator):
                 C = math.nan
                 bar.update(1)
                 bar.set_postfix_str("reconstruction", refresh=False)
-                alpha, lsq = _interpolate(prep["K"], y_hat, self._ridge(prep))
+                alpha, lsq = _interpolate(prep["K"], y_hat, self._ridge(prep),
+                                              getattr(self, "_factor_cache", None))
             else:
                 C = self._norm_upper(prep, rng)
                 y_hat = self._noisy_predictions(prep, rng)

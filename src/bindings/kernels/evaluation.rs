@@ -89,6 +89,47 @@ fn kernel_predict<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// `K(Z, X) @ mus[k]` for every row `k` of `mus` (`k × n`), returned as `k × m`: each kernel block
+/// evaluated once for all vectors ([`evaluation::kernel_matvecs_cancellable`]: the engine's documented
+/// accuracy, not bit-for-bit [`kernel_predict`]).
+#[pyfunction]
+#[pyo3(signature = (z, x, mus, kernel, gamma, degree, coef0, intercept_scaling))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_predict_many<'py>(
+    py: Python<'py>,
+    z: PyReadonlyArray2<'py, f64>,
+    x: PyReadonlyArray2<'py, f64>,
+    mus: PyReadonlyArray2<'py, f64>,
+    kernel: &str,
+    gamma: f64,
+    degree: i64,
+    coef0: f64,
+    intercept_scaling: f64,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let k = kernel_arg(kernel, gamma, degree, coef0, intercept_scaling)?;
+    let (zv, xv, mv) = (z.as_array(), x.as_array(), mus.as_array());
+    if mv.ncols() != xv.nrows() {
+        return Err(crate::DpError::invalid(
+            "mus",
+            format!("must have x.shape[0] = {} columns, got {}", xv.nrows(), mv.ncols()),
+        )
+        .into());
+    }
+    let work = (zv.nrows() as f64 + 1.0) * (xv.len() as f64);
+    let out = run_cancellable(py, work, |c| {
+        for row in mv.rows() {
+            evaluation::check_inputs_cancellable(zv, xv, Some(row), c)?;
+        }
+        let ms = mv.as_standard_layout();
+        let refs: Vec<&[f64]> = ms.rows().into_iter().map(|r| r.to_slice().expect("standard layout")).collect();
+        let outs = evaluation::kernel_matvecs_cancellable(zv, xv, &refs, &k, c)?;
+        let m = zv.nrows();
+        let flat: Vec<f64> = outs.into_iter().flatten().collect();
+        Ok(numpy::ndarray::Array2::from_shape_vec((refs.len(), m), flat).expect("k × m"))
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
 /// `K(z_i, z_i)` for every row of `z`.
 #[pyfunction]
 #[pyo3(signature = (z, kernel, gamma, degree, coef0, intercept_scaling))]
@@ -128,6 +169,7 @@ fn feature_map_radius_sq(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_predict_many, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_diag, m)?)?;
     m.add_function(wrap_pyfunction!(feature_map_radius_sq, m)?)?;
     Ok(())
