@@ -346,7 +346,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         self.box_duals_ = res["a"]
         self.C_ = 1.0 / (lam * n) if self.C is None else float(self.C)
         self.support_ = np.flatnonzero(self.mu_)
-        self.support_vectors_ = X[self.support_]
+        # the logistic loss (and a hinge solution with every point a support vector) keeps all rows: no copy of X
+        self.support_vectors_ = X if self.support_.shape[0] == n else X[self.support_]
         self.dual_coef_ = self.mu_[self.support_][None, :]  # scikit-learn's y_i alpha_i over the support
         self.duality_gap_ = float(res["gap"])
         self.primal_objective_ = float(res["primal"])
@@ -363,7 +364,7 @@ class KernelERM(ClassifierMixin, BaseEstimator):
                                "intercept_scaling": b}
         self.intercept_ = b * b * float(np.sum(self.mu_))  # the bias b·w_b = b²·Σ μ_i (part of every f(x))
         self.train_decision_ = res["decision"]
-        self._X_sv = np.ascontiguousarray(X[self.support_])
+        self._X_sv = np.ascontiguousarray(self.support_vectors_)
         self._mu_sv = np.ascontiguousarray(self.mu_[self.support_])
         self.stop_reason_ = str(res["stop_reason"])
         if not self.converged_:

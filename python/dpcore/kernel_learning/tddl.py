@@ -615,7 +615,8 @@ class TDDL(ReleasingEstimator):
         )
         sv = info["mu"] != 0.0  # zero terms change nothing (the float bound above uses all n terms)
         return dict(info=info, Z=Z, K=K, eig=eig, cal=cal, mode=mode, declared=declared, radius=r, factor=factor,
-                    X_sv=np.ascontiguousarray(X[sv]), mu_sv=np.ascontiguousarray(info["mu"][sv]))
+                    X_sv=np.ascontiguousarray(X if sv.all() else X[sv]),  # no copy when every term counts
+                    mu_sv=np.ascontiguousarray(info["mu"][sv]))
 
     def _noisy_predictions(self, prep, rng, n_samples=None):
         """The released noisy prediction vector(s) ``ŷ`` (rows = samples when ``n_samples`` is given)."""
