@@ -156,6 +156,38 @@ def _jitter(T: int, r2: float, e_k: float) -> float:
     return 2.0 * (T * e_k + u * (r2 + e_k) + gamma_k(2 * T + 2) * T * (r2 + e_k) * 1.01) * (1.0 + 1e-6) + 1e-300
 
 
+def _service_calibration(*, epsilon: float, delta: float, n: int, lam: float, lipschitz: float, r2: float,
+                         err: float, fp: float, e_k: float, T_max: int, value_bound: float, n_paths: int,
+                         ridge, sensitivity_factor: float) -> dict:
+    """The numbers of a GP service's calibration (module docstring, "Calibration"), shared by :class:`GPService`
+    (one path) and :class:`~dpcore.kernel_learning.multiclass_service.MulticlassGPService` (``n_paths = K``):
+    all from public parameters and the public bounds ``err`` (solver), ``fp`` (prediction rounding) and ``e_k``
+    (kernel rounding).
+
+    * ``weight_sensitivity`` Δ_w = (2 L R/(λ n)(1 + s) + 2 err)(1 + s) (replace-one, certified solver residual);
+    * the total GDP ``mu`` = Δ_w/σ_total of the analytic Gaussian at (ε, δ), split into the path's μ₁ and the float
+      residual's μ₂ = 1e-3·μ (squares add up to at most μ²);
+    * the path noise σ = Δ_w/μ₁, the jitter τ, the residual bound ρ (times √n_paths: every path's residual in one
+      vector) and the residual release σ₂ = 2ρ/μ₂ on the grid 2^(⌊log₂ σ₂⌋ − ANALYTIC_GRID_BITS);
+    * the interpolation ridge (``ridge=None``: 1e-6·R² + τ).
+    """
+    R = math.sqrt(r2)
+    dw = (2.0 * lipschitz * R / (lam * n) * (1.0 + SLACK) + 2.0 * err) * (1.0 + SLACK) * sensitivity_factor
+    mu = dw / gaussian_sigma_analytic(dw, epsilon, delta)
+    mu1 = mu * math.sqrt(1.0 - _RESIDUAL_MU_SHARE**2) * (1.0 - SLACK)
+    mu2 = mu * _RESIDUAL_MU_SHARE * (1.0 - SLACK)
+    sigma = dw / mu1
+    tau = _jitter(T_max, r2, e_k)
+    row_max = math.sqrt((r2 + e_k + tau) * (1.0 + 2.0 * gamma_k(2 * T_max + 2)))
+    rho = gp_residual_bound(T=T_max, sigma=sigma, row_norm_max=row_max, prediction_error=fp,
+                            value_bound=value_bound) * math.sqrt(n_paths)  # ||δ||₂ over all T_max answers
+    sigma2 = 2.0 * rho / mu2
+    k2 = math.floor(math.log2(sigma2)) - ANALYTIC_GRID_BITS  # grid σ₂·2⁻⁴⁰, as dpcore.mechanisms.noise
+    ridge = 1e-6 * r2 + tau if ridge is None else check_positive(ridge, "ridge")
+    return dict(r_phi=R, weight_sensitivity=dw, mu=mu, noise_scale=sigma, jitter=tau, residual_bound=rho,
+                residual_sigma=sigma2, residual_grid_exponent=k2, ridge=ridge)
+
+
 class GPService(DurableSession):
     """Private predictions of a kernel model, unlimited queries, one ``(ε, δ)`` (see the module docstring).
 
@@ -263,26 +295,12 @@ class GPService(DurableSession):
         d = X.shape[1]
         fp = prediction_fp_bound(n=X.shape[0], mu_l1_bound=L / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         e_k = kernel_eval_error(k, r_eff, d) + 2.0 * UNIT_ROUNDOFF * r2
-        R = math.sqrt(r2)
-        dw = (2.0 * L * R / (lam * n) * (1.0 + SLACK) + 2.0 * err) * (1.0 + SLACK) * self._sensitivity_factor
-        sigma_total = gaussian_sigma_analytic(dw, epsilon, delta)
-        mu = dw / sigma_total
-        mu1 = mu * math.sqrt(1.0 - _RESIDUAL_MU_SHARE**2) * (1.0 - SLACK)
-        mu2 = mu * _RESIDUAL_MU_SHARE * (1.0 - SLACK)
-        sigma = dw / mu1
-        tau = _jitter(T_max, r2, e_k)
-        row_max = math.sqrt((r2 + e_k + tau) * (1.0 + 2.0 * gamma_k(2 * T_max + 2)))
-        rho = gp_residual_bound(T=T_max, sigma=sigma, row_norm_max=row_max, prediction_error=fp,
-                                value_bound=(L / lam) * r2 + fp)  # ||δ||₂ over all T_max answers
-        sigma2 = 2.0 * rho / mu2
-        k2 = math.floor(math.log2(sigma2)) - ANALYTIC_GRID_BITS  # grid σ₂·2⁻⁴⁰, as dpcore.mechanisms.noise
-        ridge = 1e-6 * r2 + tau if params["ridge"] is None else check_positive(params["ridge"], "ridge")
+        cal = _service_calibration(epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r2=r2, err=err, fp=fp,
+                                   e_k=e_k, T_max=T_max, value_bound=(L / lam) * r2 + fp, n_paths=1,
+                                   ridge=params["ridge"], sensitivity_factor=self._sensitivity_factor)
         self.privacy_ = GPServiceCalibration(
-            epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r_phi=R, w_error_bound=err,
-            weight_sensitivity=dw, mu=mu, noise_scale=sigma, jitter=tau, max_exact_queries=T_max,
-            prediction_fp_error=fp, residual_bound=rho, residual_sigma=sigma2, residual_grid_exponent=k2,
-            ridge=ridge,
-        )
+            epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, w_error_bound=err, max_exact_queries=T_max,
+            prediction_fp_error=fp, **cal)
         self._rng = check_random_state(random_state)
         self.classes_ = np.asarray(getattr(model, "classes_", np.array([-1, 1])))
         self._info, self._radius, self._kernel, self._e_k, self._r2 = info, r, k, e_k, r2

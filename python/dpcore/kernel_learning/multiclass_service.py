@@ -49,22 +49,20 @@ from scipy import linalg
 
 from dpcore import _core
 from dpcore._internal.fp import UNIT_ROUNDOFF, gamma_k
-from dpcore._internal.progress import check_verbose, progress_bar
 from dpcore._internal.validation import check_array, check_count, check_delta, check_epsilon, check_positive
-from dpcore.accounting.calibrate import gaussian_sigma_analytic
 from dpcore.exceptions import NotFittedError, StateAuthenticationError
 from dpcore.kernel_learning._model import (
-    RADIUS_TOL, SLACK, check_in_domain, fitted_lam, kernel_eval_error, prediction_fp_bound, public_error_bound,
+    RADIUS_TOL, check_in_domain, fitted_lam, kernel_eval_error, prediction_fp_bound, public_error_bound,
     unb64,
 )
-from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK, gp_residual_bound
+from dpcore.kernel_learning.gp import XI_GRID_EXPONENT, XI_NORM_SLACK
 from dpcore.kernel_learning.gp_service import (
-    _ANSWER_CHECK_SDS, _RESIDUAL_MU_SHARE, GPService, GPServiceCalibration, _jitter,
+    _ANSWER_CHECK_SDS, GPService, GPServiceCalibration, _service_calibration,
 )
 from dpcore.kernel_learning.multiclass import MulticlassKernelLogisticRegression
 from dpcore.kernel_learning.multiclass_release import check_multiclass_tol
 from dpcore.kernels.evaluation import kernel_args
-from dpcore.mechanisms.noise import ANALYTIC_GRID_BITS, check_random_state
+from dpcore.mechanisms.noise import check_random_state
 from dpcore._internal.types import ArrayLike
 
 logger = logging.getLogger(__name__)
@@ -185,26 +183,12 @@ class MulticlassGPService(GPService):
                              f"{w_max / lam:.6g}: not the dual solution of the multinomial problem")
         fp = prediction_fp_bound(n=n, mu_l1_bound=w_max / lam, r_phi_sq=r2, kernel=k, radius=r_eff, d=d)
         e_k = kernel_eval_error(k, r_eff, d) + 2.0 * UNIT_ROUNDOFF * r2
-        R = math.sqrt(r2)
-        dw = (2.0 * L * R / (lam * n) * (1.0 + SLACK) + 2.0 * err) * (1.0 + SLACK) * self._sensitivity_factor
-        sigma_total = gaussian_sigma_analytic(dw, epsilon, delta)
-        mu_gdp = dw / sigma_total
-        mu1 = mu_gdp * math.sqrt(1.0 - _RESIDUAL_MU_SHARE**2) * (1.0 - SLACK)
-        mu2 = mu_gdp * _RESIDUAL_MU_SHARE * (1.0 - SLACK)
-        sigma = dw / mu1
-        tau = _jitter(T_max, r2, e_k)
-        row_max = math.sqrt((r2 + e_k + tau) * (1.0 + 2.0 * gamma_k(2 * T_max + 2)))
-        rho = gp_residual_bound(T=T_max, sigma=sigma, row_norm_max=row_max, prediction_error=fp,
-                                value_bound=(w_max / lam) * r2 + fp) * math.sqrt(K)  # all K columns
-        sigma2 = 2.0 * rho / mu2
-        k2 = math.floor(math.log2(sigma2)) - ANALYTIC_GRID_BITS
-        ridge = 1e-6 * r2 + tau if params["ridge"] is None else check_positive(params["ridge"], "ridge")
+        cal = _service_calibration(epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r2=r2, err=err, fp=fp,
+                                   e_k=e_k, T_max=T_max, value_bound=(w_max / lam) * r2 + fp, n_paths=K,
+                                   ridge=params["ridge"], sensitivity_factor=self._sensitivity_factor)
         self.privacy_ = MulticlassGPServiceCalibration(
-            epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, r_phi=R, w_error_bound=err,
-            weight_sensitivity=dw, mu=mu_gdp, noise_scale=sigma, jitter=tau, max_exact_queries=T_max,
-            prediction_fp_error=fp, residual_bound=rho, residual_sigma=sigma2, residual_grid_exponent=k2,
-            ridge=ridge, n_classes=K,
-        )
+            epsilon=epsilon, delta=delta, n=n, lam=lam, lipschitz=L, w_error_bound=err, max_exact_queries=T_max,
+            prediction_fp_error=fp, n_classes=K, **cal)
         self._rng = check_random_state(random_state)
         self.classes_ = np.asarray(m.classes_)
         self._K = K
@@ -227,13 +211,14 @@ class MulticlassGPService(GPService):
 
     # ------------------------------------------------------------------ the K paths
     def _values(self, P: np.ndarray) -> np.ndarray:
-        """Non-private scores ``(m, K)`` of the model at ``P`` (fused kernel engine, one pass per class)."""
-        out = np.zeros((P.shape[0], self._K))
-        if self._X_sv.shape[0]:
-            for j in range(self._K):
-                out[:, j] = _core.kernel_predict(P, self._X_sv, np.ascontiguousarray(self._mu_sv[:, j]),
-                                                 *kernel_args(self._kernel))
-        return out
+        """Non-private scores ``(m, K)`` of the model at ``P``: one pass of the kernel engine for all ``K`` classes
+        (``_core.kernel_predict_many``: each kernel block evaluated once; the engine's documented accuracy, which
+        ``prediction_fp_error`` covers)."""
+        if not self._X_sv.shape[0]:
+            return np.zeros((P.shape[0], self._K))
+        mus = np.ascontiguousarray(self._mu_sv.T)
+        return np.ascontiguousarray(_core.kernel_predict_many(np.ascontiguousarray(P), self._X_sv, mus,
+                                                              *kernel_args(self._kernel)).T)
 
     def _check_xi(self, xi: np.ndarray) -> None:
         """The noise-only event of the float residual bound, per path (``xi``: ``(..., t, K)``)."""
