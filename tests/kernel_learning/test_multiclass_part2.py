@@ -4,6 +4,8 @@ model and one-vs-rest with joint accounting."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
+import sys
 
 import numpy as np
 import pytest
@@ -76,27 +78,11 @@ def test_min_tol_keeps_the_solver_term_small_and_is_enforced():
 
 
 # ---------------------------------------------------------------- item 2: MulticlassGPService
-from dpcore import MulticlassGPService, MulticlassKernelLogisticRegression  # noqa: E402
 from dpcore.audit import audit  # noqa: E402
 
 
-class PairModel:
-    """K-class model at the sensitivity bound (as tests/kernel_learning/test_multiclass_release.py): n copies of
-    ``z``; the last record's coefficient row is ``c (e_a − e_b)``, ``c = 1/(λn)``; relabelling it swaps a and b,
-    so ``‖F_A − F_B‖_{H^K} = 2√2 c R_φ = Δ`` exactly (rbf, R_φ = 1, b = 0)."""
-
-    _multiclass_stand_in = True
-    tol = 1e-11
-
-    def __init__(self, sign, n=40, lam=2.0, K=3, z=0.5):
-        self.X_fit_ = np.full((n, 1), z)
-        self.n_samples_fit_, self.lam, self.lipschitz_ = n, lam, math.sqrt(2.0)
-        c = 1.0 / (lam * n)
-        self.mu_ = np.zeros((n, K))
-        self.mu_[-1, 0], self.mu_[-1, 1] = sign * c, -sign * c
-        self.kernel_params_ = dict(kernel="rbf", gamma=1.0, degree=3, coef0=1.0, intercept_scaling=0.0)
-        self.classes_ = np.arange(K)
-        self.w_error_bound_ = 0.0
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _multiclass_pair import PairModel  # noqa: E402
 
 
 class _BinarySensitivityService(MulticlassGPService):
