@@ -109,7 +109,12 @@
 //! over `X` whichever way it is computed, so a missed row is computed together with the rows of
 //! the other uncached active coordinates of largest step gain — those the greedy selection picks
 //! next — as one GEMM-shaped block `X_B Xᵀ` ([`RowCache::prefetch`], up to 32 rows per pass over
-//! `X`; issue 26). This changes only which rows are cached, never the iterates.
+//! `X`; issue 26). This changes only which rows are cached, never the iterates. When the cache
+//! cannot hold every row, a step takes the best coordinate whose row is cached whenever its gain is
+//! at least [`PREFER_CACHED`] (½) of the best gain (cache-aware selection, issue 26: at
+//! `n = 20,000`, 784 dense columns, the plain greedy rule computed 2.5–4.6 times the rows it used);
+//! the iterates then depend on the cache size, deterministically, and the stopping rule (the exact
+//! check) is unchanged.
 //!
 //! The exact checks and the certificate compute the decision values with the same function
 //! ([`decision_from_dual`]) from the dual point `a` the solver returns; when the solver stops
