@@ -72,6 +72,20 @@ pub struct RowCache<'x> {
     passes: u64,
     /// The dual point of the last exact check and its decision values.
     last_exact: Option<(Array1<f64>, Array1<f64>)>,
+    /// Profiling counters (`--features solver-stats`): rows evicted, seconds computing rows,
+    /// seconds in exact checks.
+    pub stats: CacheStats,
+}
+
+/// Profiling counters of a [`RowCache`] (filled only with `--features solver-stats`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CacheStats {
+    /// Cached rows evicted to make room.
+    pub evictions: u64,
+    /// Seconds spent computing kernel rows (single rows and blocks).
+    pub row_secs: f64,
+    /// Seconds spent in exact checks ([`RowCache::exact_q`]).
+    pub exact_secs: f64,
 }
 
 /// A cached kernel row.
@@ -110,7 +124,8 @@ impl RowElem for f64 {
     }
 }
 
-const NO_SLOT: u32 = u32::MAX;
+/// Marker of an uncached row in [`RowCache::slots`].
+pub const NO_SLOT: u32 = u32::MAX;
 /// Columns per parallel task when computing one kernel row (also the stack accumulator length).
 const ROW_CHUNK: usize = 2048;
 /// Rows computed together by [`RowCache::prefetch`] on dense data.
@@ -173,6 +188,7 @@ impl<'x> RowCache<'x> {
             read: vec![false; n],
             passes: 0,
             last_exact: None,
+            stats: CacheStats::default(),
         };
         r.dense = n >= 2 && 2 * r.values.len() >= n * d;
         r.set_wide(wide);
@@ -280,6 +296,7 @@ impl<'x> RowCache<'x> {
                 .expect("cache has slots");
             self.slot_of[self.owner[lru]] = NO_SLOT;
             self.owner[lru] = i;
+            self.stats.evictions += 1;
             lru
         };
         self.slot_of[i] = slot as u32;
@@ -316,9 +333,15 @@ impl<'x> RowCache<'x> {
             self.stamp[s] = self.clock;
             return s;
         }
+        #[cfg(feature = "solver-stats")]
+        let t0 = std::time::Instant::now();
         let slot = self.claim_slot(i);
         self.store(slot, i, None);
         self.passes += 1;
+        #[cfg(feature = "solver-stats")]
+        {
+            self.stats.row_secs += t0.elapsed().as_secs_f64();
+        }
         slot
     }
 
@@ -373,6 +396,8 @@ impl<'x> RowCache<'x> {
             }
             return;
         }
+        #[cfg(feature = "solver-stats")]
+        let t0 = std::time::Instant::now();
         let block = self.block_rows(&todo);
         self.passes += 1;
         for (r, &i) in todo.iter().enumerate().rev() {
@@ -383,6 +408,10 @@ impl<'x> RowCache<'x> {
                 i,
                 Some(row.as_slice().expect("block rows are contiguous")),
             );
+        }
+        #[cfg(feature = "solver-stats")]
+        {
+            self.stats.row_secs += t0.elapsed().as_secs_f64();
         }
     }
 
@@ -428,6 +457,27 @@ impl<'x> RowCache<'x> {
         self.get(slot)
     }
 
+    /// Which rows are cached (`slots()[i] != NO_SLOT` when row `i` is; [`NO_SLOT`]), or `None`
+    /// when every row fits (then nothing is ever evicted and the solver need not prefer cached
+    /// rows: see `prefer_cached` in [`crate::kernel_learning::erm`]).
+    pub fn slots(&self) -> Option<&[u32]> {
+        (!self.holds_all()).then_some(&self.slot_of[..])
+    }
+
+    /// [`RowCache::row`] with [`RowCache::slots`] (the cache state after fetching row `i`).
+    pub fn row_with_slots(&mut self, i: usize) -> (RowRef<'_>, Option<&[u32]>) {
+        let slot = self.ensure(i);
+        (self.get(slot), self.slots())
+    }
+
+    /// [`RowCache::row_pair`] with [`RowCache::slots`] (the cache state after fetching both rows).
+    pub fn row_pair_with_slots(&mut self, i: usize, j: usize) -> (RowRef<'_>, RowRef<'_>, Option<&[u32]>) {
+        let si = self.ensure(i);
+        let sj = self.ensure(j);
+        debug_assert!(i == j || si != sj);
+        (self.get(si), self.get(sj), self.slots())
+    }
+
     /// Rows `i` and `j` together (both cached: the cache always holds at least two rows, and
     /// fetching `j` never evicts the just-used row `i`). Both have the same storage type.
     pub fn row_pair(&mut self, i: usize, j: usize) -> (RowRef<'_>, RowRef<'_>) {
@@ -444,6 +494,8 @@ impl<'x> RowCache<'x> {
     /// the solver stops right after this check, the certificate of that same point reuses them
     /// instead of recomputing the identical values.
     pub fn exact_q(&mut self, y: &[f64], alpha: &[f64], c: f64, s: &[f64]) -> Vec<f64> {
+        #[cfg(feature = "solver-stats")]
+        let t0 = std::time::Instant::now();
         let a: Array1<f64> = alpha
             .iter()
             .zip(s)
@@ -453,6 +505,10 @@ impl<'x> RowCache<'x> {
             .expect("never cancelled");
         let q = f.iter().zip(y).map(|(&fj, &yj)| fj * yj).collect();
         self.last_exact = Some((a, f));
+        #[cfg(feature = "solver-stats")]
+        {
+            self.stats.exact_secs += t0.elapsed().as_secs_f64();
+        }
         q
     }
 
