@@ -152,18 +152,50 @@ fn dot8<T: Copy + Into<f64>>(row: &[T], v: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
 }
 
-/// `out[k][i] = Σ_j G_ij v_k[j]` for a dense row-major `n × n` Gram (parallel over row chunks).
-fn gram_products<T: Copy + Into<f64> + Sync>(g: &[T], n: usize, vs: &[Vec<f64>]) -> Vec<Vec<f64>> {
+/// Columns per block of [`gram_products`]: a multiple of 8 (the lanes of [`dot8`]), so that the
+/// vectors' blocks stay in cache across the rows of a chunk.
+const GRAM_COLS: usize = 2048;
+
+/// `out[k][i] = Σ_j G_ij v_k[j]` for a dense row-major `n × n` Gram (parallel over row chunks),
+/// each entry bit for bit [`dot8`]`(row_i, v_k)` whatever the number of vectors: the 8 lane sums
+/// of each `(i, k)` run over the columns in the same order, block after block of [`GRAM_COLS`]
+/// columns, so one pass over `G` serves every vector (path in lock-step) while each block of the
+/// vectors is reused from cache by all the rows of a chunk.
+fn gram_products<T: Copy + Into<f64> + Sync>(g: &[T], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
     let nv = vs.len();
+    let split = n - n % 8;
     let mut flat = vec![0.0f64; n * nv]; // row-major n × nv
     flat.par_chunks_mut(GRAM_CHUNK * nv)
         .enumerate()
         .for_each(|(c, out)| {
             let r0 = c * GRAM_CHUNK;
+            let rows = out.len() / nv;
+            let mut acc = vec![[0.0f64; 8]; rows * nv];
+            let mut j0 = 0;
+            while j0 < split {
+                let j1 = (j0 + GRAM_COLS).min(split);
+                for i in 0..rows {
+                    let row = &g[(r0 + i) * n + j0..(r0 + i) * n + j1];
+                    for (k, v) in vs.iter().enumerate() {
+                        let a = &mut acc[i * nv + k];
+                        for (r, w) in row.chunks_exact(8).zip(v[j0..j1].chunks_exact(8)) {
+                            for l in 0..8 {
+                                a[l] += r[l].into() * w[l];
+                            }
+                        }
+                    }
+                }
+                j0 = j1;
+            }
             for (i, o) in out.chunks_exact_mut(nv).enumerate() {
-                let row = &g[(r0 + i) * n..(r0 + i + 1) * n];
+                let row = &g[(r0 + i) * n + split..(r0 + i + 1) * n];
                 for (k, v) in vs.iter().enumerate() {
-                    o[k] = dot8(row, v);
+                    let mut tail = 0.0;
+                    for (r, w) in row.iter().zip(&v[split..]) {
+                        tail += (*r).into() * w;
+                    }
+                    let a = &acc[i * nv + k];
+                    o[k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
                 }
             }
         });
@@ -253,11 +285,11 @@ impl<'x> Ops<'x> {
             .iter()
             .map(|v| v.iter().zip(&self.y).map(|(a, b)| a * b).collect())
             .collect();
+        let refs: Vec<&[f64]> = signed.iter().map(|v| &v[..]).collect();
         let mut out = match (&self.gram, exact) {
-            (Gram::F64(g), _) => gram_products(g, n, &signed),
-            (Gram::F32(g), false) => gram_products(g, n, &signed),
+            (Gram::F64(g), _) => gram_products(g, n, &refs),
+            (Gram::F32(g), false) => gram_products(g, n, &refs),
             _ => {
-                let refs: Vec<&[f64]> = signed.iter().map(|v| &v[..]).collect();
                 let mut out = vec![vec![0.0; n]; vs.len()];
                 let mut r0 = 0;
                 while r0 < n {
@@ -407,6 +439,45 @@ impl Pivots {
     }
 }
 
+/// Column blocks of [`lower_gram`] (the fixed summation order of its entries).
+const GRAM_BLOCKS: usize = 4;
+/// Row blocks per side of [`lower_gram`]'s grid.
+const GRAM_ROW_BLOCKS: usize = 4;
+
+/// `I + A Aᵀ` for `A` (`r × n`) on and below the diagonal blocks (the entries above are not
+/// computed: zero or partial), as the fixed sum `I + Σ_b A_b A_bᵀ` over [`GRAM_BLOCKS`] column
+/// blocks, each block product a GEMM per pair of row blocks on or below the diagonal.
+fn lower_gram(a: &Array2<f64>) -> Array2<f64> {
+    let (r, n) = a.dim();
+    let bw = n.div_ceil(GRAM_BLOCKS).max(1);
+    let rh = r.div_ceil(GRAM_ROW_BLOCKS).max(1);
+    let rows = |i: usize| ((i * rh).min(r), ((i + 1) * rh).min(r));
+    let tasks: Vec<(usize, usize, usize)> = (0..GRAM_BLOCKS)
+        .flat_map(|b| (0..GRAM_ROW_BLOCKS).flat_map(move |i| (0..=i).map(move |j| (b, i, j))))
+        .collect();
+    let blocks: Vec<Array2<f64>> = tasks
+        .par_iter()
+        .map(|&(b, i, j)| {
+            let (c0, c1) = ((b * bw).min(n), ((b + 1) * bw).min(n));
+            let ((i0, i1), (j0, j1)) = (rows(i), rows(j));
+            let mut out = Array2::<f64>::zeros((i1 - i0, j1 - j0));
+            general_mat_mul(1.0, &a.slice(s![i0..i1, c0..c1]), &a.slice(s![j0..j1, c0..c1]).t(), 0.0, &mut out);
+            out
+        })
+        .collect();
+    let mut m = Array2::<f64>::eye(r);
+    for b in 0..GRAM_BLOCKS {
+        for (&(bb, i, j), blk) in tasks.iter().zip(&blocks) {
+            if bb == b {
+                let ((i0, i1), (j0, j1)) = (rows(i), rows(j));
+                let mut dst = m.slice_mut(s![i0..i1, j0..j1]);
+                dst += blk;
+            }
+        }
+    }
+    m
+}
+
 /// Preconditioner `(I + U Uᵀ)⁻¹ = I − U (I + UᵀU)⁻¹ Uᵀ` with `U = diag(t) Lᵀᵀ` (`t = C^{½} W^{½}
 /// y`), from the `r × r` Cholesky factor of `I + UᵀU`.
 struct Precond {
@@ -419,30 +490,18 @@ struct Precond {
 
 impl Precond {
     fn new(lt: ArrayView2<'_, f64>, t: &[f64]) -> Self {
-        let (r, n) = lt.dim();
+        let r = lt.nrows();
         let mut ut = lt.to_owned();
         ut.axis_iter_mut(Axis(0)).into_par_iter().for_each(|mut row| {
             for (v, &ti) in row.iter_mut().zip(t) {
                 *v *= ti;
             }
         });
-        // M = I + Uᵀ U, as a fixed sum of column-block GEMMs computed in parallel (deterministic)
-        const BLOCKS: usize = 4;
-        let bw = n.div_ceil(BLOCKS).max(1);
-        let parts: Vec<Array2<f64>> = (0..BLOCKS)
-            .into_par_iter()
-            .map(|b| {
-                let (c0, c1) = ((b * bw).min(n), ((b + 1) * bw).min(n));
-                let blk = ut.slice(s![.., c0..c1]);
-                let mut m = Array2::<f64>::zeros((r, r));
-                general_mat_mul(1.0, &blk, &blk.t(), 0.0, &mut m);
-                m
-            })
-            .collect();
-        let mut m = Array2::<f64>::eye(r);
-        for p in &parts {
-            m += p;
-        }
+        // M = I + Uᵀ U, as a fixed sum of column-block GEMMs computed in parallel (deterministic);
+        // only its lower triangle is read (Cholesky below), so each column block computes only the
+        // blocks on and below the diagonal of a 4 × 4 grid of row blocks (10 of 16 GEMMs): each entry
+        // is the same dot product, in the same order, as in the full GEMM
+        let m = lower_gram(&ut);
         // Cholesky (M ⪰ I: always positive definite)
         let mut chol = vec![0.0; r * r];
         for i in 0..r {
@@ -1371,6 +1430,55 @@ mod tests {
             .is_err());
         assert!(fit_path_with_hook(x.view(), y.view(), None, &k, &[-0.1], &[1e-8], 10, 1 << 20, &mut always)
             .is_err());
+    }
+
+    #[test]
+    fn each_column_of_a_batched_gram_product_is_the_single_dot_bit_for_bit() {
+        // lock-step needs every column of a batched product computed exactly as alone; sizes with
+        // a ragged row chunk, a ragged column block and a tail beyond the 8 lanes
+        for n in [5usize, 77, 2 * GRAM_COLS + 13] {
+            let (x, _) = data(n, 3, 40 + n as u64);
+            let k = Kernel::rbf(1.0).unwrap();
+            let g64: Vec<f64> = evaluation::gram_matrix(x.view(), &k).unwrap().iter().cloned().collect();
+            let g32: Vec<f32> = g64.iter().map(|&v| v as f32).collect();
+            let vs: Vec<Vec<f64>> = (0..5).map(|s| data(n, 2, 7 + s).0.column(0).to_vec()).collect();
+            let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+            let wide = gram_products(&g64, n, &refs);
+            let narrow = gram_products(&g32, n, &refs);
+            for (kk, v) in vs.iter().enumerate() {
+                let one = gram_products(&g64, n, &[&v[..]]);
+                assert_eq!(one[0], wide[kk]);
+                for i in 0..n {
+                    assert_eq!(wide[kk][i].to_bits(), dot8(&g64[i * n..(i + 1) * n], v).to_bits(), "n {n} i {i}");
+                    assert_eq!(narrow[kk][i].to_bits(), dot8(&g32[i * n..(i + 1) * n], v).to_bits(), "n {n} i {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_lower_blocks_of_the_preconditioner_gram_are_the_full_gemm_bit_for_bit() {
+        // M = I + A Aᵀ computed by blocks on and below the diagonal: its lower triangle is bit for
+        // bit that of the full column-block GEMMs (the form it replaced), ragged sizes included
+        for (r, n) in [(1usize, 7usize), (3, 50), (37, 301), (400, 2003)] {
+            let (x, _) = data(n, r.max(2), 90 + r as u64);
+            let a = x.t().slice(s![..r, ..]).to_owned();
+            let bw = n.div_ceil(GRAM_BLOCKS).max(1);
+            let mut full = Array2::<f64>::eye(r);
+            for b in 0..GRAM_BLOCKS {
+                let (c0, c1) = ((b * bw).min(n), ((b + 1) * bw).min(n));
+                let blk = a.slice(s![.., c0..c1]);
+                let mut m = Array2::<f64>::zeros((r, r));
+                general_mat_mul(1.0, &blk, &blk.t(), 0.0, &mut m);
+                full += &m;
+            }
+            let low = lower_gram(&a);
+            for i in 0..r {
+                for j in 0..=i {
+                    assert_eq!(low[[i, j]].to_bits(), full[[i, j]].to_bits(), "r {r} n {n} ({i}, {j})");
+                }
+            }
+        }
     }
 
     #[test]
