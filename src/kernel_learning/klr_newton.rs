@@ -101,6 +101,7 @@ use crate::kernel_learning::erm::{
 };
 use crate::kernel_learning::kernel_cache::{RowCache, RowRef};
 use crate::kernels::evaluation::{self, Kernel};
+use crate::numerics::simd_dispatch;
 
 /// Largest number of pivots of the preconditioner's incomplete Cholesky factor.
 pub(crate) const MAX_PIVOTS: usize = 400;
@@ -152,53 +153,110 @@ fn dot8<T: Copy + Into<f64>>(row: &[T], v: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
 }
 
+/// The rows `r0..r0 + rows` of a dense row-major Gram times every vector of `vs`: `out[i · nv + k]
+/// = Σ_j G_{r0+i, j} v_k[j]` with [`dot8`]'s lanes and reduction tree, the lane sums run over
+/// the columns in blocks of [`GRAM_COLS`] (same order as one sweep, so the same bits).
+macro_rules! gram_rows {
+    ($name:ident, $t:ty) => {
+        simd_dispatch! {
+            fn $name(g: &[$t], n: usize, r0: usize, vs: &[&[f64]], out: &mut [f64]) {
+                let nv = vs.len();
+                let rows = out.len() / nv;
+                let split = n - n % 8;
+                let mut acc = vec![[0.0f64; 8]; rows * nv];
+                let mut j0 = 0;
+                while j0 < split {
+                    let j1 = (j0 + GRAM_COLS).min(split);
+                    // four rows at a time share each load of the vector (register blocking)
+                    let quad = rows - rows % 4;
+                    for i in (0..quad).step_by(4) {
+                        let row = |q: usize| &g[(r0 + i + q) * n + j0..(r0 + i + q) * n + j1];
+                        let (g0, g1, g2, g3) = (row(0), row(1), row(2), row(3));
+                        for (k, v) in vs.iter().enumerate() {
+                            let mut a0 = acc[i * nv + k];
+                            let mut a1 = acc[(i + 1) * nv + k];
+                            let mut a2 = acc[(i + 2) * nv + k];
+                            let mut a3 = acc[(i + 3) * nv + k];
+                            let w = &v[j0..j1];
+                            for c in (0..w.len()).step_by(8) {
+                                let (w8, r0_, r1_, r2_, r3_) =
+                                    (&w[c..c + 8], &g0[c..c + 8], &g1[c..c + 8], &g2[c..c + 8], &g3[c..c + 8]);
+                                for l in 0..8 {
+                                    a0[l] += (r0_[l] as f64) * w8[l];
+                                    a1[l] += (r1_[l] as f64) * w8[l];
+                                    a2[l] += (r2_[l] as f64) * w8[l];
+                                    a3[l] += (r3_[l] as f64) * w8[l];
+                                }
+                            }
+                            acc[i * nv + k] = a0;
+                            acc[(i + 1) * nv + k] = a1;
+                            acc[(i + 2) * nv + k] = a2;
+                            acc[(i + 3) * nv + k] = a3;
+                        }
+                    }
+                    for i in quad..rows {
+                        let row = &g[(r0 + i) * n + j0..(r0 + i) * n + j1];
+                        for (k, v) in vs.iter().enumerate() {
+                            let mut a = acc[i * nv + k];
+                            for (r, w) in row.chunks_exact(8).zip(v[j0..j1].chunks_exact(8)) {
+                                for l in 0..8 {
+                                    a[l] += (r[l] as f64) * w[l];
+                                }
+                            }
+                            acc[i * nv + k] = a;
+                        }
+                    }
+                    j0 = j1;
+                }
+                for (i, o) in out.chunks_exact_mut(nv).enumerate() {
+                    let row = &g[(r0 + i) * n + split..(r0 + i + 1) * n];
+                    for (k, v) in vs.iter().enumerate() {
+                        let mut tail = 0.0;
+                        for (r, w) in row.iter().zip(&v[split..]) {
+                            tail += (*r as f64) * w;
+                        }
+                        let a = &acc[i * nv + k];
+                        o[k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
+                    }
+                }
+            }
+        }
+    };
+}
+gram_rows!(gram_rows_f32, f32);
+gram_rows!(gram_rows_f64, f64);
+
+/// A dense Gram's entry type ([`gram_products`]).
+trait GramEntry: Copy + Into<f64> + Sync {
+    fn rows(g: &[Self], n: usize, r0: usize, vs: &[&[f64]], out: &mut [f64]);
+}
+impl GramEntry for f32 {
+    fn rows(g: &[f32], n: usize, r0: usize, vs: &[&[f64]], out: &mut [f64]) {
+        gram_rows_f32(g, n, r0, vs, out)
+    }
+}
+impl GramEntry for f64 {
+    fn rows(g: &[f64], n: usize, r0: usize, vs: &[&[f64]], out: &mut [f64]) {
+        gram_rows_f64(g, n, r0, vs, out)
+    }
+}
+
 /// Columns per block of [`gram_products`]: a multiple of 8 (the lanes of [`dot8`]), so that the
 /// vectors' blocks stay in cache across the rows of a chunk.
 const GRAM_COLS: usize = 2048;
 
 /// `out[k][i] = Σ_j G_ij v_k[j]` for a dense row-major `n × n` Gram (parallel over row chunks),
-/// each entry bit for bit [`dot8`]`(row_i, v_k)` whatever the number of vectors: the 8 lane sums
+/// each entry bit for bit [`dot8`]`(row_i, v_k)` whatever the number of vectors (the 8 lane sums
 /// of each `(i, k)` run over the columns in the same order, block after block of [`GRAM_COLS`]
-/// columns, so one pass over `G` serves every vector (path in lock-step) while each block of the
-/// vectors is reused from cache by all the rows of a chunk.
-fn gram_products<T: Copy + Into<f64> + Sync>(g: &[T], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
+/// columns, AVX2 build when the CPU has it: the same IEEE operations), so one pass over `G`
+/// serves every vector (the path in lock-step) while each block of the vectors is reused from
+/// cache by all the rows of a chunk.
+fn gram_products<T: GramEntry>(g: &[T], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
     let nv = vs.len();
-    let split = n - n % 8;
     let mut flat = vec![0.0f64; n * nv]; // row-major n × nv
     flat.par_chunks_mut(GRAM_CHUNK * nv)
         .enumerate()
-        .for_each(|(c, out)| {
-            let r0 = c * GRAM_CHUNK;
-            let rows = out.len() / nv;
-            let mut acc = vec![[0.0f64; 8]; rows * nv];
-            let mut j0 = 0;
-            while j0 < split {
-                let j1 = (j0 + GRAM_COLS).min(split);
-                for i in 0..rows {
-                    let row = &g[(r0 + i) * n + j0..(r0 + i) * n + j1];
-                    for (k, v) in vs.iter().enumerate() {
-                        let a = &mut acc[i * nv + k];
-                        for (r, w) in row.chunks_exact(8).zip(v[j0..j1].chunks_exact(8)) {
-                            for l in 0..8 {
-                                a[l] += r[l].into() * w[l];
-                            }
-                        }
-                    }
-                }
-                j0 = j1;
-            }
-            for (i, o) in out.chunks_exact_mut(nv).enumerate() {
-                let row = &g[(r0 + i) * n + split..(r0 + i + 1) * n];
-                for (k, v) in vs.iter().enumerate() {
-                    let mut tail = 0.0;
-                    for (r, w) in row.iter().zip(&v[split..]) {
-                        tail += (*r).into() * w;
-                    }
-                    let a = &acc[i * nv + k];
-                    o[k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
-                }
-            }
-        });
+        .for_each(|(c, out)| T::rows(g, n, c * GRAM_CHUNK, vs, out));
     (0..nv)
         .map(|k| (0..n).map(|i| flat[i * nv + k]).collect())
         .collect()
@@ -1533,3 +1591,4 @@ mod tests {
         }
     }
 }
+
