@@ -726,7 +726,9 @@ pub fn fit_weighted_with_hook(
 ///
 /// What the candidates share: the Gram matrix (built once, `cache_bytes` as for one fit), the
 /// pivoted Cholesky factor of the preconditioner (run once for the largest `C`; each `λ` uses the
-/// row prefix its own run stops at, bit for bit), and the exact checks: with an `f32` Gram each
+/// row prefix its own run stops at, bit for bit), the passes over the kernel matrix (all `λ` are
+/// solved in lock-step: each pass computes the product every unfinished `λ` asks for, each column
+/// exactly as alone; `klr_newton`, "Paths"), and the exact checks: with an `f32` Gram each
 /// solve stops as soon as the `f32` estimate of its gap meets the stopping target and all the
 /// stopped dual points are certified together, in **one** fused pass of the kernel engine with one
 /// vector per `λ` ([`evaluation::kernel_matvecs_cancellable`], same documented accuracy as the
