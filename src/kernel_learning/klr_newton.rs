@@ -526,7 +526,7 @@ const GRAM_ROW_BLOCKS: usize = 4;
 /// `I + A Aᵀ` for `A` (`r × n`) on and below the diagonal blocks (the entries above are not
 /// computed: zero or partial), as the fixed sum `I + Σ_b A_b A_bᵀ` over [`GRAM_BLOCKS`] column
 /// blocks, each block product a GEMM per pair of row blocks on or below the diagonal.
-fn lower_gram(a: &Array2<f64>) -> Array2<f64> {
+fn lower_gram(a: ArrayView2<'_, f64>) -> Array2<f64> {
     let (r, n) = a.dim();
     let bw = n.div_ceil(GRAM_BLOCKS).max(1);
     let rh = r.div_ceil(GRAM_ROW_BLOCKS).max(1);
@@ -573,20 +573,27 @@ struct Precond<'l> {
 }
 
 impl<'l> Precond<'l> {
-    fn new(lt: ArrayView2<'l, f64>, t: &[f64]) -> Self {
-        let r = lt.nrows();
-        let mut ut = lt.to_owned();
-        ut.axis_iter_mut(Axis(0)).into_par_iter().for_each(|mut row| {
-            for (v, &ti) in row.iter_mut().zip(t) {
-                *v *= ti;
-            }
-        });
+    /// `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed (one buffer for all the
+    /// preconditioners of a solve or a path: no fresh pages per Newton step).
+    fn new(lt: ArrayView2<'l, f64>, t: &[f64], scratch: &mut Vec<f64>) -> Self {
+        let (r, n) = lt.dim();
+        if scratch.len() < r * n {
+            scratch.resize(r * n, 0.0);
+        }
+        let buf = &mut scratch[..r * n];
+        if n > 0 {
+            buf.par_chunks_mut(n).zip(lt.axis_iter(Axis(0))).for_each(|(out, row)| {
+                for ((o, &l), &ti) in out.iter_mut().zip(row.iter()).zip(t) {
+                    *o = l * ti;
+                }
+            });
+        }
+        let ut = ArrayView2::from_shape((r, n), &buf[..]).expect("r × n");
         // M = I + Uᵀ U, as a fixed sum of column-block GEMMs computed in parallel (deterministic);
         // only its lower triangle is read (Cholesky below), so each column block computes only the
         // blocks on and below the diagonal of a 4 × 4 grid of row blocks (10 of 16 GEMMs): each entry
         // is the same dot product, in the same order, as in the full GEMM
-        let m = lower_gram(&ut);
-        drop(ut);
+        let m = lower_gram(ut);
         // Cholesky (M ⪰ I: always positive definite)
         let mut chol = vec![0.0; r * r];
         for i in 0..r {
@@ -711,6 +718,7 @@ fn nystrom_start(
     c: f64,
     tol: f64,
     ticker: &mut Ticker<'_>,
+    scratch: &mut Vec<f64>,
 ) -> Option<Vec<f64>> {
     let (r, n) = lt.dim();
     let sc = c.sqrt();
@@ -742,7 +750,7 @@ fn nystrom_start(
             .zip(y)
             .map(|((&fi, &si), &yi)| sc * yi * (si * sigmoid(fi) * sigmoid(-fi)).sqrt())
             .collect();
-        let hess = Precond::new(lt, &t);
+        let hess = Precond::new(lt, &t, scratch);
         let mut step = grad.clone();
         hess.solve_small(&mut step);
         let dec = dotv(&grad, &step); // squared Newton decrement: 2 × the predicted decrease
@@ -799,8 +807,9 @@ pub(crate) fn solve(
     let Some(piv) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
         return cold_start(sw, 0, Vec::new());
     };
-    let mut states = vec![LamSolve::new(&ops, piv.lt.view(), y, sw, diag, opts, false, ticker)];
-    run_lock_step(&ops, &mut states, ticker);
+    let mut scratch = Vec::new();
+    let mut states = vec![LamSolve::new(&ops, piv.lt.view(), y, sw, diag, opts, false, ticker, &mut scratch)];
+    run_lock_step(&ops, &mut states, ticker, &mut scratch);
     states.pop().expect("one state").finish().0
 }
 
@@ -854,15 +863,16 @@ impl<'x> PathEngine<'x> {
         let n = y.len();
         let s_max = sw.iter().cloned().fold(0.0, f64::max);
         let mut states = Vec::with_capacity(opts.len());
+        let mut scratch = Vec::new(); // one r × n buffer for every preconditioner of the path
         for o in opts {
             let c = 1.0 / (o.lam * n as f64);
             let lt = self.piv.factor_view(c * s_max / 4.0);
-            states.push(LamSolve::new(&self.ops, lt, y, sw, diag, o, defer, ticker));
+            states.push(LamSolve::new(&self.ops, lt, y, sw, diag, o, defer, ticker, &mut scratch));
             if ticker.stopped {
                 return None;
             }
         }
-        if !run_lock_step(&self.ops, &mut states, ticker) {
+        if !run_lock_step(&self.ops, &mut states, ticker, &mut scratch) {
             return None;
         }
         Some(states.into_iter().map(LamSolve::finish).collect())
@@ -889,7 +899,12 @@ fn cold_start(sw: &[f64], iter: u64, history: Vec<(u64, f64)>) -> SolverOut {
 /// in a fixed order), so each solve's iterates are bit for bit those of its single fit. The hook is
 /// polled between the blocks of each pass and called at every exact check. `false` when cancelled
 /// (the states are then left where they stopped).
-fn run_lock_step(ops: &Ops<'_>, states: &mut [LamSolve<'_>], ticker: &mut Ticker<'_>) -> bool {
+fn run_lock_step(
+    ops: &Ops<'_>,
+    states: &mut [LamSolve<'_>],
+    ticker: &mut Ticker<'_>,
+    scratch: &mut Vec<f64>,
+) -> bool {
     let n = ops.n;
     let narrow = matches!(ops.gram, Gram::F32(_));
     loop {
@@ -918,7 +933,7 @@ fn run_lock_step(ops: &Ops<'_>, states: &mut [LamSolve<'_>], ticker: &mut Ticker
                 return false;
             };
             for (k, prod) in group.into_iter().zip(prods) {
-                states[k].consume(prod, ticker);
+                states[k].consume(prod, ticker, scratch);
             }
         }
     }
@@ -1010,6 +1025,7 @@ impl<'a> LamSolve<'a> {
         opts: &ErmOptions,
         defer: bool,
         ticker: &mut Ticker<'_>,
+        scratch: &mut Vec<f64>,
     ) -> Self {
         let n = y.len();
         let c = 1.0 / (opts.lam * n as f64);
@@ -1039,7 +1055,7 @@ impl<'a> LamSolve<'a> {
         };
         // warm start: the dual candidate of the Nyström optimum, checked exactly; its product
         // makes the state (u, v) = (Q̃ a₀, a₀) exact
-        if let Some(f0) = nystrom_start(lt, y, sw, c, opts.tol, ticker) {
+        if let Some(f0) = nystrom_start(lt, y, sw, c, opts.tol, ticker, scratch) {
             let (a, b) = half(&f0, sw);
             s.phase = Phase::Warm { a, b };
         }
@@ -1094,7 +1110,7 @@ impl<'a> LamSolve<'a> {
 
     /// Takes the product asked for by [`request`](Self::request) and runs the iteration up to the
     /// next product (or the end). The hook is called at every check, as by a single fit.
-    fn consume(&mut self, prod: Vec<f64>, ticker: &mut Ticker<'_>) {
+    fn consume(&mut self, prod: Vec<f64>, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
         let c = self.c;
         let n = self.n;
         match std::mem::replace(&mut self.phase, Phase::Done) {
@@ -1140,13 +1156,13 @@ impl<'a> LamSolve<'a> {
                     return;
                 }
                 let exact = !self.narrow;
-                self.after_check(a, b, ka, exact, target, ticker);
+                self.after_check(a, b, ka, exact, target, ticker, scratch);
             }
             Phase::Confirm { a, b, target } => {
                 self.iter += 1;
                 let ka: Vec<f64> = prod.iter().map(|v| c * v).collect();
                 self.gap = self.gap_of(&a, &b, &ka);
-                self.after_check(a, b, ka, true, target, ticker);
+                self.after_check(a, b, ka, true, target, ticker, scratch);
             }
             Phase::Cg(mut cg) => {
                 self.iter += 1;
@@ -1194,6 +1210,7 @@ impl<'a> LamSolve<'a> {
         exact: bool,
         target: f64,
         ticker: &mut Ticker<'_>,
+        scratch: &mut Vec<f64>,
     ) {
         let (n, c, sw, y) = (self.n, self.c, self.sw, self.y);
         if exact {
@@ -1218,7 +1235,7 @@ impl<'a> LamSolve<'a> {
         let sq: Vec<f64> = wdiag.iter().map(|w| w.sqrt()).collect();
         let rhs: Vec<f64> = sq.iter().zip(&kg).map(|(s, k)| s * k).collect();
         let tvec: Vec<f64> = sq.iter().zip(y).map(|(s, yi)| c.sqrt() * s * yi).collect();
-        let pre = Precond::new(self.lt, &tvec);
+        let pre = Precond::new(self.lt, &tvec, scratch);
         // forcing term from the smaller of the candidate's gap and the iterate's primal-dual gap
         // Ψ(v)/n − best dual/n: after a good (warm) start the candidate a = s σ(−u) can be much
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
@@ -1574,7 +1591,7 @@ mod tests {
                 general_mat_mul(1.0, &blk, &blk.t(), 0.0, &mut m);
                 full += &m;
             }
-            let low = lower_gram(&a);
+            let low = lower_gram(a.view());
             for i in 0..r {
                 for j in 0..=i {
                     assert_eq!(low[[i, j]].to_bits(), full[[i, j]].to_bits(), "r {r} n {n} ({i}, {j})");
