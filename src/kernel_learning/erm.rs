@@ -731,7 +731,9 @@ pub fn fit_weighted_with_hook(
 ///
 /// What the candidates share: the Gram matrix (built once, `cache_bytes` as for one fit), the
 /// pivoted Cholesky factor of the preconditioner (run once for the largest `C`; each `λ` uses the
-/// row prefix its own run stops at, bit for bit), and the exact checks: with an `f32` Gram each
+/// row prefix its own run stops at, bit for bit), the passes over the kernel matrix (all `λ` are
+/// solved in lock-step: each pass computes the product every unfinished `λ` asks for, each column
+/// exactly as alone; `klr_newton`, "Paths"), and the exact checks: with an `f32` Gram each
 /// solve stops as soon as the `f32` estimate of its gap meets the stopping target and all the
 /// stopped dual points are certified together, in **one** fused pass of the kernel engine with one
 /// vector per `λ` ([`evaluation::kernel_matvecs_cancellable`], same documented accuracy as the
@@ -782,38 +784,46 @@ pub fn fit_path_with_hook(
     else {
         return Ok(None);
     };
-    let mut outs = Vec::with_capacity(opts.len());
-    for o in &opts {
-        let out = engine.solve(&yv, &sw, &diag, o, &mut ticker, true);
-        if ticker.stopped {
-            return Ok(None);
-        }
-        outs.push(out);
-    }
+    // every λ in lock-step: one pass over the kernel matrix per round serves all of them
+    let Some(outs) = engine.solve_all(&yv, &sw, &diag, &opts, &mut ticker, true) else {
+        return Ok(None);
+    };
     // every certificate from one fused pass (one vector per λ)
     let mus: Vec<Array1<f64>> = outs.iter().zip(&opts).map(|((o, _), p)| representer(y, o.0.view(), p.lam)).collect();
     let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
     let decisions = evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?;
-    let mut sols = Vec::with_capacity(opts.len());
+    let mut parts = Vec::with_capacity(opts.len());
     for (((out, deferred), o), (mu, decision)) in outs.into_iter().zip(&opts).zip(mus.into_iter().zip(decisions)) {
-        let (mut a, mut b, mut n_iter, mut history) = out;
-        let mut cert = certificate_of(
+        let (a, b, n_iter, history) = out;
+        let cert = certificate_of(
             xv, y, &sw, a.view(), b.as_ref().map(|b| b.view()), kernel, Loss::Logistic, o.lam, mu,
             Array1::from_vec(decision),
         );
-        if deferred && cert.gap > o.tol {
-            // the f32 estimate was too optimistic: solve this λ as a single fit does
+        // the f32 estimate was too optimistic: this λ is solved again as a single fit does
+        let again = deferred && cert.gap > o.tol;
+        parts.push(((a, b, n_iter, history), cert, again));
+    }
+    // the λ to solve again, in lock-step as well
+    let redo: Vec<ErmOptions> = parts.iter().zip(&opts).filter(|(p, _)| p.2).map(|(_, o)| *o).collect();
+    let mut redone = if redo.is_empty() {
+        Vec::new()
+    } else {
+        let Some(r) = engine.solve_all(&yv, &sw, &diag, &redo, &mut ticker, false) else {
+            return Ok(None);
+        };
+        r
+    }
+    .into_iter();
+    let mut sols = Vec::with_capacity(opts.len());
+    for (((mut a, _, mut n_iter, mut history), mut cert, again), o) in parts.into_iter().zip(&opts) {
+        if again {
             history.push((n_iter, cert.gap));
-            let ((a2, b2, it2, h2), _) = engine.solve(&yv, &sw, &diag, o, &mut ticker, false);
-            if ticker.stopped {
-                return Ok(None);
-            }
+            let ((a2, b2, it2, h2), _) = redone.next().expect("one re-solve per λ that asked");
             history.extend(h2.into_iter().map(|(i, g)| (n_iter + i, g)));
             n_iter += it2;
             a = a2;
-            b = b2;
             cert = certify_weighted_cancellable(
-                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), b.as_ref().map(|b| b.view()),
+                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), b2.as_ref().map(|b| b.view()),
                 kernel, Loss::Logistic, o.lam, Cancel::never(),
             )?;
         }

@@ -460,7 +460,9 @@ def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
     ``(X, y)`` in one Rust call (a regularisation path; :data:`PATH_PARAMS`), as :meth:`KernelERM.fit` fits each.
 
     The call shares what does not depend on λ: the Gram matrix (built once), the preconditioner's pivoted Cholesky
-    factor (each λ uses the prefix its own fit would compute) and the exact checks (every model's certificate
+    factor (each λ uses the prefix its own fit would compute), the passes over the kernel matrix (all λ are solved in
+    lock-step: each pass computes the product every unfinished model needs, each exactly as alone) and the exact
+    checks (every model's certificate
     comes from one fused pass of the kernel engine, one vector per model; a model whose certificate misses its
     ``tol`` is solved again as a single fit). Nothing is warm-started across λ: each model's dual point is the one
     its own fit reaches (bit for bit whenever that fit stops at its first exact check, the usual case) and its
