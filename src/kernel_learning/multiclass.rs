@@ -37,8 +37,11 @@
 //! ```
 //!
 //! zero iff `p_i = softmax(z_i)`. [`certify`] computes it **from `p` alone**: `M` is formed from
-//! `p`, and `z = K(X, X) M` is recomputed column by column with the fused kernel engine
-//! ([`crate::kernels::evaluation::kernel_predict`]), independently of the solver.
+//! `p`, and `z = K(X, X) M` is recomputed, all `K` columns in one pass (each kernel block evaluated
+//! once), with the fused kernel engine
+//! ([`crate::kernels::evaluation::kernel_matvecs_cancellable`], documented to
+//! [`KERNEL_SUM_REL_ERROR`] relative to `Σ_j |K'_ij| |M_jk|`, shift included), independently of the
+//! solver. (Until issue 26: one [`crate::kernels::evaluation::kernel_predict`] pass per class.)
 //!
 //! **The simplex, exactly.** A computed `p_i` does not sum to 1 exactly. [`certify`] uses the
 //! entries `p_ik, k ≠ y_i` as given (`≥ 0`, with `Σ_{k≠y_i} p_ik ≤ 1`, else refused) and defines
@@ -96,7 +99,7 @@
 //! The hook (progress / Ctrl-C, [`crate::kernel_learning::erm::Progress`]) is called after every
 //! kernel product; when it returns `false` the solve is abandoned (`Ok(None)`).
 
-use ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
+use ndarray::{linalg::general_mat_mul, Array2, ArrayView1, ArrayView2, Axis, Zip};
 use rayon::prelude::*;
 
 use crate::cancel::Cancel;
@@ -111,7 +114,7 @@ const BLOCK_ROWS: usize = 128;
 const STOP_FRACTION: f64 = 0.5;
 /// Maximum CG iterations per Newton step.
 const MAX_CG: usize = 2000;
-/// Largest number of pivots of the Nyström preconditioner.
+/// Largest number of pivots of the Nyström warm start.
 const MAX_PIVOTS: usize = 400;
 /// Newton steps of the Nyström warm start at most.
 const MAX_NYSTROM_STEPS: usize = 50;
@@ -350,11 +353,14 @@ pub fn certify(
     let mut decision = Array2::<f64>::zeros((n, k));
     if !sv.is_empty() {
         let xs = x.select(Axis(0), &sv);
-        for j in 0..k {
-            let mj: Array1<f64> = sv.iter().map(|&i| mu[[i, j]]).collect();
-            let col =
-                evaluation::kernel_predict_cancellable(x, xs.view(), mj.view(), kernel, cancel)?;
-            decision.column_mut(j).assign(&col);
+        // all K columns in one pass of the fused engine (each kernel block evaluated once)
+        let cols: Vec<Vec<f64>> = (0..k)
+            .map(|j| sv.iter().map(|&i| mu[[i, j]]).collect())
+            .collect();
+        let refs: Vec<&[f64]> = cols.iter().map(|c| c.as_slice()).collect();
+        let out = evaluation::kernel_matvecs_cancellable(x, xs.view(), &refs, kernel, cancel)?;
+        for (j, col) in out.iter().enumerate() {
+            decision.column_mut(j).assign(&ArrayView1::from(col.as_slice()));
         }
     }
     let sqrt_diag: Vec<f64> = evaluation::kernel_diag(x, kernel)
@@ -484,14 +490,12 @@ fn dot(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Nyström preconditioner
+// Nyström warm start
 // ------------------------------------------------------------------------------------------------
 
-/// A pivoted (incomplete) Cholesky factor `G ≈ L Lᵀ` of the Gram matrix (module docs,
-/// "Preconditioner"): `L` is `n × r`, `L[piv] = L_pp` lower triangular.
+/// A pivoted (incomplete) Cholesky factor `G ≈ L Lᵀ` of the Gram matrix (module docs, "Nyström
+/// warm start"): `L` is `n × r`, `L[piv] = L_pp` lower triangular.
 struct Nystrom {
-    /// `Lᵀ` (`r × n`).
-    lt: Array2<f64>,
     /// `L` (`n × r`).
     l: Array2<f64>,
     /// Pivot rows, in order.
@@ -560,7 +564,7 @@ impl Nystrom {
                 lpp[a * r + b] = lt[[b, piv[a]]];
             }
         }
-        Ok(Nystrom { lt, l, piv, lpp })
+        Ok(Nystrom { l, piv, lpp })
     }
 
     fn rank(&self) -> usize {
@@ -590,6 +594,35 @@ impl Nystrom {
             }
         }
     }
+}
+
+/// Rows per parallel task of the low-rank products of the warm start.
+const LOW_RANK_CHUNK: usize = 512;
+
+/// `L W` (`n × K`) for `L` (`n × r`) and `W` (`r × K`): parallel over fixed row chunks.
+fn low_rank_apply(l: &Array2<f64>, w: &Array2<f64>) -> Array2<f64> {
+    let mut out = Array2::<f64>::zeros((l.nrows(), w.ncols()));
+    out.axis_chunks_iter_mut(Axis(0), LOW_RANK_CHUNK)
+        .into_par_iter()
+        .zip(l.axis_chunks_iter(Axis(0), LOW_RANK_CHUNK).into_par_iter())
+        .for_each(|(mut o, lb)| general_mat_mul(1.0, &lb, w, 0.0, &mut o));
+    out
+}
+
+/// `Lᵀ Q` (`r × K`) for `L` (`n × r`) and `Q` (`n × K`): per fixed row chunk in parallel, the
+/// partial products added in chunk order (deterministic).
+fn low_rank_adjoint(l: &Array2<f64>, q: &Array2<f64>) -> Array2<f64> {
+    let parts: Vec<Array2<f64>> = l
+        .axis_chunks_iter(Axis(0), LOW_RANK_CHUNK)
+        .into_par_iter()
+        .zip(q.axis_chunks_iter(Axis(0), LOW_RANK_CHUNK).into_par_iter())
+        .map(|(lb, qb)| lb.t().dot(&qb))
+        .collect();
+    let mut out = Array2::<f64>::zeros((l.ncols(), q.ncols()));
+    for p in &parts {
+        out += p;
+    }
+    out
 }
 
 /// `(1/n) S W(v)`: the curvature of the loss applied row by row, `W_i v_i = p_i ∘ v_i − p_i
@@ -632,7 +665,7 @@ fn nystrom_start(ny: &Nystrom, y: &[usize], sw: &[f64], lam: f64, k: usize) -> A
             let f = sw[i] * inv_n;
             q.row_mut(i).mapv_inplace(|v| v * f);
         }
-        let mut g = ny.lt.dot(&q);
+        let mut g = low_rank_adjoint(&ny.l, &q);
         g.scaled_add(lam, &w);
         let gn = dot(&g, &g).sqrt();
         let g0v = *g0.get_or_insert(gn);
@@ -650,9 +683,9 @@ fn nystrom_start(ny: &Nystrom, y: &[usize], sw: &[f64], lam: f64, k: usize) -> A
             if rr <= eta * eta * rr0 || rr == 0.0 {
                 break;
             }
-            let ld = ny.l.dot(&dir);
+            let ld = low_rank_apply(&ny.l, &dir);
             curvature_plus(&pm, &ld, sw, 0.0, &zero_r, &mut hd_n);
-            let mut hd = ny.lt.dot(&hd_n);
+            let mut hd = low_rank_adjoint(&ny.l, &hd_n);
             hd.scaled_add(lam, &dir);
             let dhd = dot(&dir, &hd);
             if dhd <= 0.0 || !dhd.is_finite() {
@@ -667,7 +700,7 @@ fn nystrom_start(ny: &Nystrom, y: &[usize], sw: &[f64], lam: f64, k: usize) -> A
             dir *= beta;
             dir += &res;
         }
-        let dz = ny.l.dot(&v);
+        let dz = low_rank_apply(&ny.l, &v);
         let (ww, wv, vv) = (dot(&w, &w), dot(&w, &v), dot(&v, &v));
         let slope = dot(&g, &v);
         let phi0 = loss0 + 0.5 * lam * ww;
@@ -688,7 +721,7 @@ fn nystrom_start(ny: &Nystrom, y: &[usize], sw: &[f64], lam: f64, k: usize) -> A
             break;
         }
         w.scaled_add(t, &v);
-        z = ny.l.dot(&w);
+        z = low_rank_apply(&ny.l, &w);
     }
     ny.embed(&w, &mut out);
     out
@@ -980,6 +1013,7 @@ pub fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::Array1;
     use crate::kernel_learning::erm::{self, ErmOptions, Loss};
     use crate::test_util::uniform_points;
 
@@ -1144,7 +1178,7 @@ mod tests {
         let ny = Nystrom::new(&gram, &diag, n, 1e12).unwrap();
         assert!(ny.rank() >= 30, "rank {}", ny.rank());
         let g = evaluation::gram_matrix(x.view(), &kernel).unwrap();
-        let approx = ny.l.dot(&ny.lt);
+        let approx = ny.l.dot(&ny.l.t());
         let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!((&g - &approx).iter().all(|v| v.abs() < 1e-6 * scale));
         let a0 = nystrom_start(&ny, &y, &sw, lam, 3);
