@@ -54,7 +54,7 @@ def main(argv=None):
     tr, te = load_letter("train", binary=False), load_letter("test", binary=False)
     classes = list(tr.classes)
     rows = []
-    print(f"{'n':>6} {'C':>8} | {'dpcore s':>9} {'acc':>6} {'gap':>8} {'Newton':>6} | {'SVC s':>8} {'acc':>6} "
+    print(f"{'n':>6} {'C':>8} | {'dpcore s':>9} {'acc':>6} {'gap':>8} {'Newton':>6} {'prod':>5} | {'SVC s':>8} {'acc':>6} "
           f"{'n_SV':>6} | {'dpcore/SVC':>10}", flush=True)
     for n in sizes:
         X, y = tr.X[:n], tr.y[:n]
@@ -80,7 +80,7 @@ def main(argv=None):
                        ratio=t_dp / t_svc)
             rows.append(row)
             print(f"{n:>6} {c_arg if c_arg != 'auto' else f'auto={C:.3g}':>8} | {t_dp:>9.1f} {acc_dp:>6.3f} "
-                  f"{m.duality_gap_:>8.1e} {m.n_iter_:>6} | {t_svc:>8.1f} {acc_svc:>6.3f} {row['svc_support']:>6} | "
+                  f"{m.duality_gap_:>8.1e} {m.n_iter_:>6} {m.n_kernel_products_:>5} | {t_svc:>8.1f} {acc_svc:>6.3f} {row['svc_support']:>6} | "
                   f"{row['ratio']:>10.2f}", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -130,7 +130,9 @@ class MulticlassKernelLogisticRegression(ClassifierMixin, BaseEstimator):
         ``data_norm <= 1``.
     max_iter : int, optional
         Maximum Newton iterations (each solves its Newton system by conjugate gradients with kernel
-        products); ``None`` means 200.
+        products); ``None`` means 200. The first starts from a Nyström warm start (the problem restricted to the
+        span of a pivoted-Cholesky factor's pivots, solved without kernel products), counted in neither
+        ``n_iter_`` nor ``n_kernel_products_``.
     cache_size : float, default=200
         Memory (MB) for the Gram matrix: cached when its ``8 n²`` bytes fit, otherwise kernel rows are
         recomputed in blocks at every product (never an ``n × n`` matrix beyond the budget).
