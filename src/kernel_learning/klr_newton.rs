@@ -412,6 +412,46 @@ fn progress(iter: u64, gap: f64, n: usize) -> Progress {
     }
 }
 
+/// The next greedy pivot of a pivoted Cholesky run on the residual diagonal `d`: `(j, d_j, Σ d)` with
+/// `j` the first index of the largest residual (shared by this solver and the K-class one).
+pub(crate) fn next_pivot(d: &[f64]) -> (usize, f64, f64) {
+    let (j, dj) = d
+        .iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| if v > bv { (i, v) } else { (bj, bv) });
+    (j, dj, d.iter().sum())
+}
+
+/// One pivoted-Cholesky step: row `r` of `lt` (`Lᵀ`, the first `r` rows done) becomes the column
+/// `(K_j − Σ_m L_mj L_m) / √d_j` from the kernel row `row = K_j`, and the residual diagonal `d`
+/// is updated (`d_j = 0`). Parallel over fixed column chunks: deterministic (shared by this solver
+/// and the K-class one).
+pub(crate) fn cholesky_column(lt: &mut Array2<f64>, r: usize, row: &[f64], j: usize, dj: f64, d: &mut [f64]) {
+    let coefs: Vec<f64> = (0..r).map(|m| lt[[m, j]]).collect();
+    let inv = 1.0 / dj.sqrt();
+    let (done, mut rest) = lt.view_mut().split_at(Axis(0), r);
+    let done = done.view();
+    let mut col = rest.row_mut(0);
+    let col = col.as_slice_mut().expect("contiguous");
+    col.par_chunks_mut(2048).enumerate().for_each(|(c, out)| {
+        let c0 = c * 2048;
+        out.copy_from_slice(&row[c0..c0 + out.len()]);
+        for (m, &cm) in coefs.iter().enumerate() {
+            let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + out.len()];
+            for (o, &l) in out.iter_mut().zip(lm) {
+                *o -= cm * l;
+            }
+        }
+        for o in out.iter_mut() {
+            *o *= inv;
+        }
+    });
+    for (dv, &l) in d.iter_mut().zip(col.iter()) {
+        *dv = (*dv - l * l).max(0.0);
+    }
+    d[j] = 0.0;
+}
+
 /// Pivoted (incomplete) Cholesky `K ≈ L Lᵀ`: rows of the returned `r × n` array are the columns
 /// of `L`. Greedy pivots on the largest residual diagonal; stops after `r_max` pivots, when
 /// `scale · Σ residual diagonal ≤ 0.5` (the preconditioned system's residual part is then small),
@@ -437,11 +477,7 @@ fn pivoted_cholesky(
     let mut r = 0;
     let mut states = Vec::new();
     while r < lt.nrows() {
-        let (j, dj) = d
-            .iter()
-            .enumerate()
-            .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| if v > bv { (i, v) } else { (bj, bv) });
-        let trace: f64 = d.iter().sum();
+        let (j, dj, trace) = next_pivot(&d);
         states.push((dj, trace));
         if dj <= 1e-12 * dmax0 || scale * trace <= 0.5 {
             break;
@@ -455,29 +491,7 @@ fn pivoted_cholesky(
             },
             (Gram::None, None) => unreachable!("a row cache without a Gram"),
         };
-        let coefs: Vec<f64> = (0..r).map(|m| lt[[m, j]]).collect();
-        let inv = 1.0 / dj.sqrt();
-        let (done, mut rest) = lt.view_mut().split_at(Axis(0), r);
-        let done = done.view();
-        let mut col = rest.row_mut(0);
-        let col = col.as_slice_mut().expect("contiguous");
-        col.par_chunks_mut(2048).enumerate().for_each(|(c, out)| {
-            let c0 = c * 2048;
-            out.copy_from_slice(&row[c0..c0 + out.len()]);
-            for (m, &cm) in coefs.iter().enumerate() {
-                let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + out.len()];
-                for (o, &l) in out.iter_mut().zip(lm) {
-                    *o -= cm * l;
-                }
-            }
-            for o in out.iter_mut() {
-                *o *= inv;
-            }
-        });
-        for (dv, &l) in d.iter_mut().zip(col.iter()) {
-            *dv = (*dv - l * l).max(0.0);
-        }
-        d[j] = 0.0;
+        cholesky_column(&mut lt, r, &row, j, dj, &mut d);
         r += 1;
         if !ticker.tick(|| progress(0, f64::NAN, n)) {
             return None;

@@ -107,6 +107,7 @@ use crate::cancel::Cancel;
 use crate::error::{DpError, DpResult};
 use crate::fp::{gamma_k, KERNEL_SUM_REL_ERROR};
 use crate::kernel_learning::erm::{Progress, StopReason};
+use crate::kernel_learning::klr_newton;
 use crate::kernels::evaluation::{self, Kernel};
 
 /// Rows of kernel values computed at once per worker when the Gram matrix does not fit.
@@ -527,43 +528,17 @@ impl Nystrom {
         let mut lt = Array2::<f64>::zeros((r_max, n));
         let mut piv = Vec::with_capacity(r_max);
         while piv.len() < r_max {
-            let (j, dj) = d
-                .iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |(bj, bv), (i, &v)| if v > bv { (i, v) } else { (bj, bv) });
-            let trace: f64 = d.iter().sum();
+            let (j, dj, trace) = klr_newton::next_pivot(&d);
             if dj <= 1e-12 * dmax0 || scale * trace <= 0.5 {
                 break;
             }
             let r = piv.len();
             let row = gram.row(j)?;
-            let coefs: Vec<f64> = (0..r).map(|m| lt[[m, j]]).collect();
-            let inv = 1.0 / dj.sqrt();
-            let (done, mut rest) = lt.view_mut().split_at(Axis(0), r);
-            let done = done.view();
-            let mut col = rest.row_mut(0);
-            let col = col.as_slice_mut().expect("contiguous");
-            col.par_chunks_mut(2048).enumerate().for_each(|(c, out)| {
-                let c0 = c * 2048;
-                out.copy_from_slice(&row[c0..c0 + out.len()]);
-                for (m, &cm) in coefs.iter().enumerate() {
-                    let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + out.len()];
-                    for (o, &l) in out.iter_mut().zip(lm) {
-                        *o -= cm * l;
-                    }
-                }
-                for o in out.iter_mut() {
-                    *o *= inv;
-                }
-            });
-            // exact zeros at the earlier pivots (the residual there vanishes)
+            klr_newton::cholesky_column(&mut lt, r, &row, j, dj, &mut d);
+            // exact zeros at the earlier pivots (the residual there vanishes; d there is already 0)
             for &p in &piv {
-                col[p] = 0.0;
+                lt[[r, p]] = 0.0;
             }
-            for (dv, &l) in d.iter_mut().zip(col.iter()) {
-                *dv = (*dv - l * l).max(0.0);
-            }
-            d[j] = 0.0;
             piv.push(j);
         }
         let r = piv.len();
