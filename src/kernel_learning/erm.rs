@@ -395,8 +395,7 @@ pub(crate) fn certify_known(
                 && f.len() == n
                 && ka.iter().zip(a.iter()).all(|(u, v)| u.to_bits() == v.to_bits()) =>
         {
-            let mu = Array1::from_iter(y.iter().zip(a.iter()).map(|(&yi, &ai)| yi * (c * ai)));
-            (mu, f)
+            (representer(y, a, lam), f)
         }
         _ => decision_from_dual(x, y, a, c, kernel, cancel)?,
     };
@@ -656,14 +655,8 @@ pub fn fit_weighted_with_hook(
     opts: &ErmOptions,
     hook: &mut dyn FnMut(&Progress) -> bool,
 ) -> DpResult<Option<ErmSolution>> {
-    check_problem(&x, &y, opts.lam)?;
-    check_options(opts)?;
-    kernel.validate()?;
-    let sw = weights_or_ones(s, x.nrows())?;
-    let xs = x.as_standard_layout();
+    let (xs, sw, yv, diag) = prepare(&x, y, s, kernel, std::slice::from_ref(opts))?;
     let xv = xs.view();
-    let yv: Vec<f64> = y.to_vec();
-    let diag = evaluation::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
     let mut full_gram = false;
     let mut known = None;
@@ -704,7 +697,42 @@ pub fn fit_weighted_with_hook(
         Cancel::never(),
         known,
     )?;
-    let mut history = history;
+    Ok(Some(solution(a, cert, n_iter, history, opts, full_gram)))
+}
+
+/// The validated inputs every fit works on: `x` in standard layout, the weights (ones when `s` is
+/// `None`), `y` and the kernel diagonal. Checks the problem and every `opts` (one per `λ`), then
+/// the kernel and the weights, in that order.
+#[allow(clippy::type_complexity)]
+fn prepare<'v>(
+    x: &'v ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    opts: &[ErmOptions],
+) -> DpResult<(ndarray::CowArray<'v, f64, ndarray::Ix2>, Vec<f64>, Vec<f64>, Vec<f64>)> {
+    for o in opts {
+        check_problem(x, &y, o.lam)?;
+        check_options(o)?;
+    }
+    kernel.validate()?;
+    let sw = weights_or_ones(s, x.nrows())?;
+    let xs = x.as_standard_layout();
+    let diag = evaluation::kernel_diag(xs.view(), kernel).to_vec();
+    Ok((xs, sw, y.to_vec(), diag))
+}
+
+/// The solution of a solve that ended after `n_iter` iterations with certificate `cert`: the
+/// certificate's gap closes the history, and the stop reason is `Converged` (gap ≤ tol), else
+/// `MaxIter` (budget spent), else `Precision`.
+fn solution(
+    a: Array1<f64>,
+    cert: Certificate,
+    n_iter: u64,
+    mut history: Vec<(u64, f64)>,
+    opts: &ErmOptions,
+    full_gram: bool,
+) -> ErmSolution {
     history.push((n_iter, cert.gap));
     let converged = cert.gap <= opts.tol;
     let stop_reason = if converged {
@@ -714,15 +742,7 @@ pub fn fit_weighted_with_hook(
     } else {
         StopReason::Precision
     };
-    Ok(Some(ErmSolution {
-        stop_reason,
-        converged,
-        a,
-        cert,
-        n_iter,
-        history,
-        full_gram,
-    }))
+    ErmSolution { stop_reason, converged, a, cert, n_iter, history, full_gram }
 }
 
 /// The weighted kernel logistic regression for several regularisations `lams[k]` (each to its own
@@ -769,16 +789,8 @@ pub fn fit_path_with_hook(
         .zip(tols)
         .map(|(&lam, &tol)| ErmOptions { lam, tol, max_iter, cache_bytes, shrinking: true })
         .collect();
-    for o in &opts {
-        check_problem(&x, &y, o.lam)?;
-        check_options(o)?;
-    }
-    kernel.validate()?;
-    let sw = weights_or_ones(s, x.nrows())?;
-    let xs = x.as_standard_layout();
+    let (xs, sw, yv, diag) = prepare(&x, y, s, kernel, &opts)?;
     let xv = xs.view();
-    let yv: Vec<f64> = y.to_vec();
-    let diag = evaluation::kernel_diag(xv, kernel).to_vec();
     let mut ticker = Ticker::new(hook);
     let Some(engine) = klr_newton::PathEngine::new(xv, kernel, &yv, &sw, &diag, lams, cache_bytes, &mut ticker)
     else {
@@ -827,16 +839,7 @@ pub fn fit_path_with_hook(
                 kernel, Loss::Logistic, o.lam, Cancel::never(),
             )?;
         }
-        history.push((n_iter, cert.gap));
-        let converged = cert.gap <= o.tol;
-        let stop_reason = if converged {
-            StopReason::Converged
-        } else if n_iter >= o.max_iter {
-            StopReason::MaxIter
-        } else {
-            StopReason::Precision
-        };
-        sols.push(ErmSolution { stop_reason, converged, a, cert, n_iter, history, full_gram: engine.full_gram() });
+        sols.push(solution(a, cert, n_iter, history, o, engine.full_gram()));
     }
     Ok(Some(sols))
 }

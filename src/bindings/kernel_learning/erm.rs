@@ -6,7 +6,7 @@ use pyo3::types::PyDict;
 
 use crate::bindings::interrupt::{run_cancellable, run_interruptible};
 use crate::bindings::kernels::evaluation::kernel_arg;
-use crate::kernel_learning::erm::{self, Certificate, ErmOptions, Loss};
+use crate::kernel_learning::erm::{self, Certificate, ErmOptions, ErmSolution, Loss};
 
 fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) -> PyResult<()> {
     d.set_item("primal", c.primal)?;
@@ -16,6 +16,24 @@ fn cert_into_dict<'py>(py: Python<'py>, d: &Bound<'py, PyDict>, c: Certificate) 
     d.set_item("mu", c.mu.into_pyarray(py))?;
     d.set_item("decision", c.decision.into_pyarray(py))?;
     Ok(())
+}
+
+/// The dict of one solution (`erm_fit`, each entry of `erm_fit_path`; see `_core.pyi`).
+fn solution_into_dict(py: Python<'_>, sol: ErmSolution) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("a", sol.a.into_pyarray(py))?;
+    d.set_item("n_iter", sol.n_iter)?;
+    d.set_item("converged", sol.converged)?;
+    d.set_item("stop_reason", sol.stop_reason.name())?;
+    d.set_item("history", sol.history)?;
+    d.set_item("full_gram", sol.full_gram)?;
+    cert_into_dict(py, &d, sol.cert)?;
+    Ok(d)
+}
+
+/// The `progress(iter, gap, exact, active)` arguments of a solver report.
+pub(crate) fn progress_args(p: &erm::Progress) -> (u64, f64, bool, usize) {
+    (p.iter, p.gap, p.exact, p.active)
 }
 
 /// Fit the kernel ERM; returns a dict (see `_core.pyi`).
@@ -58,18 +76,10 @@ fn erm_fit<'py>(
     let sol = run_interruptible(
         py,
         progress,
-        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        progress_args,
         |hook| erm::fit_weighted_with_hook(xv, yv, sv, &k, loss, &opts, hook),
     )?;
-    let d = PyDict::new(py);
-    d.set_item("a", sol.a.into_pyarray(py))?;
-    d.set_item("n_iter", sol.n_iter)?;
-    d.set_item("converged", sol.converged)?;
-    d.set_item("stop_reason", sol.stop_reason.name())?;
-    d.set_item("history", sol.history)?;
-    d.set_item("full_gram", sol.full_gram)?;
-    cert_into_dict(py, &d, sol.cert)?;
-    Ok(d)
+    solution_into_dict(py, sol)
 }
 
 /// Fit the kernel logistic regression for every `lams[k]` (to `tols[k]`) in one call sharing the
@@ -101,22 +111,10 @@ fn erm_fit_path<'py>(
     let sols = run_interruptible(
         py,
         progress,
-        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        progress_args,
         |hook| erm::fit_path_with_hook(xv, yv, sv, &k, &lams, &tols, max_iter, cache, hook),
     )?;
-    let mut out = Vec::with_capacity(sols.len());
-    for sol in sols {
-        let d = PyDict::new(py);
-        d.set_item("a", sol.a.into_pyarray(py))?;
-        d.set_item("n_iter", sol.n_iter)?;
-        d.set_item("converged", sol.converged)?;
-        d.set_item("stop_reason", sol.stop_reason.name())?;
-        d.set_item("history", sol.history)?;
-        d.set_item("full_gram", sol.full_gram)?;
-        cert_into_dict(py, &d, sol.cert)?;
-        out.push(d);
-    }
-    Ok(out)
+    sols.into_iter().map(|sol| solution_into_dict(py, sol)).collect()
 }
 
 /// Certificate of a dual point `a ∈ [0, s]` (`s` = `sample_weight`, ones by default; independent

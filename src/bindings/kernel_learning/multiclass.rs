@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 
 use crate::bindings::interrupt::{run_cancellable, run_interruptible};
 use crate::bindings::kernels::evaluation::kernel_arg;
-use crate::kernel_learning::erm;
+use crate::bindings::kernel_learning::erm::progress_args;
 use crate::kernel_learning::multiclass::{self, MulticlassCertificate, MulticlassOptions};
 
 fn class_indices(y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
@@ -69,7 +69,7 @@ fn multiclass_fit<'py>(
     let sol = run_interruptible(
         py,
         progress,
-        |p: &erm::Progress| (p.iter, p.gap, p.exact, p.active),
+        progress_args,
         |hook| multiclass::fit_with_hook(xv, &yv, n_classes, sv, &k, &opts, hook),
     )?;
     let d = PyDict::new(py);
