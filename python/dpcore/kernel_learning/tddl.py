@@ -625,11 +625,12 @@ class TDDL(ReleasingEstimator):
         # kernel engine refuses an empty X, so that case is handled here — no data-dependent exception.
         # (the clean predictions of several models of one path may come from one batched pass: BatchPredictions)
         batch = getattr(self, "_batch_predictions", None)
-        v = batch.predictions(self.model, prep["Z"], k) if batch is not None and prep["X_sv"].shape[0] else None
         if not prep["X_sv"].shape[0]:
             v = np.zeros(prep["Z"].shape[0])
-        elif v is None:
-            v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], *kernel_args(k))
+        else:
+            v = batch.predictions(self.model, prep["Z"], k) if batch is not None else None
+            if v is None:
+                v = _core.kernel_predict(prep["Z"], prep["X_sv"], prep["mu_sv"], *kernel_args(k))
         if cal.noise == "gp":
             # stage 1: v + σ L̂ ξ (exact ξ on a 2^-40 grid); stage 2: exact grid release covering the
             # float residual (dpcore.kernel_learning.gp). Each row of ``y`` is one release.
