@@ -792,7 +792,7 @@ pub fn fit_path_with_hook(
     let (xs, sw, yv, diag) = prepare(&x, y, s, kernel, &opts)?;
     let xv = xs.view();
     let mut ticker = Ticker::new(hook);
-    let Some(engine) = klr_newton::PathEngine::new(xv, kernel, &yv, &sw, &diag, lams, cache_bytes, &mut ticker)
+    let Some(mut engine) = klr_newton::PathEngine::new(xv, kernel, &yv, &sw, &diag, lams, cache_bytes, &mut ticker)
     else {
         return Ok(None);
     };

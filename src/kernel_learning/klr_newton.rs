@@ -27,7 +27,8 @@
 //! preconditioned by
 //! `I + U Uᵀ` with `U = C^{½} W^{½} diag(y) L` (Woodbury, an `r × r` Cholesky per Newton step) for
 //! a pivoted (incomplete) Cholesky factor `K ≈ L Lᵀ` with `r ≤ 400` greedy pivots (Harbrecht,
-//! Peters & Schneider 2012), `r` kernel rows and `O(n r²)` work, computed once.
+//! Peters & Schneider 2012), `r` kernel rows and `O(n r²)` work, computed once (and resumed for
+//! more pivots when Newton is slow: "Growing the factor").
 //!
 //! # Warm start
 //!
@@ -39,6 +40,24 @@
 //! `Q̃ a₀`, the exact gap of `a₀` (checked like every other candidate) and the exact state `(u, v) =
 //! (Q̃ a₀, a₀)`. Measured (Adult, n = 20,000, C = 0.01, class weights 1:10): the gap of the first
 //! candidate is 5e-3 instead of ~10, and the solve takes 12 products instead of 39.
+//!
+//! # Growing the factor
+//!
+//! The factor starts with at most [`MAX_PIVOTS`] pivots. Where the kernel's spectrum decays
+//! slowly and `C` is large (poly-3 on 784 dense columns at `C = 1`; Adult rbf at `C = 10`), the
+//! Nyström model misses much of `Q̃`: the warm start's state `(Q̃ a₀, a₀)` is then far from the
+//! optimum in the directions it misses and Newton spends tens of damped steps there (each with a
+//! check and a few CG steps; the CG solves themselves stay accurate). So a solve whose last check
+//! still has a gap above [`GROW_GAP`] after [`NEWTON_STEPS_GROW`] Newton steps asks for twice the
+//! pivots (at most `n/10` within `[MAX_PIVOTS, MAX_GROWN_PIVOTS]` and the cache budget, and only
+//! while its own pivoted Cholesky run would go on: [`Pivots::can_grow`]); the run is **resumed**
+//! ([`Pivots::extend`]: bit for bit the rows a longer run computes), the Nyström model is solved
+//! again from the shorter one's optimum, and the solve starts again from its (checked) warm
+//! start. Measured (1 thread): highdim poly C = 1, n = 10,000: 224 → 61 products; Adult rbf
+//! C = 10, n = 6,000: 652 → 177 products; the fits that converge within 8 Newton steps (Adult at
+//! the selection's C, highdim rbf) do not grow. In a path the shared run is resumed for the
+//! longest request and each `λ` takes its own prefix, so the path stays bit for bit its single
+//! fits.
 //!
 //! The CG forcing term uses the smaller of the candidate's gap and the iterate's own primal–dual
 //! gap `Ψ(v)/n − D(best dual point)/n` (`u = Q̃ v` exact): after a good start the candidate `s σ(−u)`
@@ -81,7 +100,7 @@
 //!
 //! An *iteration* of this solver (`n_iter`, `max_iter`) is one product with the kernel matrix
 //! (`n²` kernel evaluations): each exact check and each conjugate-gradient step. The pivoted
-//! Cholesky factor (`r ≤ 400` kernel rows) and the warm start are not counted; `f32` products
+//! Cholesky factor (`r` kernel rows) and the warm start are not counted; `f32` products
 //! are. With `max_iter` reached the last checked dual point is returned (the last exactly checked
 //! one without an `f32` Gram; with it, possibly an estimated one): its certificate is computed
 //! afterwards as always.
@@ -123,8 +142,16 @@ use crate::kernel_learning::kernel_cache::{RowCache, RowRef};
 use crate::kernels::evaluation::{self, Kernel};
 use crate::numerics::simd_dispatch;
 
-/// Largest number of pivots of the preconditioner's incomplete Cholesky factor.
+/// Largest number of pivots of the preconditioner's incomplete Cholesky factor (to begin with:
+/// a solve still far after [`NEWTON_STEPS_GROW`] Newton steps grows it up to [`MAX_GROWN_PIVOTS`]).
 pub(crate) const MAX_PIVOTS: usize = 400;
+/// Largest number of pivots a warm start may grow the factor to (`n / 10` at most).
+const MAX_GROWN_PIVOTS: usize = 1600;
+/// Newton steps after a warm start before the factor may grow (module docs, "Growing the factor").
+const NEWTON_STEPS_GROW: usize = 8;
+/// The (`1/n`-scaled) gap of the last check above which a solve still that far after
+/// [`NEWTON_STEPS_GROW`] Newton steps grows the factor and starts again from its warm start.
+const GROW_GAP: f64 = 0.1;
 /// Query rows per batch of a fused product (the hook is polled between batches).
 const BATCH_ROWS: usize = 1024;
 /// Rows per parallel task of a dense Gram product.
@@ -452,83 +479,110 @@ pub(crate) fn cholesky_column(lt: &mut Array2<f64>, r: usize, row: &[f64], j: us
     d[j] = 0.0;
 }
 
-/// Pivoted (incomplete) Cholesky `K ≈ L Lᵀ`: rows of the returned `r × n` array are the columns
-/// of `L`. Greedy pivots on the largest residual diagonal; stops after `r_max` pivots, when
-/// `scale · Σ residual diagonal ≤ 0.5` (the preconditioned system's residual part is then small),
-/// or when the largest residual diagonal is below `1e-12 · max_i K_ii`. `None` when cancelled.
+/// Pivoted (incomplete) Cholesky `K ≈ L Lᵀ`: rows of the returned factor are the columns of `L`.
+/// Greedy pivots on the largest residual diagonal; stops after `r_max` pivots, when `scale · Σ
+/// residual diagonal ≤ 0.5` (the preconditioned system's residual part is then small), or when
+/// the largest residual diagonal is below `1e-12 · max_i K_ii`. The run can be resumed for more
+/// pivots ([`Pivots::extend`]). `None` when cancelled.
 fn pivoted_cholesky(
-    x: ArrayView2<'_, f64>,
-    kernel: &Kernel,
     ops: &Ops<'_>,
     diag: &[f64],
     r_max: usize,
     scale: f64,
     ticker: &mut Ticker<'_>,
 ) -> Option<Pivots> {
-    let n = diag.len();
-    let mut d: Vec<f64> = diag.iter().map(|v| v.max(0.0)).collect();
+    let d: Vec<f64> = diag.iter().map(|v| v.max(0.0)).collect();
     let dmax0 = d.iter().cloned().fold(0.0, f64::max);
-    let mut lt = Array2::<f64>::zeros((r_max.min(n), n));
-    let mut rows = if ops.has_gram() {
-        None
-    } else {
-        Some(RowCache::new(x, kernel, 0, true))
-    };
-    let mut r = 0;
-    let mut states = Vec::new();
-    while r < lt.nrows() {
-        let (j, dj, trace) = next_pivot(&d);
-        states.push((dj, trace));
-        if dj <= 1e-12 * dmax0 || scale * trace <= 0.5 {
-            break;
-        }
-        let row: Vec<f64> = match (&ops.gram, rows.as_mut()) {
-            (Gram::F64(g), _) => g[j * n..(j + 1) * n].to_vec(),
-            (Gram::F32(g), _) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
-            (Gram::None, Some(rc)) => match rc.row(j) {
-                RowRef::F64(row) => row.to_vec(),
-                RowRef::F32(row) => row.iter().map(|&v| v as f64).collect(),
-            },
-            (Gram::None, None) => unreachable!("a row cache without a Gram"),
-        };
-        cholesky_column(&mut lt, r, &row, j, dj, &mut d);
-        r += 1;
-        if !ticker.tick(|| progress(0, f64::NAN, n)) {
-            return None;
-        }
-    }
-    Some(Pivots { lt: lt.slice(s![..r, ..]).to_owned(), states, dmax0 })
+    let mut piv = Pivots { lt: Array2::<f64>::zeros((0, d.len())), states: Vec::new(), dmax0, d, scale };
+    piv.extend(ops, r_max, ticker)?;
+    Some(piv)
 }
 
 /// A pivoted Cholesky factor with the residual state `(largest residual diagonal, trace)` seen
 /// before each pivot: the factor the same greedy run would have stopped at for a smaller `scale`
-/// is a row prefix of it (the pivot order does not depend on `scale`, only the stopping test).
+/// is a row prefix of it (the pivot order does not depend on `scale`, only the stopping test), and
+/// so is the factor of the same run stopped after fewer pivots: a run resumed for more pivots
+/// ([`extend`](Self::extend)) computes bit for bit the rows a longer run would have.
 pub(crate) struct Pivots {
     lt: Array2<f64>,
     states: Vec<(f64, f64)>,
     dmax0: f64,
+    /// The residual diagonal after the pivots made.
+    d: Vec<f64>,
+    /// The `scale` of the run's stopping test.
+    scale: f64,
 }
 
 impl Pivots {
+    fn stops(&self, state: (f64, f64), scale: f64) -> bool {
+        state.0 <= 1e-12 * self.dmax0 || scale * state.1 <= 0.5
+    }
+
+    /// Resumes the greedy run up to `r_max` pivots in all (or its stopping test). `None` when
+    /// cancelled (the factor is then left as it was).
+    fn extend(&mut self, ops: &Ops<'_>, r_max: usize, ticker: &mut Ticker<'_>) -> Option<()> {
+        let n = self.d.len();
+        let r0 = self.lt.nrows();
+        let target = r_max.min(n);
+        if target <= r0 || self.states.len() > r0 {
+            return Some(()); // enough pivots, or the run has stopped on its test
+        }
+        let mut lt = Array2::<f64>::zeros((target, n));
+        lt.slice_mut(s![..r0, ..]).assign(&self.lt);
+        let mut d = self.d.clone();
+        let mut states = self.states.clone();
+        let mut rows = if ops.has_gram() {
+            None
+        } else {
+            Some(RowCache::new(ops.x, &ops.kernel, 0, true))
+        };
+        let mut r = r0;
+        while r < target {
+            let (j, dj, trace) = next_pivot(&d);
+            states.push((dj, trace));
+            if self.stops((dj, trace), self.scale) {
+                break;
+            }
+            let row: Vec<f64> = match (&ops.gram, rows.as_mut()) {
+                (Gram::F64(g), _) => g[j * n..(j + 1) * n].to_vec(),
+                (Gram::F32(g), _) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
+                (Gram::None, Some(rc)) => match rc.row(j) {
+                    RowRef::F64(row) => row.to_vec(),
+                    RowRef::F32(row) => row.iter().map(|&v| v as f64).collect(),
+                },
+                (Gram::None, None) => unreachable!("a row cache without a Gram"),
+            };
+            cholesky_column(&mut lt, r, &row, j, dj, &mut d);
+            r += 1;
+            if !ticker.tick(|| progress(0, f64::NAN, n)) {
+                return None;
+            }
+        }
+        self.lt = if r == target { lt } else { lt.slice(s![..r, ..]).to_owned() };
+        self.d = d;
+        self.states = states;
+        Some(())
+    }
+
     /// Number of pivots [`pivoted_cholesky`] would keep for `scale` (`≤` the one it was run with).
     fn cut(&self, scale: f64) -> usize {
         self.states
             .iter()
-            .position(|&(dj, trace)| dj <= 1e-12 * self.dmax0 || scale * trace <= 0.5)
+            .position(|&st| self.stops(st, scale))
             .unwrap_or(self.states.len())
             .min(self.lt.nrows())
+    }
+
+    /// Whether the run with `scale` stopped after `r` pivots would have gone on (its stopping test
+    /// did not stop it there): bit for bit the same answer for a longer shared run.
+    fn can_grow(&self, scale: f64, r: usize) -> bool {
+        self.states.iter().position(|&st| self.stops(st, scale)).map_or(true, |p| p > r)
     }
 
     /// The factor for `scale`: bit-for-bit what [`pivoted_cholesky`] returns when run with it.
     #[cfg(test)]
     fn factor(&self, scale: f64) -> Array2<f64> {
-        self.factor_view(scale).to_owned()
-    }
-
-    /// The factor for `scale` (bit for bit what [`pivoted_cholesky`] returns when run with it) as
-    /// a view of the shared factor (rows are contiguous).
-    fn factor_view(&self, scale: f64) -> ArrayView2<'_, f64> {
-        self.lt.slice(s![..self.cut(scale), ..])
+        self.lt.slice(s![..self.cut(scale), ..]).to_owned()
     }
 }
 
@@ -577,19 +631,18 @@ fn lower_gram(a: ArrayView2<'_, f64>) -> Array2<f64> {
 /// `Uᵀ = Lᵀ diag(t)` is not stored: its entries `lt[m][i] · t[i]` are recomputed (the same rounded
 /// products) where [`apply`](Self::apply) reads them, so a preconditioner holds `O(n + r²)` memory
 /// beside the shared factor (a path in lock-step holds one per `λ`).
-struct Precond<'l> {
-    /// `Lᵀ` (`r × n`, rows contiguous).
-    lt: ArrayView2<'l, f64>,
+struct Precond {
     t: Vec<f64>,
     /// Lower Cholesky factor of `I + Uᵀ U` (row-major `r × r`).
     chol: Vec<f64>,
     r: usize,
 }
 
-impl<'l> Precond<'l> {
-    /// `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed (one buffer for all the
-    /// preconditioners of a solve or a path: no fresh pages per Newton step).
-    fn new(lt: ArrayView2<'l, f64>, t: &[f64], scratch: &mut Vec<f64>) -> Self {
+impl Precond {
+    /// For the factor `lt` (`Lᵀ`, `r × n`, rows contiguous; [`apply`](Self::apply) takes the same
+    /// one). `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed (one buffer for all
+    /// the preconditioners of a solve or a path: no fresh pages per Newton step).
+    fn new(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut Vec<f64>) -> Self {
         let (r, n) = lt.dim();
         if scratch.len() < r * n {
             scratch.resize(r * n, 0.0);
@@ -623,7 +676,7 @@ impl<'l> Precond<'l> {
                 }
             }
         }
-        Precond { lt, t: t.to_vec(), chol, r }
+        Precond { t: t.to_vec(), chol, r }
     }
 
     /// `w ← (I + UᵀU)⁻¹ w` (`r`-vector) by the stored Cholesky factor.
@@ -645,8 +698,9 @@ impl<'l> Precond<'l> {
         }
     }
 
-    /// `out = (I + U Uᵀ)⁻¹ v`.
-    fn apply(&self, v: &[f64]) -> Vec<f64> {
+    /// `out = (I + U Uᵀ)⁻¹ v` (`lt`: the factor the preconditioner was built from, or a longer run
+    /// of it: its first `r` rows are read).
+    fn apply(&self, lt: ArrayView2<'_, f64>, v: &[f64]) -> Vec<f64> {
         let r = self.r;
         if r == 0 {
             return v.to_vec();
@@ -654,11 +708,10 @@ impl<'l> Precond<'l> {
         let t = &self.t[..];
         let mut w: Vec<f64> = (0..r)
             .into_par_iter()
-            .map(|m| dot8_scaled(self.lt.row(m).to_slice().expect("contiguous"), t, v))
+            .map(|m| dot8_scaled(lt.row(m).to_slice().expect("contiguous"), t, v))
             .collect();
         self.solve_small(&mut w);
         let mut out = v.to_vec();
-        let lt = self.lt;
         out.par_chunks_mut(2048).enumerate().for_each(|(c, o)| {
             let c0 = c * 2048;
             let tc = &t[c0..c0 + o.len()];
@@ -724,26 +777,32 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 /// `K ≈ L Lᵀ`, an `r`-dimensional weighted logistic regression `min_w Σ_i s_i log(1 + e^{−(Φw)_i})
 /// + ½‖w‖²` with features `Φ = C^{½} diag(y) L`, solved by damped Newton (Hessian `I + ΦᵀWΦ`:
 /// the preconditioner's `r × r` system, `O(n r²)` per step) until its Newton decrement is below
-/// `n · tol`. No kernel product. `None` when cancelled.
+/// `n · tol`, from the coefficients `w0` (a shorter factor's optimum, padded with zeros: a resumed
+/// run's factor starts with the same columns, so the model is the same). No kernel product. Returns
+/// `(u₀, w*)`; `None` when cancelled.
+#[allow(clippy::too_many_arguments)]
 fn nystrom_start(
     lt: ArrayView2<'_, f64>,
     y: &[f64],
     sw: &[f64],
     c: f64,
     tol: f64,
+    w0: &[f64],
     ticker: &mut Ticker<'_>,
     scratch: &mut Vec<f64>,
-) -> Option<Vec<f64>> {
+) -> Option<(Vec<f64>, Vec<f64>)> {
     let (r, n) = lt.dim();
     let sc = c.sqrt();
     let mut w = vec![0.0f64; r];
-    let mut f = vec![0.0f64; n];
+    let k0 = w0.len().min(r);
+    w[..k0].copy_from_slice(&w0[..k0]);
+    let mut f = if k0 > 0 { nystrom_latent(lt, y, sc, &w) } else { vec![0.0f64; n] };
     let obj = |f: &[f64], w: &[f64]| -> f64 {
         let loss: f64 = f.iter().zip(sw).map(|(&fi, &si)| si * softplus(-fi)).sum();
         loss + 0.5 * dotv(w, w)
     };
     if r == 0 {
-        return Some(f);
+        return Some((f, w));
     }
     let mut cur = obj(&f, &w);
     for _ in 0..MAX_NYSTROM_STEPS {
@@ -793,7 +852,7 @@ fn nystrom_start(
             break;
         }
     }
-    Some(f)
+    Some((f, w))
 }
 
 /// The kernel logistic regression by Newton–CG (module docs). `y ∈ {−1, +1}ⁿ`, weights `sw > 0`,
@@ -818,12 +877,13 @@ pub(crate) fn solve(
     };
     *full_gram = ops.has_gram();
     let r_max = pivot_budget(n, opts.cache_bytes);
-    let Some(piv) = pivoted_cholesky(x, kernel, &ops, diag, r_max, c * s_max / 4.0, ticker) else {
+    let scale = c * s_max / 4.0;
+    let Some(mut piv) = pivoted_cholesky(&ops, diag, r_max, scale, ticker) else {
         return cold_start(sw, 0, Vec::new());
     };
     let mut scratch = Vec::new();
-    let mut states = vec![LamSolve::new(&ops, piv.lt.view(), y, sw, diag, opts, false, ticker, &mut scratch)];
-    run_lock_step(&ops, &mut states, ticker, &mut scratch);
+    let mut states = vec![LamSolve::new(&ops, &piv, y, sw, diag, opts, false, ticker, &mut scratch)];
+    run_lock_step(&ops, &mut piv, &mut states, ticker, &mut scratch);
     states.pop().expect("one state").finish().0
 }
 
@@ -853,7 +913,7 @@ impl<'x> PathEngine<'x> {
         let c_max = lams.iter().map(|&l| 1.0 / (l * n as f64)).fold(0.0, f64::max);
         let ops = Ops::new(x, kernel, y, cache_bytes, ticker)?;
         let r_max = pivot_budget(n, cache_bytes);
-        let piv = pivoted_cholesky(x, kernel, &ops, diag, r_max, c_max * s_max / 4.0, ticker)?;
+        let piv = pivoted_cholesky(&ops, diag, r_max, c_max * s_max / 4.0, ticker)?;
         Some(PathEngine { ops, piv })
     }
 
@@ -866,7 +926,7 @@ impl<'x> PathEngine<'x> {
     /// serves every `λ` still iterating. `defer`: see [`LamSolve`]. Returns, per `λ`, the solver
     /// output and whether it stopped on an unchecked `f32` estimate; `None` when cancelled.
     pub(crate) fn solve_all(
-        &self,
+        &mut self,
         y: &[f64],
         sw: &[f64],
         diag: &[f64],
@@ -874,28 +934,35 @@ impl<'x> PathEngine<'x> {
         ticker: &mut Ticker<'_>,
         defer: bool,
     ) -> Option<Vec<(SolverOut, bool)>> {
-        let n = y.len();
-        let s_max = sw.iter().cloned().fold(0.0, f64::max);
         let mut states = Vec::with_capacity(opts.len());
         let mut scratch = Vec::new(); // one r × n buffer for every preconditioner of the path
         for o in opts {
-            let c = 1.0 / (o.lam * n as f64);
-            let lt = self.piv.factor_view(c * s_max / 4.0);
-            states.push(LamSolve::new(&self.ops, lt, y, sw, diag, o, defer, ticker, &mut scratch));
+            states.push(LamSolve::new(&self.ops, &self.piv, y, sw, diag, o, defer, ticker, &mut scratch));
             if ticker.stopped {
                 return None;
             }
         }
-        if !run_lock_step(&self.ops, &mut states, ticker, &mut scratch) {
+        if !run_lock_step(&self.ops, &mut self.piv, &mut states, ticker, &mut scratch) {
             return None;
         }
         Some(states.into_iter().map(LamSolve::finish).collect())
     }
 }
 
-/// Largest number of pivots of the preconditioner for `n` rows and the cache budget.
+/// Largest number of pivots of the preconditioner for `n` rows and the cache budget (the factor
+/// and the preconditioner's scratch: `16 n` bytes per pivot).
 fn pivot_budget(n: usize, cache_bytes: usize) -> usize {
-    MAX_PIVOTS.min(n).min((cache_bytes / (16 * n.max(1))).max(32))
+    MAX_PIVOTS.min(n).min(pivot_memory_cap(n, cache_bytes))
+}
+
+/// Largest number of pivots a warm start may grow to ([`LamSolve`], "Growing the factor"):
+/// `n / 10` within `[MAX_PIVOTS, MAX_GROWN_PIVOTS]`, within the cache budget.
+fn grown_pivot_budget(n: usize, cache_bytes: usize) -> usize {
+    (n / 10).clamp(MAX_PIVOTS, MAX_GROWN_PIVOTS).min(n).min(pivot_memory_cap(n, cache_bytes))
+}
+
+fn pivot_memory_cap(n: usize, cache_bytes: usize) -> usize {
+    (cache_bytes / (16 * n.max(1))).max(32)
 }
 
 /// The dual candidate of `u = 0` (`a = s/2`): what a solve cancelled before its first check returns.
@@ -915,6 +982,7 @@ fn cold_start(sw: &[f64], iter: u64, history: Vec<(u64, f64)>) -> SolverOut {
 /// (the states are then left where they stopped).
 fn run_lock_step(
     ops: &Ops<'_>,
+    piv: &mut Pivots,
     states: &mut [LamSolve<'_>],
     ticker: &mut Ticker<'_>,
     scratch: &mut Vec<f64>,
@@ -924,6 +992,21 @@ fn run_lock_step(
     loop {
         if ticker.stopped {
             return false;
+        }
+        // the solves whose warm start asks for a longer factor: one resumed run serves all of them
+        let grow = states.iter().filter_map(|s| s.wants_pivots()).max();
+        if let Some(r) = grow {
+            if piv.extend(ops, r, ticker).is_none() {
+                return false;
+            }
+            for s in states.iter_mut() {
+                if s.wants_pivots().is_some() {
+                    s.regrow(piv, ticker, scratch);
+                }
+            }
+            if ticker.stopped {
+                return false;
+            }
         }
         // (solve index, wants the exact product) of every unfinished solve
         let wants: Vec<(usize, bool)> = states
@@ -947,7 +1030,7 @@ fn run_lock_step(
                 return false;
             };
             for (k, prod) in group.into_iter().zip(prods) {
-                states[k].consume(prod, ticker, scratch);
+                states[k].consume(prod, piv, ticker, scratch);
             }
         }
     }
@@ -955,14 +1038,14 @@ fn run_lock_step(
 
 /// The conjugate-gradient part of one Newton step (module docs, "Dual point and certificate"):
 /// `B z = W^{½} Q̃ g` for the step `δv = g − W^{½} z`, `δu = Q̃ g − Q̃ W^{½} z`.
-struct Cg<'l> {
+struct Cg {
     /// `W^{½}`.
     sq: Vec<f64>,
     /// `g = a − v`.
     gvec: Vec<f64>,
     /// `Q̃ g = Q̃ a − u`.
     kg: Vec<f64>,
-    pre: Precond<'l>,
+    pre: Precond,
     eta: f64,
     rhs_norm: f64,
     z: Vec<f64>,
@@ -977,7 +1060,7 @@ struct Cg<'l> {
 }
 
 /// Where a [`LamSolve`] is: each phase but `Done` waits for one kernel product.
-enum Phase<'l> {
+enum Phase {
     /// The exact check of the warm start's dual candidate `a₀` (`b₀ = s − a₀`).
     Warm { a: Vec<f64>, b: Vec<f64> },
     /// The (with an `f32` Gram: estimated) check of the dual candidate `a = s σ(−u)`.
@@ -985,7 +1068,10 @@ enum Phase<'l> {
     /// The exact check of a candidate whose `f32` estimate met the stopping `target`.
     Confirm { a: Vec<f64>, b: Vec<f64>, target: f64 },
     /// A conjugate-gradient step.
-    Cg(Box<Cg<'l>>),
+    Cg(Box<Cg>),
+    /// Newton is still far after [`NEWTON_STEPS_GROW`] steps: the warm start is solved again on a factor
+    /// grown to `r` pivots (the driver resumes the shared run, [`LamSolve::regrow`]).
+    Grow { r: usize },
     Done,
 }
 
@@ -1000,7 +1086,16 @@ enum Phase<'l> {
 /// (several candidates in one fused pass, [`fit_path_with_hook`](crate::kernel_learning::erm::fit_path_with_hook))
 /// and re-solves with `defer = false` if the certificate misses `tol`.
 struct LamSolve<'a> {
-    lt: ArrayView2<'a, f64>,
+    /// Pivots of the factor in use (a row prefix of the shared one).
+    r: usize,
+    /// Largest number of pivots the warm start may grow to ([`grown_pivot_budget`]).
+    r_cap: usize,
+    /// The stopping scale `C · max s / 4` of this `λ`'s own pivoted Cholesky run.
+    scale: f64,
+    /// The coefficients of the last Nyström optimum (warm start of the next one).
+    w: Vec<f64>,
+    /// Newton steps since the last warm start.
+    newton_steps: usize,
     y: &'a [f64],
     sw: &'a [f64],
     sqrt_diag: Vec<f64>,
@@ -1021,7 +1116,7 @@ struct LamSolve<'a> {
     best_dual: f64,
     /// The gap of the last check (NaN before the first).
     gap: f64,
-    phase: Phase<'a>,
+    phase: Phase,
     /// Stopped on an unchecked `f32` estimate (`defer`).
     deferred: bool,
 }
@@ -1032,7 +1127,7 @@ impl<'a> LamSolve<'a> {
     #[allow(clippy::too_many_arguments)]
     fn new(
         ops: &Ops<'_>,
-        lt: ArrayView2<'a, f64>,
+        piv: &Pivots,
         y: &'a [f64],
         sw: &'a [f64],
         diag: &[f64],
@@ -1046,8 +1141,13 @@ impl<'a> LamSolve<'a> {
         let u = vec![0.0f64; n];
         let v = vec![0.0f64; n];
         let (best_a, best_b) = half(&u, sw);
+        let scale = c * sw.iter().cloned().fold(0.0, f64::max) / 4.0;
         let mut s = LamSolve {
-            lt,
+            r: piv.cut(scale),
+            r_cap: grown_pivot_budget(n, opts.cache_bytes),
+            scale,
+            w: Vec::new(),
+            newton_steps: 0,
             y,
             sw,
             sqrt_diag: diag.iter().map(|v| v.abs().sqrt()).collect(),
@@ -1069,11 +1169,35 @@ impl<'a> LamSolve<'a> {
         };
         // warm start: the dual candidate of the Nyström optimum, checked exactly; its product
         // makes the state (u, v) = (Q̃ a₀, a₀) exact
-        if let Some(f0) = nystrom_start(lt, y, sw, c, opts.tol, ticker, scratch) {
-            let (a, b) = half(&f0, sw);
-            s.phase = Phase::Warm { a, b };
-        }
+        s.regrow(piv, ticker, scratch);
         s
+    }
+
+    /// The Nyström warm start on the first `r` pivots of `piv` (`r` the pivots asked for by
+    /// [`Phase::Grow`], else the current ones), within this `λ`'s own run ([`Pivots::cut`]); next:
+    /// its exact check. Cancelled: `Done`.
+    fn regrow(&mut self, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
+        let r = match self.phase {
+            Phase::Grow { r } => r,
+            _ => self.r,
+        };
+        self.r = r.min(piv.cut(self.scale));
+        self.newton_steps = 0;
+        self.phase = Phase::Done;
+        let lt = piv.lt.slice(s![..self.r, ..]);
+        if let Some((f0, w)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch) {
+            let (a, b) = half(&f0, self.sw);
+            self.w = w;
+            self.phase = Phase::Warm { a, b };
+        }
+    }
+
+    /// The number of pivots this solve waits for ([`Phase::Grow`]).
+    fn wants_pivots(&self) -> Option<usize> {
+        match self.phase {
+            Phase::Grow { r } => Some(r),
+            _ => None,
+        }
     }
 
     /// The vector whose product `y ∘ K (y ∘ ·)` the solve needs next, and whether it must be exact
@@ -1083,7 +1207,7 @@ impl<'a> LamSolve<'a> {
             Phase::Warm { a, .. } | Phase::Check { a, .. } => Some((a, !self.narrow)),
             Phase::Confirm { a, .. } => Some((a, true)),
             Phase::Cg(cg) => Some((&cg.sp, false)),
-            Phase::Done => None,
+            Phase::Grow { .. } | Phase::Done => None,
         }
     }
 
@@ -1124,16 +1248,16 @@ impl<'a> LamSolve<'a> {
 
     /// Takes the product asked for by [`request`](Self::request) and runs the iteration up to the
     /// next product (or the end). The hook is called at every check, as by a single fit.
-    fn consume(&mut self, prod: Vec<f64>, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
+    fn consume(&mut self, prod: Vec<f64>, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
         let c = self.c;
         let n = self.n;
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Done => unreachable!("a finished solve asks for no product"),
+            Phase::Done | Phase::Grow { .. } => unreachable!("a finished or waiting solve asks for no product"),
             Phase::Warm { a: a0, b: b0 } => {
                 self.iter += 1;
                 let ka: Vec<f64> = prod.iter().map(|v| c * v).collect();
                 self.gap = self.gap_of(&a0, &b0, &ka);
-                self.best_dual = self.dual_of(&a0, &b0, &ka);
+                self.best_dual = self.best_dual.max(self.dual_of(&a0, &b0, &ka));
                 if !self.narrow {
                     self.history.push((self.iter, self.gap));
                 }
@@ -1170,13 +1294,13 @@ impl<'a> LamSolve<'a> {
                     return;
                 }
                 let exact = !self.narrow;
-                self.after_check(a, b, ka, exact, target, ticker, scratch);
+                self.after_check(a, b, ka, exact, target, piv, ticker, scratch);
             }
             Phase::Confirm { a, b, target } => {
                 self.iter += 1;
                 let ka: Vec<f64> = prod.iter().map(|v| c * v).collect();
                 self.gap = self.gap_of(&a, &b, &ka);
-                self.after_check(a, b, ka, true, target, ticker, scratch);
+                self.after_check(a, b, ka, true, target, piv, ticker, scratch);
             }
             Phase::Cg(mut cg) => {
                 self.iter += 1;
@@ -1194,7 +1318,7 @@ impl<'a> LamSolve<'a> {
                     cg.kz[i] += alpha * kp[i];
                     cg.res[i] -= alpha * ap[i];
                 }
-                let pz = cg.pre.apply(&cg.res);
+                let pz = cg.pre.apply(piv.lt.view(), &cg.res);
                 let rz_new = dotv(&cg.res, &pz);
                 let beta_cg = rz_new / cg.rz;
                 cg.rz = rz_new;
@@ -1223,6 +1347,7 @@ impl<'a> LamSolve<'a> {
         ka: Vec<f64>,
         exact: bool,
         target: f64,
+        piv: &Pivots,
         ticker: &mut Ticker<'_>,
         scratch: &mut Vec<f64>,
     ) {
@@ -1239,6 +1364,16 @@ impl<'a> LamSolve<'a> {
         if (exact && self.gap <= target) || self.iter >= self.opts.max_iter {
             return;
         }
+        // Newton still far after NEWTON_STEPS_GROW steps: a warm start on a longer factor
+        if self.newton_steps >= NEWTON_STEPS_GROW
+            && self.gap > GROW_GAP
+            && self.r < self.r_cap
+            && piv.can_grow(self.scale, self.r)
+        {
+            self.phase = Phase::Grow { r: (2 * self.r).min(self.r_cap) };
+            return;
+        }
+        self.newton_steps += 1;
         // Newton step (I + W Q̃) δv = a − v (with u = Q̃ v): δv = g − W^{½} z, B z = W^{½} Q̃ g,
         // g = a − v, Q̃ g = Q̃ a − u; the right-hand side vanishes at the optimum, so the CG
         // tolerance is relative to the current error, as inexact Newton needs
@@ -1249,7 +1384,8 @@ impl<'a> LamSolve<'a> {
         let sq: Vec<f64> = wdiag.iter().map(|w| w.sqrt()).collect();
         let rhs: Vec<f64> = sq.iter().zip(&kg).map(|(s, k)| s * k).collect();
         let tvec: Vec<f64> = sq.iter().zip(y).map(|(s, yi)| c.sqrt() * s * yi).collect();
-        let pre = Precond::new(self.lt, &tvec, scratch);
+        let lt = piv.lt.slice(s![..self.r, ..]);
+        let pre = Precond::new(lt, &tvec, scratch);
         // forcing term from the smaller of the candidate's gap and the iterate's primal-dual gap
         // Ψ(v)/n − best dual/n: after a good (warm) start the candidate a = s σ(−u) can be much
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
@@ -1258,7 +1394,7 @@ impl<'a> LamSolve<'a> {
         let eta = (self.gap.min(pd) / std::f64::consts::LN_2).sqrt().clamp(1e-11, 0.5);
         let rhs_norm = dotv(&rhs, &rhs).sqrt();
         let res = rhs;
-        let pz = pre.apply(&res);
+        let pz = pre.apply(lt, &res);
         let rz = dotv(&res, &pz);
         let cg = Cg {
             sq,
@@ -1280,7 +1416,7 @@ impl<'a> LamSolve<'a> {
 
     /// Another conjugate-gradient step (asks for `Q̃ W^{½} p`), or the Newton step when the
     /// residual test, [`MAX_CG`] or `max_iter` (one product kept for the exact check) says stop.
-    fn cg_next(&mut self, mut cg: Box<Cg<'a>>) {
+    fn cg_next(&mut self, mut cg: Box<Cg>) {
         let more = cg.steps < MAX_CG
             && !(cg.rhs_norm == 0.0
                 || (cg.steps >= MIN_CG && dotv(&cg.res, &cg.res).sqrt() <= cg.eta * cg.rhs_norm))
@@ -1296,7 +1432,7 @@ impl<'a> LamSolve<'a> {
     /// The damped Newton step from the conjugate-gradient solution: `t = 1, ½, …` until `Ψ` does
     /// not increase; then the next check, or the end when no decrease is representable (the last
     /// checked point is reported honestly).
-    fn newton_step(&mut self, cg: &Cg<'_>) {
+    fn newton_step(&mut self, cg: &Cg) {
         let sw = self.sw;
         let dv: Vec<f64> = cg.gvec.iter().zip(&cg.sq).zip(&cg.z).map(|((gg, s), zz)| gg - s * zz).collect();
         let du: Vec<f64> = cg.kg.iter().zip(&cg.kz).map(|(k, q)| k - q).collect();
@@ -1551,10 +1687,30 @@ mod tests {
         let mut always = |_: &Progress| true;
         let mut t = Ticker::new(&mut always);
         let ops = Ops::new(xs, &k, &ys, 8 * ops_n * ops_n, &mut t).unwrap();
-        let big = pivoted_cholesky(xs, &k, &ops, &diag, 200, 50.0, &mut t).unwrap();
+        let big = pivoted_cholesky(&ops, &diag, 200, 50.0, &mut t).unwrap();
         for scale in [50.0, 5.0, 0.5, 0.05] {
-            let own = pivoted_cholesky(xs, &k, &ops, &diag, 200, scale, &mut t).unwrap();
+            let own = pivoted_cholesky(&ops, &diag, 200, scale, &mut t).unwrap();
             assert_eq!(big.factor(scale), own.lt, "scale {scale}");
+        }
+        // a run resumed for more pivots (warm-start growth) is the longer run, bit for bit, with
+        // the rows from a Gram or from the row cache
+        for cache in [8 * ops_n * ops_n, 0] {
+            let ops = Ops::new(xs, &k, &ys, cache, &mut t).unwrap();
+            assert_eq!(ops.has_gram(), cache > 0);
+            let long = pivoted_cholesky(&ops, &diag, 200, 1e6, &mut t).unwrap();
+            assert!(long.lt.nrows() > 130, "{}", long.lt.nrows());
+            let mut short = pivoted_cholesky(&ops, &diag, 60, 1e6, &mut t).unwrap();
+            assert_eq!(short.lt.nrows(), 60);
+            assert!(short.can_grow(1e6, 60));
+            short.extend(&ops, 130, &mut t).unwrap();
+            short.extend(&ops, 200, &mut t).unwrap();
+            assert_eq!(short.lt, long.lt);
+            assert_eq!(short.states, long.states);
+            assert_eq!(short.d, long.d);
+            // a run that stopped on its test does not grow
+            let stopped = pivoted_cholesky(&ops, &diag, 200, 0.05, &mut t).unwrap();
+            let r = stopped.lt.nrows();
+            assert!(r < 200 && !stopped.can_grow(0.05, r));
         }
         // validation
         let mut always = |_: &Progress| true;
