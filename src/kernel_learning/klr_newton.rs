@@ -282,7 +282,25 @@ fn gram_products<T: GramEntry>(g: &[T], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>
         .collect()
 }
 
+/// `out[k] = G v_k` for a held row-major `n × n` `f64` Gram matrix `g`: [`gram_products`] (each
+/// entry bit for bit [`dot8`]), what the certificate sums its decision values with when the solver
+/// held the `f64` Gram ([`crate::kernel_learning::erm`], accuracy [`crate::fp::gram_sum_rel_error`]).
+pub(crate) fn gram_matvecs(g: &[f64], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
+    assert_eq!(g.len(), n * n, "gram_matvecs: an n × n Gram");
+    assert!(vs.iter().all(|v| v.len() == n), "gram_matvecs: vectors of length n");
+    gram_products(g, n, vs)
+}
+
 impl<'x> Ops<'x> {
+    /// The `f64` Gram matrix (row-major `n × n`, the kernel evaluated once by the engine's block
+    /// code), if that is what was held; the `f32` one never.
+    fn into_gram64(self) -> Option<Vec<f64>> {
+        match self.gram {
+            Gram::F64(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The Gram matrix when it fits `cache_bytes` (`f64`, else `f32`), built in row blocks with
     /// the hook polled between blocks; `None` when cancelled.
     fn new(
@@ -798,7 +816,9 @@ fn nystrom_start(
 
 /// The kernel logistic regression by Newton–CG (module docs). `y ∈ {−1, +1}ⁿ`, weights `sw > 0`,
 /// `diag = K_ii`. Returns `(a, Some(s − a), iterations, history)`. One `λ` through the same
-/// state machine ([`LamSolve`]) and driver ([`run_lock_step`]) as the path.
+/// state machine ([`LamSolve`]) and driver ([`run_lock_step`]) as the path. `gram64` receives the
+/// `f64` Gram matrix when one was held (for the certificate: a table of `K'_ij`, built before the
+/// first iterate).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve(
     x: ArrayView2<'_, f64>,
@@ -809,6 +829,7 @@ pub(crate) fn solve(
     opts: &ErmOptions,
     ticker: &mut Ticker<'_>,
     full_gram: &mut bool,
+    gram64: &mut Option<Vec<f64>>,
 ) -> SolverOut {
     let n = y.len();
     let c = 1.0 / (opts.lam * n as f64);
@@ -824,7 +845,9 @@ pub(crate) fn solve(
     let mut scratch = Vec::new();
     let mut states = vec![LamSolve::new(&ops, piv.lt.view(), y, sw, diag, opts, false, ticker, &mut scratch)];
     run_lock_step(&ops, &mut states, ticker, &mut scratch);
-    states.pop().expect("one state").finish().0
+    let out = states.pop().expect("one state").finish().0;
+    *gram64 = ops.into_gram64();
+    out
 }
 
 /// What the candidates of a regularisation path share (module docs, "Paths"): the kernel products
@@ -859,6 +882,14 @@ impl<'x> PathEngine<'x> {
 
     pub(crate) fn full_gram(&self) -> bool {
         self.ops.has_gram()
+    }
+
+    /// The `f64` Gram matrix (row-major `n × n`) when that is what the path holds.
+    pub(crate) fn gram64(&self) -> Option<&[f64]> {
+        match &self.ops.gram {
+            Gram::F64(g) => Some(g),
+            _ => None,
+        }
     }
 
     /// The solves of every `λ` of `opts` (each `opts[k].lam`), each exactly as [`solve`] with these
