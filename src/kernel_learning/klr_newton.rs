@@ -66,7 +66,9 @@
 //!
 //! When the Gram matrix fits the cache budget (and the memory the machine can give now,
 //! [`crate::alloc::memory_limit_bytes`]; a refused allocation takes the next path) it is computed
-//! once, in `f64` (`8 n²` bytes) or else `f32` (`4 n²` bytes), and every product is a parallel
+//! once, in `f64` (`8 n²` bytes) or else `f32` (`4 n²` bytes) — its lower triangle by row batches
+//! (the engine's block code), the upper one mirrored (issue 26: about half the kernel work, 2.0 s →
+//! 1.2 s at `n = 6,000`, `d = 784`) — and every product is a parallel
 //! dense matrix–vector product. Exact checks use the `f32` Gram never: with it, each candidate's
 //! gap is first *estimated* from the `f32` product (which also gives the Newton right-hand side),
 //! and only when the estimate is below the stopping target is the candidate checked exactly by
@@ -323,27 +325,45 @@ impl<'x> Ops<'x> {
         let wide = fits(nn * 8) && g64.try_reserve_exact(n * n).is_ok();
         let narrow = !wide && fits(nn * 4) && g32.try_reserve_exact(n * n).is_ok();
         if wide || narrow {
+            // K' is symmetric: each batch of rows computes its columns up to the batch's end only
+            // (the lower triangle and the diagonal blocks, ~½ the kernel work), and the rest is
+            // mirrored (every entry is still the engine's block value, of (i, j) or of (j, i))
+            if wide {
+                g64.resize(n * n, 0.0);
+            } else {
+                g32.resize(n * n, 0.0);
+            }
             let mut r0 = 0;
             while r0 < n {
                 let r1 = (r0 + BATCH_ROWS).min(n);
-                let blk = evaluation::kernel_matrix(x.slice(s![r0..r1, ..]), x, kernel)
+                let mut blk = evaluation::kernel_matrix(x.slice(s![r0..r1, ..]), x.slice(s![..r1, ..]), kernel)
                     .expect("a block of at most BATCH_ROWS × n fits");
-                let mut blk = blk;
                 if let evaluation::KernelKind::Rbf { .. } = kernel.kind {
                     // exact self-similarity, as the Gram matrix and the row cache
                     for i in r0..r1 {
                         blk[[i - r0, i]] = kernel.add_shift(1.0);
                     }
                 }
-                if wide {
-                    g64.extend(blk.iter());
-                } else {
-                    g32.extend(blk.iter().map(|&v| v as f32));
+                for (i, row) in blk.outer_iter().enumerate() {
+                    let at = (r0 + i) * n;
+                    let row = row.to_slice().expect("a standard-layout block");
+                    if wide {
+                        g64[at..at + r1].copy_from_slice(row);
+                    } else {
+                        for (o, &v) in g32[at..at + r1].iter_mut().zip(row) {
+                            *o = v as f32;
+                        }
+                    }
                 }
                 r0 = r1;
                 if !ticker.tick(|| progress(0, f64::NAN, n)) {
                     return None;
                 }
+            }
+            if wide {
+                mirror_lower(&mut g64, n);
+            } else {
+                mirror_lower(&mut g32, n);
             }
         }
         let gram = if wide {
@@ -419,6 +439,21 @@ impl<'x> Ops<'x> {
             }
         }
         Some(out)
+    }
+}
+
+/// `g[i][j] = g[j][i]` for every `j > i` of a row-major `n × n` matrix (the upper triangle from the
+/// lower one), in 64 × 64 tiles (cache-friendly; sequential, so deterministic).
+fn mirror_lower<T: Copy>(g: &mut [T], n: usize) {
+    const TILE: usize = 64;
+    for i0 in (0..n).step_by(TILE) {
+        for j0 in (i0..n).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(n) {
+                for j in j0.max(i + 1)..(j0 + TILE).min(n) {
+                    g[i * n + j] = g[j * n + i];
+                }
+            }
+        }
     }
 }
 
@@ -1721,5 +1756,36 @@ mod tests {
             assert!(r.is_none(), "cancelled at call {after}");
         }
     }
-}
 
+    #[test]
+    fn the_held_gram_is_the_lower_triangle_mirrored_and_the_engine_gram_otherwise() {
+        // three row batches (BATCH_ROWS = 1024): the upper triangle is mirrored, not recomputed
+        let n = 2 * BATCH_ROWS + 100;
+        let (x, y) = data(n, 6, 41);
+        for k in [Kernel::rbf(2.0).unwrap().with_shift(0.25).unwrap(), Kernel::poly(0.7, 3, 1.0).unwrap()] {
+            let full = evaluation::gram_matrix(x.view(), &k).unwrap();
+            let mut always = |_: &Progress| true;
+            let mut t = Ticker::new(&mut always);
+            for cache in [n * n * 8, n * n * 4] {
+                let ops = Ops::new(x.view(), &k, &y.to_vec(), cache, &mut t).unwrap();
+                let g: Vec<f64> = match &ops.gram {
+                    Gram::F64(g) => g.clone(),
+                    Gram::F32(g) => g.iter().map(|&v| v as f64).collect(),
+                    Gram::None => unreachable!("it fits"),
+                };
+                for i in 0..n {
+                    for j in 0..n {
+                        let (v, w) = (g[i * n + j], full[[i, j]]);
+                        assert_eq!(v.to_bits(), g[j * n + i].to_bits(), "symmetric");
+                        // the engine's value of (i, j) or (j, i): identical up to its own rounding
+                        let tol = if cache == n * n * 8 { 1e-14 } else { 1e-7 };
+                        assert!((v - w).abs() <= tol * w.abs().max(1.0), "{k:?} ({i}, {j}): {v} vs {w}");
+                        if j <= i && cache == n * n * 8 {
+                            assert_eq!(v.to_bits(), w.to_bits(), "the lower triangle is computed");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
