@@ -67,8 +67,8 @@
 //! When the Gram matrix fits the cache budget (and the memory the machine can give now,
 //! [`crate::alloc::memory_limit_bytes`]; a refused allocation takes the next path) it is computed
 //! once, in `f64` (`8 n²` bytes) or else `f32` (`4 n²` bytes) — its lower triangle by row batches
-//! (the engine's block code), the upper one mirrored (issue 26: about half the kernel work, 2.0 s →
-//! 1.2 s at `n = 6,000`, `d = 784`) — and every product is a parallel
+//! (the engine's block code), the upper one mirrored (issue 26: about half the kernel work; measured
+//! at `n = 6,000`, `d = 784`, 1 thread: a 6-product fit 2.0 s → 1.5 s with the certificate from it) — and every product is a parallel
 //! dense matrix–vector product. Exact checks use the `f32` Gram never: with it, each candidate's
 //! gap is first *estimated* from the `f32` product (which also gives the Newton right-hand side),
 //! and only when the estimate is below the stopping target is the candidate checked exactly by
