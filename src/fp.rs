@@ -9,6 +9,8 @@
 //! | [`LIBM_LN_ULPS`] | 2 | `f64::ln`/`ln_1p` (the platform libm) accurate to 2 ulp on `(0, ∞)`; glibc, musl and Apple document < 1 ulp |
 //! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `numerics` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `numerics`) |
 //! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
+//! | [`lanes8_sum_terms`] | `⌊n/8⌋ + 9` | the `k` of `γ_k` for a sum of `n` products with 8 lane accumulators, a 3-level tree and a tail (the held-Gram products of `kernel_learning::klr_newton`) |
+//! | [`gram_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value summed from a held `f64` Gram matrix (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`lanes8_sum_terms`]`(n)`) |
 //! | [`shifted_kernel_error`] | `e + u·(K + e + s)` | the shifted kernel `K + s` (intercept, `s = b² ≥ 0`) adds one rounding: `|fl(k̂ + s) − (k + s)| ≤ e + u·(|k̂| + s)` for a base value `k̂` within `e` of `k`, `|k| ≤ K` |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
 //! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
@@ -34,6 +36,41 @@ pub const EXP_FAST_ULPS: f64 = 2.0;
 /// Relative accuracy assumed of a recomputed kernel decision value: `|δf_i| ≤ KERNEL_SUM_REL_ERROR ·
 /// Σ_j |K_ij| |μ_j|` (the fused engine is documented at ~1e-13; a 10× margin).
 pub const KERNEL_SUM_REL_ERROR: f64 = 1e-12;
+
+/// Rounding depth of `Σ_{j<n} g_j v_j` summed as `klr_newton`'s `dot8` / `gram_products` do: 8 lane
+/// accumulators (lane `l` takes the products `j ≡ l mod 8` of the first `8⌊n/8⌋` terms, starting
+/// from `0.0`), the tree `((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))`, then `+ tail` (the
+/// last `n mod 8 ≤ 7` products summed in order). A lane term undergoes its product's rounding, at
+/// most `⌊n/8⌋` lane additions, 3 tree additions and the tail addition: `⌊n/8⌋ + 5`; a tail term its
+/// product, at most 7 tail additions and the final one: `9`. Both are `≤ ⌊n/8⌋ + 9`, so the computed
+/// sum is within `γ_{⌊n/8⌋+9} · Σ_j |g_j v_j|` of the exact one (Higham 2002, Lemma 3.1 and §3.1:
+/// a term that passes through `k` roundings carries a factor `1 + θ_k`, `|θ_k| ≤ γ_k`). Splitting the
+/// lane sums into column blocks that continue the same accumulators changes nothing.
+#[inline]
+pub fn lanes8_sum_terms(n: usize) -> f64 {
+    (n / 8) as f64 + 9.0
+}
+
+/// Relative accuracy of a kernel decision value `f_i = Σ_j K'_ij μ_j` summed from a **held `f64`
+/// Gram matrix** (`K' = K + s`, the shifted kernel) with the 8-lane sum of [`lanes8_sum_terms`],
+/// against `Σ_j (|K_ij| + s)|μ_j|` — the same scale as [`KERNEL_SUM_REL_ERROR`]:
+///
+/// * each entry `Ĝ_ij` is computed by the engine's own block code (GEMM inner products, kernel map,
+///   shift), the code of the fused multi-vector engine that [`KERNEL_SUM_REL_ERROR`] is assumed of;
+///   applied to the one-hot weights `μ = e_j`, for which that engine's sum is exactly `Ĝ_ij` (every
+///   other term is an exact zero), the assumption says `|Ĝ_ij − K'_ij| ≤ E (|K_ij| + s)` with
+///   `E = KERNEL_SUM_REL_ERROR`. (An RBF diagonal overwritten with `fl(1 + s)` is within
+///   `u (1 + s)`, far inside it.)
+/// * the sum: `|fl(Σ_j Ĝ_ij μ_j) − Σ_j Ĝ_ij μ_j| ≤ γ_k Σ_j |Ĝ_ij||μ_j| ≤ γ_k (1 + E) Σ_j (|K_ij| + s)|μ_j|`
+///   with `k` = [`lanes8_sum_terms`]`(n)`.
+///
+/// Total: `E + γ_k (1 + E)`, above [`KERNEL_SUM_REL_ERROR`] (e.g. `1.08e-12` at `n = 6,000`,
+/// `1.23e-12` at `n = 16,384`): a certificate summed from the Gram uses this bound, not `E`. `+inf`
+/// where `γ_k` has no first-order bound.
+#[inline]
+pub fn gram_sum_rel_error(n: usize) -> f64 {
+    KERNEL_SUM_REL_ERROR + gamma_k(lanes8_sum_terms(n)) * (1.0 + KERNEL_SUM_REL_ERROR)
+}
 
 /// Relative amount by which a record may exceed its declared L2 bound (`dpcore._internal.fp.RADIUS_TOL`).
 pub const RADIUS_TOL: f64 = 1.0 / (1u64 << 40) as f64;
@@ -113,5 +150,17 @@ mod tests {
             assert!(exact_err <= shifted_kernel_error(0.0, k.abs(), s));
         }
         assert_eq!(next_up(1.0), 1.0 + f64::EPSILON);
+    }
+
+    #[test]
+    fn gram_sum_rel_error_is_what_the_docs_say() {
+        assert_eq!(lanes8_sum_terms(0), 9.0);
+        assert_eq!(lanes8_sum_terms(7), 9.0);
+        assert_eq!(lanes8_sum_terms(6000), 759.0);
+        let e = gram_sum_rel_error(6000);
+        assert!(e > KERNEL_SUM_REL_ERROR && (e - 1.084e-12).abs() < 1e-15, "{e}");
+        assert!((gram_sum_rel_error(16384) - 1.228e-12).abs() < 1e-15);
+        assert!(gram_sum_rel_error(1 << 20) < 1.6e-11);
+        assert_eq!(gram_sum_rel_error(1 << 60), f64::INFINITY);
     }
 }

@@ -42,6 +42,25 @@
 //! floating-point error bound `1e-12 · max_i K(x_i, x_i) · ‖μ‖₁` (each `u_i` is accurate to ~1e-13
 //! relative to `Σ_j |K_ij| |μ_j|`, and the gap is 1/n-Lipschitz in each `u_i`).
 //!
+//! # Certificate from a held Gram
+//!
+//! When the logistic solver held the whole **`f64`** Gram matrix (never the `f32` one), a fit's
+//! certificate sums `f = K' μ` from that matrix ([`Decisions::Gram`], [`certify_held_gram`];
+//! `O(n²)` reads instead of a second `O(n² d)` kernel pass: measured at `d = 784`, `n = 6,000`, 1
+//! thread, a fit is 1.4 s faster). It stays independent of the solver: the Gram is built from `X` before the first
+//! iterate and used only as a table of `K'_ij`; `μ = y ∘ C a` and every gap term are computed from
+//! `a` exactly as for the engine. Accuracy ([`crate::fp::gram_sum_rel_error`], proof there): each
+//! entry is computed by the engine's own block code, so the engine's assumption
+//! [`crate::fp::KERNEL_SUM_REL_ERROR`] `= E` at a one-hot `μ` bounds it by `E (|K_ij| + s)`; the
+//! 8-lane sum adds `γ_{⌊n/8⌋+9} (1 + E)`, both relative to `Σ_j (|K_ij| + s)|μ_j|`. That is a
+//! little above `E` (`1.08 E` at `n = 6,000`, `1.23 E` at `n = 16,384`), so the certificate's float
+//! slack ([`fp_slack_rel`]) uses this bound on this path. The solver's stopping target keeps
+//! [`fp_slack`]; when the larger slack puts the Gram certificate's gap above `tol`, the point is
+//! certified again by the engine pass exactly as without a Gram, so a fit is never certified less
+//! often than before, and each certificate is valid for the accuracy of the values it used. The
+//! path ([`fit_path_with_hook`]) sums all its certificates in one pass over its held `f64` Gram
+//! the same way.
+//!
 //! # Weights (class weights)
 //!
 //! [`fit_weighted_with_hook`] solves `P_s(w) = (1/n) Σ_i s_i ℓ(y_i <w, φ(x_i)>) + (λ/2)‖w‖²` with
@@ -356,13 +375,26 @@ pub fn certify_weighted_cancellable(
     lam: f64,
     cancel: &Cancel,
 ) -> DpResult<Certificate> {
-    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, None)
+    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, Decisions::Engine)
 }
 
-/// [`certify_weighted_cancellable`] that may reuse `known = (a', f)`, the decision values `f`
-/// that [`decision_from_dual`] computed for a dual point `a'` (the hinge solver's last exact
-/// check): used only when `a'` equals `a` bit for bit, in which case recomputing would give the
-/// same `f` bit for bit; otherwise `f` is recomputed from `a`.
+/// Where a certificate's decision values `f = K' μ` come from (each path with its own accuracy,
+/// which the certificate's float slack uses).
+pub(crate) enum Decisions<'g> {
+    /// Recomputed from `a` by the fused kernel engine ([`decision_from_dual`]), within
+    /// [`crate::fp::KERNEL_SUM_REL_ERROR`].
+    Engine,
+    /// `(a', f)`: the decision values `f` that [`decision_from_dual`] computed for a dual point `a'`
+    /// (the hinge solver's last exact check): used only when `a'` equals `a` bit for bit, in which
+    /// case recomputing would give the same `f` bit for bit; otherwise [`Decisions::Engine`].
+    Known(Option<(Array1<f64>, Array1<f64>)>),
+    /// Summed from `a` over a held `f64` Gram matrix (row-major `n × n`, the kernel evaluated once by
+    /// the engine's block code before the solver's first iterate: a table of `K'_ij`, nothing of the
+    /// iterates), [`klr_newton::gram_matvecs`], within [`crate::fp::gram_sum_rel_error`]`(n)`.
+    Gram(&'g [f64]),
+}
+
+/// [`certify_weighted_cancellable`] with the decision values from `source` ([`Decisions`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn certify_known(
     x: ArrayView2<'_, f64>,
@@ -374,7 +406,7 @@ pub(crate) fn certify_known(
     loss: Loss,
     lam: f64,
     cancel: &Cancel,
-    known: Option<(Array1<f64>, Array1<f64>)>,
+    source: Decisions<'_>,
 ) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
@@ -387,19 +419,27 @@ pub(crate) fn certify_known(
         ));
     }
     let c = 1.0 / (lam * n as f64);
-    let (mu, decision) = match known {
+    let mut rel = FP_REL;
+    let (mu, decision) = match source {
         // the decision values of this very `a` from the solver's last exact check: the same
         // computation (`decision_from_dual`) on the same inputs, hence bit-identical
-        Some((ka, f))
+        Decisions::Known(Some((ka, f)))
             if ka.len() == n
                 && f.len() == n
                 && ka.iter().zip(a.iter()).all(|(u, v)| u.to_bits() == v.to_bits()) =>
         {
             (representer(y, a, lam), f)
         }
+        Decisions::Gram(g) if g.len() == n * n => {
+            cancel.check()?;
+            let mu = representer(y, a, lam);
+            let f = klr_newton::gram_matvecs(g, n, &[mu.as_slice().expect("contiguous")]).pop().expect("one");
+            rel = crate::fp::gram_sum_rel_error(n);
+            (mu, Array1::from_vec(f))
+        }
         _ => decision_from_dual(x, y, a, c, kernel, cancel)?,
     };
-    Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision))
+    Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision, rel))
 }
 
 /// `μ = y ∘ C a` (`C = 1/(λ n)`).
@@ -409,8 +449,8 @@ fn representer(y: ArrayView1<'_, f64>, a: ArrayView1<'_, f64>, lam: f64) -> Arra
 }
 
 /// The certificate of `a` from its representer coefficients `mu` and their exactly recomputed
-/// decision values `decision` (`f = K' μ` by the fused engine, within
-/// [`crate::fp::KERNEL_SUM_REL_ERROR`]).
+/// decision values `decision` (`f = K' μ`, within `rel · Σ_j (|K_ij| + s)|μ_j|`: the fused engine's
+/// [`crate::fp::KERNEL_SUM_REL_ERROR`], or [`crate::fp::gram_sum_rel_error`] from a held Gram).
 #[allow(clippy::too_many_arguments)]
 fn certificate_of(
     x: ArrayView2<'_, f64>,
@@ -423,6 +463,7 @@ fn certificate_of(
     lam: f64,
     mu: Array1<f64>,
     decision: Array1<f64>,
+    rel: f64,
 ) -> Certificate {
     let n = x.nrows();
     let inv_n = 1.0 / n as f64;
@@ -460,7 +501,7 @@ fn certificate_of(
         .iter()
         .map(|v| v.abs().sqrt())
         .collect();
-    let slack = fp_slack(&sqrt_diag, s, mu.iter().map(|v| v.abs()))
+    let slack = fp_slack_rel(rel, &sqrt_diag, s, mu.iter().map(|v| v.abs()))
         + 1e-15 * (1.0 + primal.abs() + dual.abs());
     let gap = (inv_n * gap_sum).max(primal - dual).max(0.0) + slack;
     Certificate {
@@ -481,10 +522,17 @@ use crate::fp::KERNEL_SUM_REL_ERROR as FP_REL;
 /// `Σ_j |K_ij| |μ_j| ≤ sqrt(K_ii) Σ_j sqrt(K_jj) |μ_j|` (Cauchy–Schwarz in feature space), so the
 /// computed gap is off by at most `FP_REL · mean_i s_i sqrt(K_ii) · Σ_j sqrt(K_jj) |μ_j|`.
 pub(crate) fn fp_slack(sqrt_diag: &[f64], s: &[f64], abs_mu: impl Iterator<Item = f64>) -> f64 {
+    fp_slack_rel(FP_REL, sqrt_diag, s, abs_mu)
+}
+
+/// [`fp_slack`] for decision values accurate to `rel` instead of [`FP_REL`] (the held-Gram
+/// certificate: [`crate::fp::gram_sum_rel_error`]). `Σ_j (|K_ij| + s)|μ_j| ≤ sqrt(K'_ii) Σ_j
+/// sqrt(K'_jj)|μ_j|` covers the shift too (Cauchy–Schwarz on `φ' = (φ, b)`).
+pub(crate) fn fp_slack_rel(rel: f64, sqrt_diag: &[f64], s: &[f64], abs_mu: impl Iterator<Item = f64>) -> f64 {
     let n = sqrt_diag.len().max(1) as f64;
     let s1: f64 = sqrt_diag.iter().zip(abs_mu).map(|(d, m)| d * m).sum();
     let mean: f64 = sqrt_diag.iter().zip(s).map(|(d, w)| w * d).sum::<f64>() / n;
-    FP_REL * mean * s1
+    rel * mean * s1
 }
 
 /// The per-sample weights `s` (validated: length `n`, finite, `> 0`), or `n` ones.
@@ -660,6 +708,7 @@ pub fn fit_weighted_with_hook(
     let mut ticker = Ticker::new(hook);
     let mut full_gram = false;
     let mut known = None;
+    let mut gram64 = None;
     let (a, b, n_iter, history) = match loss {
         Loss::Hinge => {
             // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
@@ -678,26 +727,47 @@ pub fn fit_weighted_with_hook(
             out
         }
         Loss::Logistic => {
-            klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram)
+            klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram, &mut gram64)
         }
     };
     if ticker.stopped {
         return Ok(None);
     }
     let sv = ndarray::ArrayView1::from(&sw[..]);
-    let cert = certify_known(
-        xv,
-        y,
-        Some(sv),
-        a.view(),
-        b.as_ref().map(|b| b.view()),
-        kernel,
-        loss,
-        opts.lam,
-        Cancel::never(),
-        known,
-    )?;
+    let bv = b.as_ref().map(|b| b.view());
+    let cert = match gram64 {
+        // the held f64 Gram as a table of K'_ij ("Certificate from a held Gram" in the module docs)
+        Some(g) => certify_held_gram(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, g, opts.tol)?,
+        None => certify_known(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, Cancel::never(), Decisions::Known(known))?,
+    };
     Ok(Some(solution(a, cert, n_iter, history, opts, full_gram)))
+}
+
+/// The certificate of `a` summed from the held `f64` Gram `g` (row-major `n × n`, consumed: freed
+/// before any engine pass), or — when the Gram's larger float slack
+/// ([`crate::fp::gram_sum_rel_error`]) puts its gap above `tol` — recomputed by the fused engine
+/// exactly as without a Gram. So a fit is never certified less often than with the engine pass
+/// alone; each returned certificate is valid for its own decision values' accuracy.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn certify_held_gram(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    s: Option<ArrayView1<'_, f64>>,
+    a: ArrayView1<'_, f64>,
+    b: Option<ArrayView1<'_, f64>>,
+    kernel: &Kernel,
+    loss: Loss,
+    lam: f64,
+    g: Vec<f64>,
+    tol: f64,
+) -> DpResult<Certificate> {
+    let cert = certify_known(x, y, s, a, b, kernel, loss, lam, Cancel::never(), Decisions::Gram(&g))?;
+    drop(g);
+    if cert.gap <= tol {
+        Ok(cert)
+    } else {
+        certify_known(x, y, s, a, b, kernel, loss, lam, Cancel::never(), Decisions::Engine)
+    }
 }
 
 /// The validated inputs every fit works on: `x` in standard layout, the weights (ones when `s` is
@@ -800,17 +870,27 @@ pub fn fit_path_with_hook(
     let Some(outs) = engine.solve_all(&yv, &sw, &diag, &opts, &mut ticker, true) else {
         return Ok(None);
     };
-    // every certificate from one fused pass (one vector per λ)
+    // every certificate from one pass (one vector per λ): over the held f64 Gram when there is one
+    // (a table of K'_ij, "Certificate from a held Gram" in the module docs), else the fused engine
     let mus: Vec<Array1<f64>> = outs.iter().zip(&opts).map(|((o, _), p)| representer(y, o.0.view(), p.lam)).collect();
     let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
-    let decisions = evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?;
+    let n = xv.nrows();
+    let (decisions, rel, from_gram) = match engine.gram64() {
+        Some(g) => (klr_newton::gram_matvecs(g, n, &refs), crate::fp::gram_sum_rel_error(n), true),
+        None => (evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?, FP_REL, false),
+    };
     let mut parts = Vec::with_capacity(opts.len());
     for (((out, deferred), o), (mu, decision)) in outs.into_iter().zip(&opts).zip(mus.into_iter().zip(decisions)) {
         let (a, b, n_iter, history) = out;
-        let cert = certificate_of(
-            xv, y, &sw, a.view(), b.as_ref().map(|b| b.view()), kernel, Loss::Logistic, o.lam, mu,
-            Array1::from_vec(decision),
-        );
+        let bv = b.as_ref().map(|b| b.view());
+        let mut cert = certificate_of(xv, y, &sw, a.view(), bv, kernel, Loss::Logistic, o.lam, mu, Array1::from_vec(decision), rel);
+        if from_gram && cert.gap > o.tol {
+            // the Gram's larger float slack put the gap above tol: certified again by the engine
+            cert = certify_weighted_cancellable(
+                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), bv, kernel, Loss::Logistic, o.lam,
+                Cancel::never(),
+            )?;
+        }
         // the f32 estimate was too optimistic: this λ is solved again as a single fit does
         let again = deferred && cert.gap > o.tol;
         parts.push(((a, b, n_iter, history), cert, again));
@@ -1787,7 +1867,7 @@ mod tests {
             Loss::Hinge,
             lam,
             Cancel::never(),
-            known,
+            Decisions::Known(known),
         )
         .unwrap();
         assert_eq!(other.decision, fresh.decision);
@@ -1991,6 +2071,180 @@ mod tests {
                 assert!((w.cert.decision[i] - d.cert.decision[i]).abs() <= err * (1.0 + 1e-9));
             }
             assert!((w.cert.primal * n as f64 / (n + 2) as f64 - d.cert.primal).abs() <= 1e-6);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Certificate from a held f64 Gram (issue 26)
+    // ---------------------------------------------------------------------------------------------
+
+    /// `Σ x_i y_i` by Ogita–Rump–Oishi's Dot2 (TwoProduct by FMA, TwoSum): as if computed in twice
+    /// the working precision, `|dot2 − exact| ≤ u|exact| + γ_n² Σ|x_i y_i|`.
+    fn dot2(x: &[f64], y: &[f64]) -> (f64, f64) {
+        let (mut p, mut s, mut abs) = (0.0f64, 0.0f64, 0.0f64);
+        for (&a, &b) in x.iter().zip(y) {
+            let h = a * b;
+            let r = a.mul_add(b, -h); // exact: a·b = h + r
+            let q0 = p + h;
+            let z = q0 - p;
+            let q = (p - (q0 - z)) + (h - z); // exact: p + h = q0 + q
+            p = q0;
+            s += q + r;
+            abs += h.abs();
+        }
+        (p + s, abs)
+    }
+
+    /// The held-Gram product's error on `(g, v)` against the Dot2 reference, per row, with the
+    /// reference's own error bound and `Σ_j |g_ij v_j|`.
+    fn gram_errors(g: &[f64], n: usize, v: &[f64]) -> Vec<(f64, f64, f64)> {
+        let got = klr_newton::gram_matvecs(g, n, &[v]).pop().unwrap();
+        (0..n)
+            .map(|i| {
+                let (want, abs) = dot2(&g[i * n..(i + 1) * n], v);
+                let ref_err = UNIT_ROUNDOFF * want.abs() + 2.0 * gamma_k(n as f64).powi(2) * abs;
+                ((got[i] - want).abs(), ref_err, abs)
+            })
+            .collect()
+    }
+
+    use crate::fp::{gamma_k, gram_sum_rel_error, lanes8_sum_terms, KERNEL_SUM_REL_ERROR, UNIT_ROUNDOFF};
+
+    /// Rows whose every lane starts at 1 and then takes terms below half an ulp of 1: each lane
+    /// addition rounds its term away, the worst case of a recursive sum (error ≈ (⌊n/8⌋ − 1)·u
+    /// relative to Σ|terms| ≈ 8).
+    fn stagnating_gram(n: usize) -> Vec<f64> {
+        let tiny = UNIT_ROUNDOFF * (1.0 - 2f64.powi(-20));
+        let mut g = vec![tiny; n * n];
+        for i in 0..n {
+            for j in 0..8.min(n) {
+                g[i * n + j] = 1.0;
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn the_held_gram_sum_meets_its_bound_and_a_smaller_bound_is_caught() {
+        for &n in &[9usize, 15, 64, 1024, 1031] {
+            let k = lanes8_sum_terms(n);
+            // adversarial: stagnating lane sums
+            let g = stagnating_gram(n);
+            let ones = vec![1.0; n];
+            let mut worst = 0.0f64;
+            for (err, ref_err, abs) in gram_errors(&g, n, &ones) {
+                assert!(err <= gamma_k(k) * abs + ref_err, "n = {n}: error {err:e} > γ_{k}·{abs}");
+                worst = worst.max((err - ref_err) / abs);
+            }
+            if n >= 1024 {
+                // the bound is nearly attained, so a bound of half the depth (or a pairwise-depth
+                // bound ⌈log₂ n⌉ + 9) would be violated: the test can tell a wrong k
+                assert!(worst > gamma_k((k / 2.0).floor()), "n = {n}: worst {worst:e}");
+                assert!(worst > gamma_k((n as f64).log2().ceil() + 9.0));
+                assert!(worst > 0.9 * gamma_k(k), "n = {n}: worst {worst:e} vs γ_k {:e}", gamma_k(k));
+            }
+            // random magnitudes and signs (cancellation), exact zeros included
+            let mut st = 0x9e37_79b9_7f4a_7c15u64 ^ n as u64;
+            let mut next = move || {
+                st ^= st << 13;
+                st ^= st >> 7;
+                st ^= st << 17;
+                (st >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            };
+            let g: Vec<f64> = (0..n * n).map(|_| next() * 2f64.powi((40.0 * next()) as i32)).collect();
+            let v: Vec<f64> = (0..n).map(|j| if j % 11 == 3 { 0.0 } else { next() * 1e-3 }).collect();
+            for (err, ref_err, abs) in gram_errors(&g, n, &v) {
+                assert!(err <= gamma_k(k) * abs + ref_err, "n = {n}: random error {err:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_held_gram_certificate_agrees_with_the_engine_within_both_bounds() {
+        let (x, y) = data(300, 40, 31);
+        for k in [
+            Kernel::rbf(1.5).unwrap().with_shift(0.25).unwrap(),
+            Kernel::poly(0.5, 3, 1.0).unwrap().with_shift(1.0).unwrap(),
+            Kernel::poly(1.0, 2, 0.0).unwrap(),
+        ] {
+            let lam = 1e-3;
+            let n = y.len();
+            let o = ErmOptions { tol: 1e-9, ..opts(lam, 1 << 30, true) };
+            let sol = fit(x.view(), y.view(), &k, Loss::Logistic, &o).unwrap();
+            assert!(sol.full_gram && sol.converged, "{k:?}");
+            // the fit's certificate is the one summed from the held Gram (bit for bit): the Gram
+            // as `Ops` builds it is the engine's Gram matrix
+            let g = evaluation::gram_matrix(x.view(), &k).unwrap().into_raw_vec_and_offset().0;
+            let engine = certify(x.view(), y.view(), sol.a.view(), None, &k, Loss::Logistic, lam).unwrap();
+            let held = certify_known(
+                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, Cancel::never(),
+                Decisions::Gram(&g),
+            )
+            .unwrap();
+            assert_eq!(held.mu, engine.mu);
+            assert_ne!(held.decision, engine.decision, "{k:?}: another summation, other last bits");
+            // decision values: each within its bound of the exact K'μ, so within the sum of both
+            let kabs = evaluation::kernel_matrix(x.view(), x.view(), &evaluation::Kernel { shift: 0.0, ..k }).unwrap();
+            for i in 0..n {
+                let scale: f64 = (0..n).map(|j| (kabs[[i, j]].abs() + k.shift) * held.mu[j].abs()).sum();
+                let d = (held.decision[i] - engine.decision[i]).abs();
+                assert!(d <= (gram_sum_rel_error(n) + KERNEL_SUM_REL_ERROR) * scale, "{k:?} row {i}: {d:e}");
+            }
+            // the Gram certificate carries the larger slack, both certify the same point
+            let sd: Vec<f64> = evaluation::kernel_diag(x.view(), &k).iter().map(|v| v.abs().sqrt()).collect();
+            let ones = vec![1.0; n];
+            let sl_e = fp_slack(&sd, &ones, engine.mu.iter().map(|v| v.abs()));
+            let sl_g = fp_slack_rel(gram_sum_rel_error(n), &sd, &ones, held.mu.iter().map(|v| v.abs()));
+            assert!(sl_g > sl_e);
+            assert!((held.gap - engine.gap).abs() <= sl_g + sl_e + 1e-15, "{k:?}: {} vs {}", held.gap, engine.gap);
+            assert!(held.gap <= o.tol && engine.gap <= o.tol);
+            // the fit certified its point from its held Gram (the solver's b = s − a from the logits)
+            let fit_held = certify_known(
+                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, Cancel::never(),
+                Decisions::Gram(&g),
+            )
+            .unwrap();
+            assert_eq!(sol.cert.decision, fit_held.decision, "{k:?}: the fit summed its certificate from the Gram");
+            // deterministic
+            let again = fit(x.view(), y.view(), &k, Loss::Logistic, &o).unwrap();
+            assert_eq!(again.a, sol.a);
+            assert_eq!(again.cert.gap.to_bits(), sol.cert.gap.to_bits());
+            // a tol between the two gaps: the engine certifies again (never certified less often)
+            if held.gap > engine.gap {
+                let mid = 0.5 * (held.gap + engine.gap);
+                let c = certify_held_gram(
+                    x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, g.clone(), mid,
+                )
+                .unwrap();
+                assert_eq!(c.gap.to_bits(), engine.gap.to_bits());
+                assert_eq!(c.decision, engine.decision);
+            }
+            let c = certify_held_gram(
+                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, g.clone(), held.gap,
+            )
+            .unwrap();
+            assert_eq!(c.gap.to_bits(), held.gap.to_bits());
+        }
+    }
+
+    #[test]
+    fn a_path_with_a_held_gram_certifies_each_lambda_as_its_fit() {
+        let (x, y) = data(250, 20, 32);
+        let k = Kernel::rbf(1.0).unwrap().with_shift(1.0).unwrap();
+        let lams = [1e-2, 1e-3, 1e-4];
+        let tols = [1e-9; 3];
+        let mut always = |_: &Progress| true;
+        let path = fit_path_with_hook(x.view(), y.view(), None, &k, &lams, &tols, 1_000_000, 1 << 30, &mut always)
+            .unwrap()
+            .unwrap();
+        for (sol, &lam) in path.iter().zip(&lams) {
+            let alone = fit(x.view(), y.view(), &k, Loss::Logistic, &ErmOptions { tol: 1e-9, ..opts(lam, 1 << 30, true) })
+                .unwrap();
+            assert!(sol.full_gram && sol.converged);
+            assert_eq!(sol.a, alone.a);
+            // the batched Gram product is each column's single product, bit for bit
+            assert_eq!(sol.cert.decision, alone.cert.decision);
+            assert_eq!(sol.cert.gap.to_bits(), alone.cert.gap.to_bits());
         }
     }
 }

@@ -505,3 +505,41 @@ def test_logistic_cache_size_auto_holds_the_float32_gram(caplog):
     assert paths["auto"][0] and not paths[200.0][0]
     # same problem, certified on both paths
     np.testing.assert_allclose(paths["auto"][1], paths[200.0][1], atol=1e-3)
+
+
+def test_logistic_certificate_from_the_held_float64_gram():
+    """Issue 26: with the float64 Gram held, KernelLogisticRegression sums its certificate from that Gram
+    (no second kernel pass). The certificate agrees with the engine's independent recomputation within both
+    float bounds, certifies the same point, and the release built on the model does not depend on which one."""
+    import copy
+
+    from dpcore import TDDL, _core
+    from dpcore._internal.fp import KERNEL_SUM_REL_ERROR, gamma_k
+
+    X, y = make_data(400, 30, 41)
+    n, lam, tol = 400, 1e-3, 1e-8
+    kp = dict(kernel="poly", gamma=0.5, degree=3, coef0=1.0)
+    b = 0.5  # intercept_scaling: the shifted kernel K + b**2
+    m = KernelLogisticRegression(lam=lam, tol=tol, intercept_scaling=b, cache_size=200.0, **kp).fit(X, y)
+    assert m.converged_ and m.duality_gap_ <= tol
+    c = _core.erm_certificate(X, y, m.box_duals_, "logistic", "poly", 0.5, 3, 1.0, b, lam)
+    np.testing.assert_array_equal(c["mu"], m.mu_)
+    # another summation of the same K'mu (the engine's values are not reused) ...
+    assert not np.array_equal(c["decision"], m.train_decision_)
+    # ... within E_engine + E_gram (fp::gram_sum_rel_error = E + gamma_{n//8+9} (1 + E)) of each other
+    rel = KERNEL_SUM_REL_ERROR + (KERNEL_SUM_REL_ERROR + gamma_k(n // 8 + 9) * (1.0 + KERNEL_SUM_REL_ERROR))
+    scale = (np.abs(kernel_matrix(X, **kp)) + b * b) @ np.abs(m.mu_)
+    assert np.all(np.abs(c["decision"] - m.train_decision_) <= rel * scale)
+    # both certify the point; their gaps differ by at most the two float slacks
+    sd = np.sqrt(np.asarray(_core.kernel_diag(X, "poly", 0.5, 3, 1.0, b)))
+    slack = 2.01 * KERNEL_SUM_REL_ERROR * sd.mean() * np.sum(sd * np.abs(m.mu_))
+    assert c["gap"] <= tol and abs(c["gap"] - m.duality_gap_) <= slack + 1e-15
+    assert m.w_error_bound_ <= math.sqrt(2 * tol / lam)
+    # the release calibrates with the public tol: the same output whichever certificate the model carries
+    engine_model = copy.deepcopy(m)
+    engine_model.duality_gap_ = float(c["gap"])
+    engine_model.w_error_bound_ = math.sqrt(2.0 * engine_model.duality_gap_ / lam)
+    Z = np.random.default_rng(3).uniform(-0.5, 0.5, size=(60, 30)) / math.sqrt(30)
+    outs = [TDDL(mod, 1.0, 1e-6, data_norm=1.0, noise="gaussian", random_state=5).fit(Z).predict(X[:20])
+            for mod in (m, engine_model)]
+    np.testing.assert_array_equal(outs[0], outs[1])
