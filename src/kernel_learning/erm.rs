@@ -45,7 +45,8 @@
 //! # Certificate from a held Gram
 //!
 //! When the logistic solver held the whole **`f64`** Gram matrix (never the `f32` one), a fit's
-//! certificate sums `f = K' μ` from that matrix ([`Decisions::Gram`], [`certify_held_gram`];
+//! certificate sums `f = K' μ` from that matrix (in [`fit_path_with_hook`], which also fits a single
+//! `λ`: [`klr_newton::gram_matvecs`], all `λ` in one pass; [`Decisions::Gram`] is the single form;
 //! `O(n²)` reads instead of a second `O(n² d)` kernel pass: measured at `d = 784`, `n = 6,000`, 1
 //! thread, a fit is 1.4 s faster). It stays independent of the solver: the Gram is built from `X` before the first
 //! iterate and used only as a table of `K'_ij`; `μ = y ∘ C a` and every gap term are computed from
@@ -391,6 +392,9 @@ pub(crate) enum Decisions<'g> {
     /// Summed from `a` over a held `f64` Gram matrix (row-major `n × n`, the kernel evaluated once by
     /// the engine's block code before the solver's first iterate: a table of `K'_ij`, nothing of the
     /// iterates), [`klr_newton::gram_matvecs`], within [`crate::fp::gram_sum_rel_error`]`(n)`.
+    /// (Fits certify through [`fit_path_with_hook`], which sums every `λ`'s column in one batched
+    /// pass, bit for bit this single-vector form; this variant is what the tests check it by.)
+    #[cfg_attr(not(test), allow(dead_code))]
     Gram(&'g [f64]),
 }
 
@@ -703,43 +707,37 @@ pub fn fit_weighted_with_hook(
     opts: &ErmOptions,
     hook: &mut dyn FnMut(&Progress) -> bool,
 ) -> DpResult<Option<ErmSolution>> {
+    if matches!(loss, Loss::Logistic) {
+        // one λ through the path's machinery (klr_newton, "Paths"): the same solve, and with an f32
+        // Gram the exact check that would confirm the f32 estimate is the certificate's own pass
+        // (solved again without deferring if the certificate misses tol), one full kernel pass less
+        let sols = fit_path_with_hook(x, y, s, kernel, &[opts.lam], &[opts.tol], opts.max_iter, opts.cache_bytes, hook)?;
+        return Ok(sols.map(|mut v| v.pop().expect("one λ")));
+    }
     let (xs, sw, yv, diag) = prepare(&x, y, s, kernel, std::slice::from_ref(opts))?;
     let xv = xs.view();
     let mut ticker = Ticker::new(hook);
-    let mut full_gram = false;
-    let mut known = None;
-    let mut gram64 = None;
-    let (a, b, n_iter, history) = match loss {
-        Loss::Hinge => {
-            // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
-            // switches to f64 rows if f32 rounding limits the gap), or f64 rows from the start
-            // when the whole f64 Gram matrix fits in the cache (f32 would save nothing there,
-            // and its fallback recomputes every row). The linear kernel keeps the f32 start: the
-            // GLM's certified hinge solver takes its warm start from this trajectory at tol ~ 1e-16,
-            // and a changed start failed its polish (tests/test_fit_neighbours.py, issue 26).
-            let n = xv.nrows();
-            let wide = !matches!(kernel.kind, KernelKind::Linear)
-                && (n as u128) * (n as u128) * 8 <= opts.cache_bytes as u128;
-            let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, wide);
-            full_gram = rows.holds_all();
-            let out = solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker);
-            known = rows.take_exact();
-            out
-        }
-        Loss::Logistic => {
-            klr_newton::solve(xv, kernel, &yv, &sw, &diag, opts, &mut ticker, &mut full_gram, &mut gram64)
-        }
+    // the hinge loss (the logistic one returned above)
+    let (a, b, n_iter, history, full_gram, known) = {
+        // f32 rows (the maintained gradient stays f64; exact checks are f64 and the solver
+        // switches to f64 rows if f32 rounding limits the gap), or f64 rows from the start
+        // when the whole f64 Gram matrix fits in the cache (f32 would save nothing there,
+        // and its fallback recomputes every row). The linear kernel keeps the f32 start: the
+        // GLM's certified hinge solver takes its warm start from this trajectory at tol ~ 1e-16,
+        // and a changed start failed its polish (tests/test_fit_neighbours.py, issue 26).
+        let n = xv.nrows();
+        let wide = !matches!(kernel.kind, KernelKind::Linear)
+            && (n as u128) * (n as u128) * 8 <= opts.cache_bytes as u128;
+        let mut rows = RowCache::new(xv, kernel, opts.cache_bytes, wide);
+        let (a, b, n_iter, history) = solve_hinge(&yv, &sw, &diag, &mut rows, opts, &mut ticker);
+        (a, b, n_iter, history, rows.holds_all(), rows.take_exact())
     };
     if ticker.stopped {
         return Ok(None);
     }
     let sv = ndarray::ArrayView1::from(&sw[..]);
     let bv = b.as_ref().map(|b| b.view());
-    let cert = match gram64 {
-        // the held f64 Gram as a table of K'_ij ("Certificate from a held Gram" in the module docs)
-        Some(g) => certify_held_gram(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, g, opts.tol)?,
-        None => certify_known(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, Cancel::never(), Decisions::Known(known))?,
-    };
+    let cert = certify_known(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, Cancel::never(), Decisions::Known(known))?;
     Ok(Some(solution(a, cert, n_iter, history, opts, full_gram)))
 }
 
@@ -748,6 +746,7 @@ pub fn fit_weighted_with_hook(
 /// ([`crate::fp::gram_sum_rel_error`]) puts its gap above `tol` — recomputed by the fused engine
 /// exactly as without a Gram. So a fit is never certified less often than with the engine pass
 /// alone; each returned certificate is valid for its own decision values' accuracy.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn certify_held_gram(
     x: ArrayView2<'_, f64>,
@@ -828,9 +827,10 @@ fn solution(
 /// stopped dual points are certified together, in **one** fused pass of the kernel engine with one
 /// vector per `λ` ([`evaluation::kernel_matvecs_cancellable`], same documented accuracy as the
 /// single certificate, [`crate::fp::KERNEL_SUM_REL_ERROR`]). A `λ` whose certificate misses its
-/// `tol` is solved again exactly as [`fit_weighted_with_hook`] would (its iterations added).
-/// Nothing is warm-started from another `λ`: each dual point is the one its own solve reaches
-/// (the same `a` as [`fit_weighted_with_hook`] whenever that fit's first exact check stops it),
+/// `tol` (its `f32` estimate was too optimistic) is solved again without deferring (its iterations
+/// added). Nothing is warm-started from another `λ`: each dual point is the one its own solve
+/// reaches ([`fit_weighted_with_hook`] fits the logistic loss as a path of this one `λ`, so each
+/// solution is that single fit's, bit for bit),
 /// and each certificate is computed from its `a` alone, so every solution is certified to its
 /// `tol` exactly as a single fit is. `max_iter` applies to each `λ`.
 ///

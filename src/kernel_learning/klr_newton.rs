@@ -72,8 +72,8 @@
 //! [`stop_target`], which leaves room for the certificate's floating-point slack [`fp_slack`]).
 //! The returned `a` (and `b`) is certified afterwards by
 //! [`certify_weighted_cancellable`](crate::kernel_learning::erm::certify_weighted_cancellable),
-//! independently of all of this (summed from the held `f64` Gram when there is one: [`solve`]
-//! hands it over; `erm`, "Certificate from a held Gram"). The same product gives the Newton right-hand side: the step is
+//! independently of all of this (summed from the held `f64` Gram when there is one:
+//! [`PathEngine::gram64`]; `erm`, "Certificate from a held Gram"). The same product gives the Newton right-hand side: the step is
 //! solved for the increment, `(I + W Q̃) δv = g` with `g = a − v` and `Q̃ g = Q̃ a − u` (`u = Q̃ v`
 //! is maintained from the products), i.e. `δv = g − W^{½} z`, `B z = W^{½} Q̃ g`, `δu = Q̃ g −
 //! Q̃ W^{½} z`. The right-hand side vanishes at the optimum, so the CG tolerance `η` is relative to
@@ -121,7 +121,10 @@
 //! passes as its slowest `λ` needs products, not their sum. Each column of a batched product is
 //! computed exactly as alone ([`gram_products`], the fused engine: per-vector sums in a fixed
 //! order), so every `λ`'s iterates, `n_iter`, `max_iter` count and dual point are bit for bit
-//! those of its single fit ([`solve`] runs one `λ` through the same machine). The Nyström warm
+//! those of a path of that `λ` alone — which is what a single fit is
+//! ([`fit_weighted_with_hook`](crate::kernel_learning::erm::fit_weighted_with_hook) fits the
+//! logistic loss as a path of one `λ`: with an `f32` Gram its confirming exact check is then the
+//! certificate's own pass, one full kernel pass less). The Nyström warm
 //! start and the preconditioner of each Newton step depend on the `λ` and its iterate and are
 //! computed per `λ`. Measured (Adult, n = 20,000, 10 values of `C`, `f32` Gram, loaded 2-core
 //! machine): one 10-vector pass takes about 3× one single-vector pass (per-vector arithmetic
@@ -322,15 +325,6 @@ pub(crate) fn gram_matvecs(g: &[f64], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> 
 }
 
 impl<'x> Ops<'x> {
-    /// The `f64` Gram matrix (row-major `n × n`, the kernel evaluated once by the engine's block
-    /// code), if that is what was held; the `f32` one never.
-    fn into_gram64(self) -> Option<Vec<f64>> {
-        match self.gram {
-            Gram::F64(g) => Some(g),
-            _ => None,
-        }
-    }
-
     /// The Gram matrix when it fits `cache_bytes` (`f64`, else `f32`), built in row blocks with
     /// the hook polled between blocks; `None` when cancelled.
     fn new(
@@ -909,43 +903,6 @@ fn nystrom_start(
     Some((f, w))
 }
 
-/// The kernel logistic regression by Newton–CG (module docs). `y ∈ {−1, +1}ⁿ`, weights `sw > 0`,
-/// `diag = K_ii`. Returns `(a, Some(s − a), iterations, history)`. One `λ` through the same
-/// state machine ([`LamSolve`]) and driver ([`run_lock_step`]) as the path. `gram64` receives the
-/// `f64` Gram matrix when one was held (for the certificate: a table of `K'_ij`, built before the
-/// first iterate).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn solve(
-    x: ArrayView2<'_, f64>,
-    kernel: &Kernel,
-    y: &[f64],
-    sw: &[f64],
-    diag: &[f64],
-    opts: &ErmOptions,
-    ticker: &mut Ticker<'_>,
-    full_gram: &mut bool,
-    gram64: &mut Option<Vec<f64>>,
-) -> SolverOut {
-    let n = y.len();
-    let c = 1.0 / (opts.lam * n as f64);
-    let s_max = sw.iter().cloned().fold(0.0, f64::max);
-    let Some(ops) = Ops::new(x, kernel, y, opts.cache_bytes, ticker) else {
-        return cold_start(sw, 0, Vec::new());
-    };
-    *full_gram = ops.has_gram();
-    let r_max = pivot_budget(n, opts.cache_bytes);
-    let scale = c * s_max / 4.0;
-    let Some(mut piv) = pivoted_cholesky(&ops, diag, r_max, scale, ticker) else {
-        return cold_start(sw, 0, Vec::new());
-    };
-    let mut scratch = Vec::new();
-    let mut states = vec![LamSolve::new(&ops, &piv, y, sw, diag, opts, false, ticker, &mut scratch)];
-    run_lock_step(&ops, &mut piv, &mut states, ticker, &mut scratch);
-    let out = states.pop().expect("one state").finish().0;
-    *gram64 = ops.into_gram64();
-    out
-}
-
 /// What the candidates of a regularisation path share (module docs, "Paths"): the kernel products
 /// (the Gram matrix, built once) and the pivoted Cholesky factor, run once for the largest `C`;
 /// every `λ` takes the row prefix its own run would have stopped at.
@@ -988,7 +945,7 @@ impl<'x> PathEngine<'x> {
         }
     }
 
-    /// The solves of every `λ` of `opts` (each `opts[k].lam`), each exactly as [`solve`] with these
+    /// The solves of every `λ` of `opts` (each `opts[k].lam`), each exactly as alone with these
     /// shared parts, run **in lock-step** ([`run_lock_step`]): every pass over the kernel matrix
     /// serves every `λ` still iterating. `defer`: see [`LamSolve`]. Returns, per `λ`, the solver
     /// output and whether it stopped on an unchecked `f32` estimate; `None` when cancelled.
@@ -1038,12 +995,6 @@ fn grown_pivot_budget(n: usize, cache_bytes: usize) -> usize {
 
 fn pivot_memory_cap(n: usize, cache_bytes: usize) -> usize {
     (cache_bytes / (16 * n.max(1))).max(32)
-}
-
-/// The dual candidate of `u = 0` (`a = s/2`): what a solve cancelled before its first check returns.
-fn cold_start(sw: &[f64], iter: u64, history: Vec<(u64, f64)>) -> SolverOut {
-    let half: Vec<f64> = sw.iter().map(|&si| si * sigmoid(0.0)).collect();
-    (ndarray::Array1::from_vec(half.clone()), Some(ndarray::Array1::from_vec(half)), iter, history)
 }
 
 /// Drives the solves `states` (one per `λ`) in lock-step: each round collects the product every
@@ -1155,7 +1106,7 @@ enum Phase {
 /// The Newton–CG iteration of one `λ` (module docs) on prepared kernel products `ops` and pivoted
 /// factor `lt`, as a resumable state machine: [`request`](Self::request) names the kernel product
 /// it needs next (and whether it must be exact), [`consume`](Self::consume) takes it and runs the
-/// iteration up to the next product. Driven alone ([`solve`]) or with other `λ` in lock-step
+/// iteration up to the next product. Driven alone (a path of one `λ`) or with other `λ` in lock-step
 /// ([`PathEngine::solve_all`]); the iterates do not depend on which.
 ///
 /// With `defer` and an `f32` Gram, the solve stops as soon as the `f32` estimate of a candidate's
