@@ -867,56 +867,50 @@ pub fn fit_path_with_hook(
         return Ok(None);
     };
     // every λ in lock-step: one pass over the kernel matrix per round serves all of them
-    let Some(outs) = engine.solve_all(&yv, &sw, &diag, &opts, &mut ticker, true) else {
+    let Some(mut solves) = engine.start(&yv, &sw, &diag, &opts, &mut ticker, true) else {
         return Ok(None);
     };
+    if !engine.run(&mut solves, &mut ticker) {
+        return Ok(None);
+    }
     // every certificate from one pass (one vector per λ): over the held f64 Gram when there is one
     // (a table of K'_ij, "Certificate from a held Gram" in the module docs), else the fused engine
-    let mus: Vec<Array1<f64>> = outs.iter().zip(&opts).map(|((o, _), p)| representer(y, o.0.view(), p.lam)).collect();
-    let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
     let n = xv.nrows();
+    let sv = ndarray::ArrayView1::from(&sw[..]);
+    let mus: Vec<Array1<f64>> =
+        opts.iter().enumerate().map(|(k, o)| representer(y, ndarray::ArrayView1::from(solves.point(k).0), o.lam)).collect();
+    let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
     let (decisions, rel, from_gram) = match engine.gram64() {
         Some(g) => (klr_newton::gram_matvecs(g, n, &refs), crate::fp::gram_sum_rel_error(n), true),
         None => (evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?, FP_REL, false),
     };
-    let mut parts = Vec::with_capacity(opts.len());
-    for (((out, deferred), o), (mu, decision)) in outs.into_iter().zip(&opts).zip(mus.into_iter().zip(decisions)) {
-        let (a, b, n_iter, history) = out;
-        let bv = b.as_ref().map(|b| b.view());
-        let mut cert = certificate_of(xv, y, &sw, a.view(), bv, kernel, Loss::Logistic, o.lam, mu, Array1::from_vec(decision), rel);
+    let mut certs = Vec::with_capacity(opts.len());
+    let mut resumed = vec![false; opts.len()];
+    for (k, ((o, mu), decision)) in opts.iter().zip(mus).zip(decisions).enumerate() {
+        let (a, b, deferred) = solves.point(k);
+        let (a, b) = (ndarray::ArrayView1::from(a), Some(ndarray::ArrayView1::from(b)));
+        let mut cert = certificate_of(xv, y, &sw, a, b, kernel, Loss::Logistic, o.lam, mu, Array1::from_vec(decision), rel);
         if from_gram && cert.gap > o.tol {
             // the Gram's larger float slack put the gap above tol: certified again by the engine
-            cert = certify_weighted_cancellable(
-                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), bv, kernel, Loss::Logistic, o.lam,
-                Cancel::never(),
-            )?;
+            cert = certify_weighted_cancellable(xv, y, Some(sv), a, b, kernel, Loss::Logistic, o.lam, Cancel::never())?;
         }
-        // the f32 estimate was too optimistic: this λ is solved again as a single fit does
-        let again = deferred && cert.gap > o.tol;
-        parts.push(((a, b, n_iter, history), cert, again));
+        // the f32 estimate was too optimistic: this λ goes on from that candidate's exact check,
+        // exactly as a solve that does not defer (in lock-step with the others that do)
+        if deferred && cert.gap > o.tol {
+            resumed[k] = solves.resume_exact(k);
+        }
+        certs.push(cert);
     }
-    // the λ to solve again, in lock-step as well
-    let redo: Vec<ErmOptions> = parts.iter().zip(&opts).filter(|(p, _)| p.2).map(|(_, o)| *o).collect();
-    let mut redone = if redo.is_empty() {
-        Vec::new()
-    } else {
-        let Some(r) = engine.solve_all(&yv, &sw, &diag, &redo, &mut ticker, false) else {
-            return Ok(None);
-        };
-        r
+    if resumed.iter().any(|&r| r) && !engine.run(&mut solves, &mut ticker) {
+        return Ok(None);
     }
-    .into_iter();
     let mut sols = Vec::with_capacity(opts.len());
-    for (((mut a, _, mut n_iter, mut history), mut cert, again), o) in parts.into_iter().zip(&opts) {
+    for ((((a, b, n_iter, history), _), mut cert), (o, again)) in
+        solves.finish().into_iter().zip(certs).zip(opts.iter().zip(resumed))
+    {
         if again {
-            history.push((n_iter, cert.gap));
-            let ((a2, b2, it2, h2), _) = redone.next().expect("one re-solve per λ that asked");
-            history.extend(h2.into_iter().map(|(i, g)| (n_iter + i, g)));
-            n_iter += it2;
-            a = a2;
             cert = certify_weighted_cancellable(
-                xv, y, Some(ndarray::ArrayView1::from(&sw[..])), a.view(), b2.as_ref().map(|b| b.view()),
-                kernel, Loss::Logistic, o.lam, Cancel::never(),
+                xv, y, Some(sv), a.view(), b.as_ref().map(|b| b.view()), kernel, Loss::Logistic, o.lam, Cancel::never(),
             )?;
         }
         sols.push(solution(a, cert, n_iter, history, o, engine.full_gram()));

@@ -946,18 +946,18 @@ impl<'x> PathEngine<'x> {
     }
 
     /// The solves of every `λ` of `opts` (each `opts[k].lam`), each exactly as alone with these
-    /// shared parts, run **in lock-step** ([`run_lock_step`]): every pass over the kernel matrix
-    /// serves every `λ` still iterating. `defer`: see [`LamSolve`]. Returns, per `λ`, the solver
-    /// output and whether it stopped on an unchecked `f32` estimate; `None` when cancelled.
-    pub(crate) fn solve_all(
-        &mut self,
-        y: &[f64],
-        sw: &[f64],
+    /// shared parts, prepared (their Nyström warm starts) for [`run`](Self::run). `defer`: see
+    /// [`LamSolve`]. `None` when cancelled.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start<'a>(
+        &self,
+        y: &'a [f64],
+        sw: &'a [f64],
         diag: &[f64],
         opts: &[ErmOptions],
         ticker: &mut Ticker<'_>,
         defer: bool,
-    ) -> Option<Vec<(SolverOut, bool)>> {
+    ) -> Option<PathSolves<'a>> {
         let mut states = Vec::with_capacity(opts.len());
         let mut scratch = Vec::new(); // one r × n buffer for every preconditioner of the path
         for o in opts {
@@ -966,10 +966,41 @@ impl<'x> PathEngine<'x> {
                 return None;
             }
         }
-        if !run_lock_step(&self.ops, &mut self.piv, &mut states, ticker, &mut scratch) {
-            return None;
-        }
-        Some(states.into_iter().map(LamSolve::finish).collect())
+        Some(PathSolves { states, scratch })
+    }
+
+    /// Runs the unfinished solves **in lock-step** ([`run_lock_step`]): every pass over the kernel
+    /// matrix serves every `λ` still iterating. `false` when cancelled.
+    pub(crate) fn run(&mut self, solves: &mut PathSolves<'_>, ticker: &mut Ticker<'_>) -> bool {
+        run_lock_step(&self.ops, &mut self.piv, &mut solves.states, ticker, &mut solves.scratch)
+    }
+}
+
+/// The solves of a path ([`PathEngine::start`], [`PathEngine::run`]).
+pub(crate) struct PathSolves<'a> {
+    states: Vec<LamSolve<'a>>,
+    scratch: Vec<f64>,
+}
+
+impl PathSolves<'_> {
+    /// The dual point solve `k` stopped at (`a` and `b = s − a`, from the logits) and whether it
+    /// stopped on an unchecked `f32` estimate (`defer`).
+    pub(crate) fn point(&self, k: usize) -> (&[f64], &[f64], bool) {
+        let st = &self.states[k];
+        (&st.best_a, &st.best_b, st.deferred)
+    }
+
+    /// Resumes solve `k`, which stopped on an unchecked `f32` estimate that its certificate did not
+    /// confirm, without deferring: next is the exact check a solve without `defer` makes of that
+    /// candidate, and on from there exactly as that solve (same iterates, counted on). `false`
+    /// (nothing changed) when the solve did not defer or has no product left (`max_iter`).
+    pub(crate) fn resume_exact(&mut self, k: usize) -> bool {
+        self.states[k].resume_exact()
+    }
+
+    /// Per `λ`: the solver output and whether it stopped on an unchecked `f32` estimate.
+    pub(crate) fn finish(self) -> Vec<(SolverOut, bool)> {
+        self.states.into_iter().map(LamSolve::finish).collect()
     }
 }
 
@@ -1147,6 +1178,8 @@ struct LamSolve<'a> {
     phase: Phase,
     /// Stopped on an unchecked `f32` estimate (`defer`).
     deferred: bool,
+    /// The stopping target of the deferred candidate's check (for [`resume_exact`](Self::resume_exact)).
+    deferred_target: f64,
 }
 
 impl<'a> LamSolve<'a> {
@@ -1194,6 +1227,7 @@ impl<'a> LamSolve<'a> {
             gap: f64::NAN,
             phase: Phase::Done,
             deferred: false,
+            deferred_target: f64::NAN,
         };
         // warm start: the dual candidate of the Nyström optimum, checked exactly; its product
         // makes the state (u, v) = (Q̃ a₀, a₀) exact
@@ -1237,6 +1271,20 @@ impl<'a> LamSolve<'a> {
             Phase::Cg(cg) => Some((&cg.sp, false)),
             Phase::Grow { .. } | Phase::Done => None,
         }
+    }
+
+    /// See [`PathSolves::resume_exact`]: the phase a solve without `defer` enters from the same
+    /// check (`Confirm`, when a product is left), so the rest is bit for bit that solve.
+    fn resume_exact(&mut self) -> bool {
+        if !self.deferred || self.iter >= self.opts.max_iter {
+            return false;
+        }
+        #[cfg(test)]
+        tests::RESUMES.with(|c| c.set(c.get() + 1));
+        self.defer = false;
+        self.deferred = false;
+        self.phase = Phase::Confirm { a: self.best_a.clone(), b: self.best_b.clone(), target: self.deferred_target };
+        true
     }
 
     /// The solver output (`a`, `s − a`, iterations, history) and whether it stopped on an
@@ -1318,6 +1366,7 @@ impl<'a> LamSolve<'a> {
                     self.best_a = a;
                     self.best_b = b;
                     self.deferred = true;
+                    self.deferred_target = target;
                     return;
                 }
                 if self.narrow && self.gap <= target && self.iter < self.opts.max_iter {
@@ -1507,6 +1556,8 @@ mod tests {
         pub(super) static PIVOT_CAPS: std::cell::Cell<Option<(usize, usize)>> = const { std::cell::Cell::new(None) };
         /// Resumptions of a pivoted Cholesky run ("Growing the factor") made by this thread.
         pub(super) static GROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// Deferred solves resumed without deferring, by this thread.
+        pub(super) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
@@ -1794,6 +1845,47 @@ mod tests {
             assert_eq!(p.a, s1.a);
             assert_eq!(p.n_iter, s1.n_iter);
         }
+    }
+
+    #[test]
+    fn a_single_fit_with_an_f32_gram_is_the_solve_without_deferral_less_one_check() {
+        // a single fit defers its f32-confirmed candidate to the certificate's pass; where that
+        // misses tol it resumes from the candidate's exact check: either way the dual point is
+        // bit for bit the one of a solve that never defers (one product fewer when accepted)
+        let (x, y) = data(300, 5, 21);
+        let n = 300usize;
+        let k = Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap();
+        let diag = evaluation::kernel_diag(x.view(), &k).to_vec();
+        let yv = y.to_vec();
+        let sw = vec![1.0; n];
+        let cache = 4 * n * n; // the f32 Gram
+        let (mut accepted, mut resumed) = (0, 0);
+        for c in [0.1, 1.0, 10.0] {
+            for tol in [1e-6, 1e-9, 1e-11, 1e-12, 3e-13] {
+                let lam = 1.0 / (c * n as f64);
+                let o = ErmOptions { lam, tol, max_iter: 100_000, cache_bytes: cache, shrinking: true };
+                RESUMES.with(|r| r.set(0));
+                let sol = fit_s(&x, &y, None, &k, &o);
+                let did_resume = RESUMES.with(|r| r.get()) > 0;
+                let mut always = |_: &Progress| true;
+                let mut t = Ticker::new(&mut always);
+                let mut engine = PathEngine::new(x.view(), &k, &yv, &sw, &diag, &[lam], cache, &mut t).unwrap();
+                assert!(engine.full_gram() && engine.gram64().is_none());
+                let mut solves = engine.start(&yv, &sw, &diag, &[o], &mut t, false).unwrap();
+                assert!(engine.run(&mut solves, &mut t));
+                let ((a, _, it, _), deferred) = solves.finish().pop().unwrap();
+                assert!(!deferred);
+                assert_eq!(sol.a, a, "C {c} tol {tol}");
+                if did_resume {
+                    resumed += 1;
+                    assert_eq!(sol.n_iter, it, "C {c} tol {tol}");
+                } else {
+                    accepted += 1;
+                    assert!(sol.n_iter + 1 == it || sol.n_iter == it, "C {c} tol {tol}: {} vs {it}", sol.n_iter);
+                }
+            }
+        }
+        assert!(accepted > 0 && resumed > 0, "accepted {accepted}, resumed {resumed}");
     }
 
     #[test]
