@@ -1143,7 +1143,8 @@ enum Phase {
 /// With `defer` and an `f32` Gram, the solve stops as soon as the `f32` estimate of a candidate's
 /// gap meets the stopping target, *without* its exact check: the caller then certifies it exactly
 /// (several candidates in one fused pass, [`fit_path_with_hook`](crate::kernel_learning::erm::fit_path_with_hook))
-/// and re-solves with `defer = false` if the certificate misses `tol`.
+/// and, if the certificate misses `tol`, resumes it from that candidate's exact check
+/// ([`PathSolves::resume_exact`]): from there on exactly a solve without `defer`.
 struct LamSolve<'a> {
     /// Pivots of the factor in use (a row prefix of the shared one).
     r: usize,
@@ -1940,7 +1941,7 @@ mod tests {
     #[test]
     fn a_path_solves_its_lambdas_in_lock_step() {
         // every pass over the kernel matrix serves every λ still iterating: the path makes as many
-        // passes as its slowest λ needs products (plus the batched re-solves), not the sum over λ
+        // passes as its slowest λ needs products (plus the resumed checks), not the sum over λ
         use crate::kernel_learning::erm::fit_path_with_hook;
         let (x, y) = data(500, 4, 33);
         let n = 500usize;

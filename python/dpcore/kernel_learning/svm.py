@@ -463,12 +463,12 @@ def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
     factor (each λ uses the prefix its own fit would compute), the passes over the kernel matrix (all λ are solved in
     lock-step: each pass computes the product every unfinished model needs, each exactly as alone) and the exact
     checks (every model's certificate
-    comes from one fused pass of the kernel engine, one vector per model; a model whose certificate misses its
-    ``tol`` is solved again as a single fit). Nothing is warm-started across λ: each model's dual point is the one
-    its own fit reaches (bit for bit whenever that fit stops at its first exact check, the usual case) and its
-    certificate is computed from it alone, so ``duality_gap_ <= tol_`` certifies it exactly as :meth:`fit` does
-    (the last bits of ``duality_gap_`` may differ: the batched pass sums in another order, within the same
-    documented accuracy). ``n_iter_`` then omits the exact check the single fit makes.
+    comes from one pass, one vector per model: over the held float64 Gram, else the fused kernel engine; with a
+    float32 Gram a model whose certificate misses its ``tol`` goes on from that candidate's exact check, as a fit
+    that never defers). Nothing is warm-started across λ: each model's dual point is the one its own fit reaches —
+    :meth:`fit` is this call with one model, so bit for bit — and its certificate is computed from it alone, so
+    ``duality_gap_ <= tol_`` certifies it exactly as :meth:`fit` does (the last bits of ``duality_gap_`` may
+    differ: the batched pass sums in another order, within the same documented accuracy).
 
     Returns the list of fitted models. Raises ``ValueError`` if the models differ in anything but
     :data:`PATH_PARAMS` (or are not :class:`KernelLogisticRegression`), and whatever :meth:`fit` raises.
