@@ -46,7 +46,7 @@
 //!
 //! When the logistic solver held the whole **`f64`** Gram matrix (never the `f32` one), a fit's
 //! certificate sums `f = K' μ` from that matrix (in [`fit_path_with_hook`], which also fits a single
-//! `λ`: [`klr_newton::gram_matvecs`], all `λ` in one pass; [`Decisions::Gram`] is the single form;
+//! `λ`: [`klr_newton::gram_matvecs`], all `λ` in one pass; [`certify_gram_or_engine`];
 //! `O(n²)` reads instead of a second `O(n² d)` kernel pass: measured at `d = 784`, `n = 6,000`, 1
 //! thread, a fit is 1.4 s faster). It stays independent of the solver: the Gram is built from `X` before the first
 //! iterate and used only as a table of `K'_ij`; `μ = y ∘ C a` and every gap term are computed from
@@ -376,29 +376,13 @@ pub fn certify_weighted_cancellable(
     lam: f64,
     cancel: &Cancel,
 ) -> DpResult<Certificate> {
-    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, Decisions::Engine)
+    certify_known(x, y, s, a, b, kernel, loss, lam, cancel, None)
 }
 
-/// Where a certificate's decision values `f = K' μ` come from (each path with its own accuracy,
-/// which the certificate's float slack uses).
-pub(crate) enum Decisions<'g> {
-    /// Recomputed from `a` by the fused kernel engine ([`decision_from_dual`]), within
-    /// [`crate::fp::KERNEL_SUM_REL_ERROR`].
-    Engine,
-    /// `(a', f)`: the decision values `f` that [`decision_from_dual`] computed for a dual point `a'`
-    /// (the hinge solver's last exact check): used only when `a'` equals `a` bit for bit, in which
-    /// case recomputing would give the same `f` bit for bit; otherwise [`Decisions::Engine`].
-    Known(Option<(Array1<f64>, Array1<f64>)>),
-    /// Summed from `a` over a held `f64` Gram matrix (row-major `n × n`, the kernel evaluated once by
-    /// the engine's block code before the solver's first iterate: a table of `K'_ij`, nothing of the
-    /// iterates), [`klr_newton::gram_matvecs`], within [`crate::fp::gram_sum_rel_error`]`(n)`.
-    /// (Fits certify through [`fit_path_with_hook`], which sums every `λ`'s column in one batched
-    /// pass, bit for bit this single-vector form; this variant is what the tests check it by.)
-    #[cfg_attr(not(test), allow(dead_code))]
-    Gram(&'g [f64]),
-}
-
-/// [`certify_weighted_cancellable`] with the decision values from `source` ([`Decisions`]).
+/// [`certify_weighted_cancellable`] that may reuse `known = (a', f)`, the decision values `f`
+/// that [`decision_from_dual`] computed for a dual point `a'` (the hinge solver's last exact
+/// check): used only when `a'` equals `a` bit for bit, in which case recomputing would give the
+/// same `f` bit for bit; otherwise `f` is recomputed from `a`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn certify_known(
     x: ArrayView2<'_, f64>,
@@ -410,7 +394,7 @@ pub(crate) fn certify_known(
     loss: Loss,
     lam: f64,
     cancel: &Cancel,
-    source: Decisions<'_>,
+    known: Option<(Array1<f64>, Array1<f64>)>,
 ) -> DpResult<Certificate> {
     check_problem(&x, &y, lam)?;
     kernel.validate()?;
@@ -423,27 +407,19 @@ pub(crate) fn certify_known(
         ));
     }
     let c = 1.0 / (lam * n as f64);
-    let mut rel = FP_REL;
-    let (mu, decision) = match source {
+    let (mu, decision) = match known {
         // the decision values of this very `a` from the solver's last exact check: the same
         // computation (`decision_from_dual`) on the same inputs, hence bit-identical
-        Decisions::Known(Some((ka, f)))
+        Some((ka, f))
             if ka.len() == n
                 && f.len() == n
                 && ka.iter().zip(a.iter()).all(|(u, v)| u.to_bits() == v.to_bits()) =>
         {
             (representer(y, a, lam), f)
         }
-        Decisions::Gram(g) if g.len() == n * n => {
-            cancel.check()?;
-            let mu = representer(y, a, lam);
-            let f = klr_newton::gram_matvecs(g, n, &[mu.as_slice().expect("contiguous")]).pop().expect("one");
-            rel = crate::fp::gram_sum_rel_error(n);
-            (mu, Array1::from_vec(f))
-        }
         _ => decision_from_dual(x, y, a, c, kernel, cancel)?,
     };
-    Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision, rel))
+    Ok(certificate_of(x, y, &s, a, b, kernel, loss, lam, mu, decision, FP_REL))
 }
 
 /// `μ = y ∘ C a` (`C = 1/(λ n)`).
@@ -737,36 +713,36 @@ pub fn fit_weighted_with_hook(
     }
     let sv = ndarray::ArrayView1::from(&sw[..]);
     let bv = b.as_ref().map(|b| b.view());
-    let cert = certify_known(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, Cancel::never(), Decisions::Known(known))?;
+    let cert = certify_known(xv, y, Some(sv), a.view(), bv, kernel, loss, opts.lam, Cancel::never(), known)?;
     Ok(Some(solution(a, cert, n_iter, history, opts, full_gram)))
 }
 
-/// The certificate of `a` summed from the held `f64` Gram `g` (row-major `n × n`, consumed: freed
-/// before any engine pass), or — when the Gram's larger float slack
-/// ([`crate::fp::gram_sum_rel_error`]) puts its gap above `tol` — recomputed by the fused engine
-/// exactly as without a Gram. So a fit is never certified less often than with the engine pass
-/// alone; each returned certificate is valid for its own decision values' accuracy.
-#[cfg(test)]
+/// The logistic certificate of `a` from its decision values `decision = K' μ` summed over a held
+/// `f64` Gram ([`klr_newton::gram_matvecs`], accurate to [`crate::fp::gram_sum_rel_error`]`(n)`),
+/// or — when that larger float slack puts its gap above `tol` — the fused engine's certificate of
+/// the same point ([`certify_weighted_cancellable`]). So a fit is never certified less often than
+/// with the engine pass alone; each returned certificate is valid for its own decision values'
+/// accuracy.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn certify_held_gram(
+fn certify_gram_or_engine(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
-    s: Option<ArrayView1<'_, f64>>,
+    sw: &[f64],
     a: ArrayView1<'_, f64>,
     b: Option<ArrayView1<'_, f64>>,
     kernel: &Kernel,
-    loss: Loss,
     lam: f64,
-    g: Vec<f64>,
+    mu: Array1<f64>,
+    decision: Array1<f64>,
     tol: f64,
 ) -> DpResult<Certificate> {
-    let cert = certify_known(x, y, s, a, b, kernel, loss, lam, Cancel::never(), Decisions::Gram(&g))?;
-    drop(g);
+    let rel = crate::fp::gram_sum_rel_error(x.nrows());
+    let cert = certificate_of(x, y, sw, a, b, kernel, Loss::Logistic, lam, mu, decision, rel);
     if cert.gap <= tol {
-        Ok(cert)
-    } else {
-        certify_known(x, y, s, a, b, kernel, loss, lam, Cancel::never(), Decisions::Engine)
+        return Ok(cert);
     }
+    let sv = ndarray::ArrayView1::from(sw);
+    certify_weighted_cancellable(x, y, Some(sv), a, b, kernel, Loss::Logistic, lam, Cancel::never())
 }
 
 /// The validated inputs every fit works on: `x` in standard layout, the weights (ones when `s` is
@@ -880,20 +856,22 @@ pub fn fit_path_with_hook(
     let mus: Vec<Array1<f64>> =
         opts.iter().enumerate().map(|(k, o)| representer(y, ndarray::ArrayView1::from(solves.point(k).0), o.lam)).collect();
     let refs: Vec<&[f64]> = mus.iter().map(|m| m.as_slice().expect("contiguous")).collect();
-    let (decisions, rel, from_gram) = match engine.gram64() {
-        Some(g) => (klr_newton::gram_matvecs(g, n, &refs), crate::fp::gram_sum_rel_error(n), true),
-        None => (evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?, FP_REL, false),
+    let from_gram = engine.gram64().is_some();
+    let decisions = match engine.gram64() {
+        Some(g) => klr_newton::gram_matvecs(g, n, &refs),
+        None => evaluation::kernel_matvecs_cancellable(xv, xv, &refs, kernel, Cancel::never())?,
     };
     let mut certs = Vec::with_capacity(opts.len());
     let mut resumed = vec![false; opts.len()];
     for (k, ((o, mu), decision)) in opts.iter().zip(mus).zip(decisions).enumerate() {
         let (a, b, deferred) = solves.point(k);
         let (a, b) = (ndarray::ArrayView1::from(a), Some(ndarray::ArrayView1::from(b)));
-        let mut cert = certificate_of(xv, y, &sw, a, b, kernel, Loss::Logistic, o.lam, mu, Array1::from_vec(decision), rel);
-        if from_gram && cert.gap > o.tol {
-            // the Gram's larger float slack put the gap above tol: certified again by the engine
-            cert = certify_weighted_cancellable(xv, y, Some(sv), a, b, kernel, Loss::Logistic, o.lam, Cancel::never())?;
-        }
+        let decision = Array1::from_vec(decision);
+        let cert = if from_gram {
+            certify_gram_or_engine(xv, y, &sw, a, b, kernel, o.lam, mu, decision, o.tol)?
+        } else {
+            certificate_of(xv, y, &sw, a, b, kernel, Loss::Logistic, o.lam, mu, decision, FP_REL)
+        };
         // the f32 estimate was too optimistic: this λ goes on from that candidate's exact check,
         // exactly as a solve that does not defer (in lock-step with the others that do)
         if deferred && cert.gap > o.tol {
@@ -905,7 +883,7 @@ pub fn fit_path_with_hook(
         return Ok(None);
     }
     let mut sols = Vec::with_capacity(opts.len());
-    for ((((a, b, n_iter, history), _), mut cert), (o, again)) in
+    for (((a, b, n_iter, history), mut cert), (o, again)) in
         solves.finish().into_iter().zip(certs).zip(opts.iter().zip(resumed))
     {
         if again {
@@ -1861,7 +1839,7 @@ mod tests {
             Loss::Hinge,
             lam,
             Cancel::never(),
-            Decisions::Known(known),
+            known,
         )
         .unwrap();
         assert_eq!(other.decision, fresh.decision);
@@ -2170,11 +2148,16 @@ mod tests {
             // as `Ops` builds it is the engine's Gram matrix
             let g = evaluation::gram_matrix(x.view(), &k).unwrap().into_raw_vec_and_offset().0;
             let engine = certify(x.view(), y.view(), sol.a.view(), None, &k, Loss::Logistic, lam).unwrap();
-            let held = certify_known(
-                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, Cancel::never(),
-                Decisions::Gram(&g),
-            )
-            .unwrap();
+            let ones = vec![1.0; n];
+            // μ and K'μ summed over the held Gram, as the fit's certificate sums them
+            let gram_parts = || {
+                let mu = representer(y.view(), sol.a.view(), lam);
+                let f = klr_newton::gram_matvecs(&g, n, &[mu.as_slice().unwrap()]).pop().unwrap();
+                (mu, Array1::from_vec(f))
+            };
+            let (mu, f) = gram_parts();
+            let held =
+                certificate_of(x.view(), y.view(), &ones, sol.a.view(), None, &k, Loss::Logistic, lam, mu, f, gram_sum_rel_error(n));
             assert_eq!(held.mu, engine.mu);
             assert_ne!(held.decision, engine.decision, "{k:?}: another summation, other last bits");
             // decision values: each within its bound of the exact K'μ, so within the sum of both
@@ -2186,19 +2169,13 @@ mod tests {
             }
             // the Gram certificate carries the larger slack, both certify the same point
             let sd: Vec<f64> = evaluation::kernel_diag(x.view(), &k).iter().map(|v| v.abs().sqrt()).collect();
-            let ones = vec![1.0; n];
             let sl_e = fp_slack(&sd, &ones, engine.mu.iter().map(|v| v.abs()));
             let sl_g = fp_slack_rel(gram_sum_rel_error(n), &sd, &ones, held.mu.iter().map(|v| v.abs()));
             assert!(sl_g > sl_e);
             assert!((held.gap - engine.gap).abs() <= sl_g + sl_e + 1e-15, "{k:?}: {} vs {}", held.gap, engine.gap);
             assert!(held.gap <= o.tol && engine.gap <= o.tol);
             // the fit certified its point from its held Gram (the solver's b = s − a from the logits)
-            let fit_held = certify_known(
-                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, Cancel::never(),
-                Decisions::Gram(&g),
-            )
-            .unwrap();
-            assert_eq!(sol.cert.decision, fit_held.decision, "{k:?}: the fit summed its certificate from the Gram");
+            assert_eq!(sol.cert.decision, held.decision, "{k:?}: the fit summed its certificate from the Gram");
             // deterministic
             let again = fit(x.view(), y.view(), &k, Loss::Logistic, &o).unwrap();
             assert_eq!(again.a, sol.a);
@@ -2206,17 +2183,13 @@ mod tests {
             // a tol between the two gaps: the engine certifies again (never certified less often)
             if held.gap > engine.gap {
                 let mid = 0.5 * (held.gap + engine.gap);
-                let c = certify_held_gram(
-                    x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, g.clone(), mid,
-                )
-                .unwrap();
+                let (mu, f) = gram_parts();
+                let c = certify_gram_or_engine(x.view(), y.view(), &ones, sol.a.view(), None, &k, lam, mu, f, mid).unwrap();
                 assert_eq!(c.gap.to_bits(), engine.gap.to_bits());
                 assert_eq!(c.decision, engine.decision);
             }
-            let c = certify_held_gram(
-                x.view(), y.view(), None, sol.a.view(), None, &k, Loss::Logistic, lam, g.clone(), held.gap,
-            )
-            .unwrap();
+            let (mu, f) = gram_parts();
+            let c = certify_gram_or_engine(x.view(), y.view(), &ones, sol.a.view(), None, &k, lam, mu, f, held.gap).unwrap();
             assert_eq!(c.gap.to_bits(), held.gap.to_bits());
         }
     }

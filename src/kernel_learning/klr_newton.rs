@@ -998,8 +998,8 @@ impl PathSolves<'_> {
         self.states[k].resume_exact()
     }
 
-    /// Per `λ`: the solver output and whether it stopped on an unchecked `f32` estimate.
-    pub(crate) fn finish(self) -> Vec<(SolverOut, bool)> {
+    /// Per `λ`: the solver output (whether it deferred: [`point`](Self::point)).
+    pub(crate) fn finish(self) -> Vec<SolverOut> {
         self.states.into_iter().map(LamSolve::finish).collect()
     }
 }
@@ -1288,16 +1288,14 @@ impl<'a> LamSolve<'a> {
         true
     }
 
-    /// The solver output (`a`, `s − a`, iterations, history) and whether it stopped on an
-    /// unchecked `f32` estimate (`defer`).
-    fn finish(self) -> (SolverOut, bool) {
-        let out = (
+    /// The solver output (`a`, `s − a`, iterations, history).
+    fn finish(self) -> SolverOut {
+        (
             ndarray::Array1::from_vec(self.best_a),
             Some(ndarray::Array1::from_vec(self.best_b)),
             self.iter,
             self.history,
-        );
-        (out, self.deferred)
+        )
     }
 
     /// The `n`-scaled dual objective `Σ s H(a/s) − ½ aᵀ Q̃ a` of a dual point with `q = Q̃ a`: the
@@ -1874,8 +1872,8 @@ mod tests {
                 assert!(engine.full_gram() && engine.gram64().is_none());
                 let mut solves = engine.start(&yv, &sw, &diag, &[o], &mut t, false).unwrap();
                 assert!(engine.run(&mut solves, &mut t));
-                let ((a, _, it, _), deferred) = solves.finish().pop().unwrap();
-                assert!(!deferred);
+                assert!(!solves.point(0).2);
+                let (a, _, it, _) = solves.finish().pop().unwrap();
                 assert_eq!(sol.a, a, "C {c} tol {tol}");
                 if did_resume {
                     resumed += 1;
