@@ -497,6 +497,120 @@ pub(crate) fn next_pivot(d: &[f64]) -> (usize, f64, f64) {
     (j, dj, d.iter().sum())
 }
 
+/// Candidates per [`ColumnBlock`]: the largest residual diagonals when a block starts.
+const BLOCK_CANDIDATES: usize = 48;
+/// Columns per chunk of [`ColumnBlock::new`]'s update (its candidates' chunks stay in cache).
+const BLOCK_COLS: usize = 256;
+
+/// The next pivoted-Cholesky columns with a held Gram, computed in a block: the greedy run is
+/// unchanged (each pivot is still the largest residual diagonal, [`next_pivot`]), and so are the bits
+/// of every column, but the rows already made are read once per block instead of once per column.
+///
+/// A block starts at pivot `r₀` with the [`BLOCK_CANDIDATES`] indices of largest residual diagonal
+/// (the pivot among them) and their kernel rows, from which it subtracts `L_m[j] L_m` for every
+/// row `m < r₀` of the factor, `m` ascending — the operations [`cholesky_column`] makes, in its
+/// order, for each entry (one pass over the factor for all the candidates). A pivot of the greedy
+/// run that is one of the candidates takes its row, subtracts the rows `r₀ ≤ m < r` made since in
+/// the same way, and becomes the column ([`finish_column`]): bit for bit `cholesky_column`. A pivot
+/// outside the candidates starts a new block. So the factor does not depend on where blocks start
+/// (a resumed run is still bit for bit a longer one).
+struct ColumnBlock {
+    /// `(index, row)`: the candidates' kernel rows, less the factor's rows before `start`.
+    cands: Vec<(usize, Option<Vec<f64>>)>,
+    start: usize,
+}
+
+impl ColumnBlock {
+    fn new(lt: &Array2<f64>, start: usize, d: &[f64], pivot: usize, gram_row: &dyn Fn(usize) -> Vec<f64>) -> Self {
+        #[cfg(test)]
+        tests::BLOCKS.with(|c| c.set(c.get() + 1));
+        // the largest residual diagonals (ties: the lower index), the pivot first
+        let mut idx: Vec<usize> = (0..d.len()).filter(|&i| i != pivot && d[i] > 0.0).collect();
+        let b = (BLOCK_CANDIDATES - 1).min(idx.len());
+        if b < idx.len() {
+            idx.select_nth_unstable_by(b, |&p, &q| d[q].total_cmp(&d[p]).then(p.cmp(&q)));
+            idx.truncate(b);
+        }
+        idx.insert(0, pivot);
+        let mut rows: Vec<Vec<f64>> = idx.iter().map(|&j| gram_row(j)).collect();
+        let n = d.len();
+        if start > 0 && n > 0 {
+            let coefs: Vec<Vec<f64>> = idx.iter().map(|&j| (0..start).map(|m| lt[[m, j]]).collect()).collect();
+            let done = lt.slice(s![..start, ..]);
+            // rows as column chunks: every chunk updated by one task (deterministic)
+            let mut chunks: Vec<Vec<&mut [f64]>> = (0..n.div_ceil(BLOCK_COLS)).map(|_| Vec::new()).collect();
+            for row in rows.iter_mut() {
+                for (c, part) in row.chunks_mut(BLOCK_COLS).enumerate() {
+                    chunks[c].push(part);
+                }
+            }
+            chunks.into_par_iter().enumerate().for_each(|(c, mut parts)| {
+                let c0 = c * BLOCK_COLS;
+                subtract_rows(done, &coefs, c0, &mut parts);
+            });
+        }
+        ColumnBlock { cands: idx.into_iter().zip(rows.into_iter().map(Some)).collect(), start }
+    }
+
+    /// Whether the pivot `j` is a candidate not taken yet.
+    fn holds(&self, j: usize) -> bool {
+        self.cands.iter().any(|(i, row)| *i == j && row.is_some())
+    }
+
+    /// The candidate `j`'s row less every factor row `m < r` (the column before its scaling).
+    fn take(&mut self, lt: &Array2<f64>, r: usize, j: usize) -> Vec<f64> {
+        let slot = self.cands.iter_mut().find(|(i, row)| *i == j && row.is_some()).expect("a held candidate");
+        let mut out = slot.1.take().expect("not taken");
+        let coefs: Vec<f64> = (self.start..r).map(|m| lt[[m, j]]).collect();
+        let start = self.start;
+        out.par_chunks_mut(2048).enumerate().for_each(|(c, o)| {
+            let c0 = c * 2048;
+            for (k, &cm) in coefs.iter().enumerate() {
+                let lm = &lt.row(start + k).to_slice().expect("contiguous")[c0..c0 + o.len()];
+                for (oi, &l) in o.iter_mut().zip(lm) {
+                    *oi -= cm * l;
+                }
+            }
+        });
+        out
+    }
+}
+
+simd_dispatch! {
+    /// `parts[k] −= Σ_m coefs[k][m] · done[m][c0..]` for `m` ascending, one product and one
+    /// subtraction at a time (each entry: [`cholesky_column`]'s operations, in its order).
+    fn subtract_rows(done: ArrayView2<'_, f64>, coefs: &[Vec<f64>], c0: usize, parts: &mut [&mut [f64]]) {
+        let len = parts.first().map_or(0, |p| p.len());
+        for m in 0..done.nrows() {
+            let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + len];
+            for (part, cf) in parts.iter_mut().zip(coefs) {
+                let cm = cf[m];
+                for (o, &l) in part.iter_mut().zip(lm) {
+                    *o -= cm * l;
+                }
+            }
+        }
+    }
+}
+
+/// Row `r` of `lt` becomes `out / √d_j` and the residual diagonal `d` is updated (`d_j = 0`): the
+/// end of [`cholesky_column`], from its `out` (the kernel row less `L_m[j] L_m` for every `m < r`).
+fn finish_column(lt: &mut Array2<f64>, r: usize, mut out: Vec<f64>, j: usize, dj: f64, d: &mut [f64]) {
+    let inv = 1.0 / dj.sqrt();
+    out.par_chunks_mut(2048).for_each(|o| {
+        for v in o.iter_mut() {
+            *v *= inv;
+        }
+    });
+    let mut col = lt.row_mut(r);
+    let col = col.as_slice_mut().expect("contiguous");
+    col.copy_from_slice(&out);
+    for (dv, &l) in d.iter_mut().zip(col.iter()) {
+        *dv = (*dv - l * l).max(0.0);
+    }
+    d[j] = 0.0;
+}
+
 /// One pivoted-Cholesky step: row `r` of `lt` (`Lᵀ`, the first `r` rows done) becomes the column
 /// `(K_j − Σ_m L_mj L_m) / √d_j` from the kernel row `row = K_j`, and the residual diagonal `d`
 /// is updated (`d_j = 0`). Parallel over fixed column chunks: deterministic (shared by this solver
@@ -585,22 +699,34 @@ impl Pivots {
             Some(RowCache::new(ops.x, &ops.kernel, 0, true))
         };
         let mut r = r0;
+        // with a held Gram: the candidate block of the next pivots (ColumnBlock)
+        let mut block: Option<ColumnBlock> = None;
         while r < target {
             let (j, dj, trace) = next_pivot(&d);
             states.push((dj, trace));
             if self.stops((dj, trace), self.scale) {
                 break;
             }
-            let row: Vec<f64> = match (&ops.gram, rows.as_mut()) {
-                (Gram::F64(g), _) => g[j * n..(j + 1) * n].to_vec(),
-                (Gram::F32(g), _) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
-                (Gram::None, Some(rc)) => match rc.row(j) {
+            let gram_row = |j: usize| -> Vec<f64> {
+                match &ops.gram {
+                    Gram::F64(g) => g[j * n..(j + 1) * n].to_vec(),
+                    Gram::F32(g) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
+                    Gram::None => unreachable!("only with a held Gram"),
+                }
+            };
+            if let Some(rc) = rows.as_mut() {
+                let row: Vec<f64> = match rc.row(j) {
                     RowRef::F64(row) => row.to_vec(),
                     RowRef::F32(row) => row.iter().map(|&v| v as f64).collect(),
-                },
-                (Gram::None, None) => unreachable!("a row cache without a Gram"),
-            };
-            cholesky_column(&mut lt, r, &row, j, dj, &mut d);
+                };
+                cholesky_column(&mut lt, r, &row, j, dj, &mut d);
+            } else {
+                if !block.as_ref().is_some_and(|b| b.holds(j)) {
+                    block = Some(ColumnBlock::new(&lt, r, &d, j, &gram_row));
+                }
+                let out = block.as_mut().expect("just made").take(&lt, r, j);
+                finish_column(&mut lt, r, out, j, dj, &mut d);
+            }
             r += 1;
             if !ticker.tick(|| progress(0, f64::NAN, n)) {
                 return None;
@@ -1557,6 +1683,8 @@ mod tests {
         pub(super) static GROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// Deferred solves resumed without deferring, by this thread.
         pub(super) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// Candidate blocks of the pivoted Cholesky runs ([`super::ColumnBlock`]).
+        pub(super) static BLOCKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
@@ -1804,6 +1932,55 @@ mod tests {
             .is_err());
         assert!(fit_path_with_hook(x.view(), y.view(), None, &k, &[-0.1], &[1e-8], 10, 1 << 20, &mut always)
             .is_err());
+    }
+
+    #[test]
+    fn blocked_pivot_columns_are_the_column_by_column_run_bit_for_bit() {
+        // the greedy run with cholesky_column, one kernel row at a time (the reference)
+        fn reference(g: &[f64], n: usize, diag: &[f64], r_max: usize) -> (Array2<f64>, Vec<f64>) {
+            let mut d: Vec<f64> = diag.iter().map(|v| v.max(0.0)).collect();
+            let dmax0 = d.iter().cloned().fold(0.0, f64::max);
+            let mut lt = Array2::<f64>::zeros((r_max, n));
+            let mut r = 0;
+            while r < r_max {
+                let (j, dj, _) = next_pivot(&d);
+                if dj <= 1e-12 * dmax0 {
+                    break;
+                }
+                cholesky_column(&mut lt, r, &g[j * n..(j + 1) * n], j, dj, &mut d);
+                r += 1;
+            }
+            (lt.slice(s![..r, ..]).to_owned(), d)
+        }
+        let n = 700;
+        let mut always = |_: &Progress| true;
+        let mut t = Ticker::new(&mut always);
+        for (seed, k) in [
+            (3u64, Kernel::rbf(0.5).unwrap()),
+            (4, Kernel::poly(1.0, 3, 1.0).unwrap().with_shift(0.25).unwrap()),
+            (5, Kernel::rbf(20.0).unwrap()),
+        ] {
+            let (x, y) = data(n, 5, seed);
+            let diag = evaluation::kernel_diag(x.view(), &k).to_vec();
+            for cache in [8 * n * n, 4 * n * n] {
+                let ops = Ops::new(x.view(), &k, &y.to_vec(), cache, &mut t).unwrap();
+                let g: Vec<f64> = match &ops.gram {
+                    Gram::F64(g) => g.clone(),
+                    Gram::F32(g) => g.iter().map(|&v| v as f64).collect(),
+                    Gram::None => unreachable!("it fits"),
+                };
+                BLOCKS.with(|c| c.set(0));
+                let piv = pivoted_cholesky(&ops, &diag, 300, 1e12, &mut t).unwrap();
+                let blocks = BLOCKS.with(|c| c.get());
+                let (lt, d) = reference(&g, n, &diag, 300);
+                assert_eq!(piv.lt.nrows(), lt.nrows(), "{k:?}");
+                assert!(piv.lt.iter().zip(lt.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "{k:?} {cache}");
+                assert!(piv.d.iter().zip(&d).all(|(a, b)| a.to_bits() == b.to_bits()));
+                // blocks served several pivots, and pivots outside a block started new ones
+                let r = piv.lt.nrows() as u64;
+                assert!(blocks > 1 && blocks < r, "{k:?}: {blocks} blocks for {r} pivots");
+            }
+        }
     }
 
     #[test]
