@@ -581,8 +581,27 @@ simd_dispatch! {
     /// subtraction at a time (each entry: [`cholesky_column`]'s operations, in its order).
     fn subtract_rows(done: ArrayView2<'_, f64>, coefs: &[Vec<f64>], c0: usize, parts: &mut [&mut [f64]]) {
         let len = parts.first().map_or(0, |p| p.len());
-        for m in 0..done.nrows() {
-            let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + len];
+        let row = |m: usize| &done.row(m).to_slice().expect("contiguous")[c0..c0 + len];
+        let r = done.nrows();
+        let quad = r - r % 4;
+        // four factor rows per sweep: each entry loaded and stored once per four subtractions,
+        // still one product and one subtraction at a time, m ascending
+        for m in (0..quad).step_by(4) {
+            let (l0, l1, l2, l3) = (row(m), row(m + 1), row(m + 2), row(m + 3));
+            for (part, cf) in parts.iter_mut().zip(coefs) {
+                let (c0_, c1_, c2_, c3_) = (cf[m], cf[m + 1], cf[m + 2], cf[m + 3]);
+                for ((((o, &a0), &a1), &a2), &a3) in part.iter_mut().zip(l0).zip(l1).zip(l2).zip(l3) {
+                    let mut v = *o;
+                    v -= c0_ * a0;
+                    v -= c1_ * a1;
+                    v -= c2_ * a2;
+                    v -= c3_ * a3;
+                    *o = v;
+                }
+            }
+        }
+        for m in quad..r {
+            let lm = row(m);
             for (part, cf) in parts.iter_mut().zip(coefs) {
                 let cm = cf[m];
                 for (o, &l) in part.iter_mut().zip(lm) {
