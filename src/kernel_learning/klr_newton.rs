@@ -1542,7 +1542,7 @@ fn half(u: &[f64], sw: &[f64]) -> (Vec<f64>, Vec<f64>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernel_learning::erm::{fit_weighted_with_hook, Loss};
     use crate::cancel::Cancel;
@@ -1556,7 +1556,7 @@ mod tests {
         /// Resumptions of a pivoted Cholesky run ("Growing the factor") made by this thread.
         pub(super) static GROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// Deferred solves resumed without deferring, by this thread.
-        pub(super) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        pub(crate) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
