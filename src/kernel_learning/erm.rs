@@ -57,10 +57,41 @@
 //! little above `E` (`1.08 E` at `n = 6,000`, `1.23 E` at `n = 16,384`), so the certificate's float
 //! slack ([`fp_slack_rel`]) uses this bound on this path. The solver's stopping target keeps
 //! [`fp_slack`]; when the larger slack puts the Gram certificate's gap above `tol`, the point is
-//! certified again by the engine pass exactly as without a Gram, so a fit is never certified less
-//! often than before, and each certificate is valid for the accuracy of the values it used. The
-//! path ([`fit_path_with_hook`]) sums all its certificates in one pass over its held `f64` Gram
-//! the same way.
+//! certified again by the engine pass ([`certify_weighted_cancellable`]), so a fit is never
+//! certified less often than before, and each certificate is valid for the accuracy of the values
+//! it used. The path ([`fit_path_with_hook`]) sums all its certificates in one pass over its held
+//! `f64` Gram the same way.
+//!
+//! # Certificate from the symmetric kernel pass
+//!
+//! Without a held `f64` Gram (large `n`: the solver holds an `f32` Gram, or none), the logistic
+//! fit's certificates — all `λ` of a path in one pass, one vector each — sum `f = K'(X, X) μ` with
+//! [`evaluation::kernel_matvecs_sym_cancellable`] (issue 26): each lower-triangle tile of the kernel
+//! matrix is evaluated once, by the engine's own block code in the engine's own blocks, and used
+//! for its rows and (transposed) for its columns — about half the `O(n² d)` kernel work of the
+//! fused engine's `K(X, X) μ` ([`evaluation::kernel_matvecs_cancellable`], the pass it replaces;
+//! measured `d = 784`, 1 thread: 2.1–2.2× faster at `n = 6,000` and `20,000`). It stays independent
+//! of the solver (computed from `a` alone, as before). Accuracy
+//! ([`evaluation::kernel_matvecs_sym_rel_error`] `=` [`crate::fp::sym_kernel_sum_rel_error`],
+//! proof there): the entries are the engine's block values, within `E (|K_ij| + s)` by the one-hot
+//! argument above, and the exact `K'` is symmetric; the scheme's summation depth
+//! ([`crate::fp::sym_tiles_sum_terms`]: `74 + 8 (⌈n/512⌉ − 1)`) adds `γ_k (1 + E)` — `1.018 E` at
+//! `n = 6,000`, `1.043 E` at `n = 20,000` — and the float slack ([`fp_slack_rel`]) uses this bound.
+//!
+//! **Fallback.** That bound is larger than `E`, so it could put a gap above `tol` where the old
+//! pass's would not. For each `λ` whose symmetric certificate misses `tol` by less than
+//! `4 (rel · S + 1e-15 (1 + |P| + |D|))` (`S` the slack's scale, [`fp_slack_rel`] at `rel = 1`:
+//! twice the most by which the two passes' gaps can differ, `sym_gap_misses_for_sure`), the old
+//! pass — the fused engine's `K(X, X) μ` for all such `λ` at once, with [`FP_REL`] — certifies it
+//! again, exactly as before this pass existed; beyond that margin the engine's gap cannot meet `tol`
+//! either and no pass is spent. So a fit is never certified less often than before, and every
+//! returned certificate is valid for its own decision values' accuracy. A `λ` **resumed** after its
+//! certificate missed `tol` (its `f32` estimate was optimistic) is certified again by the engine
+//! over the support as before ([`certify_weighted_cancellable`]): resumes happen (measured, tests)
+//! where `tol` is at the float floor, where the symmetric certificate would be inside the
+//! fallback's margin anyway. The hinge solver's certificate is unchanged. Cost at the float floor
+//! (a `tol` float64 cannot certify; the fit warns): the first certificate is the symmetric pass
+//! and then the old one (1.5 passes instead of 1).
 //!
 //! # Weights (class weights)
 //!
@@ -800,9 +831,11 @@ fn solution(
 /// solved in lock-step: each pass computes the product every unfinished `λ` asks for, each column
 /// exactly as alone; `klr_newton`, "Paths"), and the exact checks: with an `f32` Gram each
 /// solve stops as soon as the `f32` estimate of its gap meets the stopping target and all the
-/// stopped dual points are certified together, in **one** fused pass of the kernel engine with one
-/// vector per `λ` ([`evaluation::kernel_matvecs_cancellable`], same documented accuracy as the
-/// single certificate, [`crate::fp::KERNEL_SUM_REL_ERROR`]). A `λ` whose certificate misses its
+/// stopped dual points are certified together, in **one** pass with one vector per `λ`: the symmetric
+/// kernel pass ([`evaluation::kernel_matvecs_sym_cancellable`], about half the kernel work, accurate
+/// to [`evaluation::kernel_matvecs_sym_rel_error`]; the fused engine's pass again for the `λ` its
+/// larger slack may have cost `tol`: "Certificate from the symmetric kernel pass" in the module
+/// docs), or the held `f64` Gram ("Certificate from a held Gram"). A `λ` whose certificate misses its
 /// `tol` (its `f32` estimate was too optimistic) is solved again without deferring (its iterations
 /// added). Nothing is warm-started from another `λ`: each dual point is the one its own solve
 /// reaches ([`fit_weighted_with_hook`] fits the logistic loss as a path of this one `λ`, so each

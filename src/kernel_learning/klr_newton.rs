@@ -73,7 +73,8 @@
 //! The returned `a` (and `b`) is certified afterwards by
 //! [`certify_weighted_cancellable`](crate::kernel_learning::erm::certify_weighted_cancellable),
 //! independently of all of this (summed from the held `f64` Gram when there is one:
-//! [`PathEngine::gram64`]; `erm`, "Certificate from a held Gram"). The same product gives the Newton right-hand side: the step is
+//! [`PathEngine::gram64`]; `erm`, "Certificate from a held Gram"; otherwise by the symmetric kernel
+//! pass, `erm`, "Certificate from the symmetric kernel pass"). The same product gives the Newton right-hand side: the step is
 //! solved for the increment, `(I + W Q̃) δv = g` with `g = a − v` and `Q̃ g = Q̃ a − u` (`u = Q̃ v`
 //! is maintained from the products), i.e. `δv = g − W^{½} z`, `B z = W^{½} Q̃ g`, `δu = Q̃ g −
 //! Q̃ W^{½} z`. The right-hand side vanishes at the optimum, so the CG tolerance `η` is relative to

@@ -47,6 +47,14 @@
 //!
 //! The linear kernel needs no tiling at all: `K(Z, X) μ = Z (Xᵀ μ)`, computed in `O((m + n) d)`.
 //!
+//! # Symmetric products
+//!
+//! [`kernel_matvecs_sym_cancellable`] computes `K'(X, X) v` for several vectors with half the
+//! kernel work: each lower-triangle tile (`SYM_TILE × SYM_TILE`, the engine's own blocks) is
+//! evaluated once and used for its rows and its columns, tiles scheduled in round-robin rounds so
+//! that the result is deterministic (accuracy [`kernel_matvecs_sym_rel_error`], derived in
+//! [`crate::fp::sym_kernel_sum_rel_error`]). The logistic fit's certificate uses it (issue 26).
+//!
 //! # Determinism
 //!
 //! Results are bit-for-bit identical whatever the number of threads (and whatever the memory
@@ -1934,9 +1942,7 @@ mod tests {
                 for (i, j) in round {
                     assert!(j <= i && i < nt, "nt = {nt}: ({i}, {j})");
                     seen[i * nt + j] += 1;
-                    for t in [i, j] {
-                        assert!(!used[t] || (i == j && t == i && !used[t]), "nt = {nt}: tile {t} twice");
-                    }
+                    assert!(!used[i] && !used[j], "nt = {nt}: a tile twice in a round");
                     used[i] = true;
                     used[j] = true;
                 }
