@@ -11,6 +11,8 @@
 //! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
 //! | [`lanes8_sum_terms`] | `⌊n/8⌋ + 9` | the `k` of `γ_k` for a sum of `n` products with 8 lane accumulators, a 3-level tree and a tail (the held-Gram products of `kernel_learning::klr_newton`) |
 //! | [`gram_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value summed from a held `f64` Gram matrix (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`lanes8_sum_terms`]`(n)`) |
+//! | [`sym_tiles_sum_terms`] | `max(lanes8_sum_terms(T), R) + 1 + ⌈T/R⌉(⌈n/T⌉ − 1)` | the `k` of `γ_k` for a decision value of the symmetric multi-vector kernel product (square tiles of `T` rows/columns, `R`-row blocks, lower triangle evaluated once and used twice; `kernels::evaluation::kernel_matvecs_sym_cancellable`) |
+//! | [`sym_kernel_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value from that symmetric product (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`sym_tiles_sum_terms`]); `1.04e-12` at `n = 20,000` |
 //! | [`shifted_kernel_error`] | `e + u·(K + e + s)` | the shifted kernel `K + s` (intercept, `s = b² ≥ 0`) adds one rounding: `|fl(k̂ + s) − (k + s)| ≤ e + u·(|k̂| + s)` for a base value `k̂` within `e` of `k`, `|k| ≤ K` |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
 //! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
@@ -70,6 +72,59 @@ pub fn lanes8_sum_terms(n: usize) -> f64 {
 #[inline]
 pub fn gram_sum_rel_error(n: usize) -> f64 {
     KERNEL_SUM_REL_ERROR + gamma_k(lanes8_sum_terms(n)) * (1.0 + KERNEL_SUM_REL_ERROR)
+}
+
+/// Rounding depth of one output of the **symmetric** multi-vector product `K'(X, X) v`
+/// (`kernels::evaluation::kernel_matvecs_sym_cancellable`): the `n` rows are cut into square tiles
+/// of `tile` rows and columns (`n_t = ⌈n/tile⌉`); each lower-triangle tile `(I, J)`, `J ≤ I`, is
+/// evaluated once, in blocks of at most `rows` rows of tile `I` times all columns of tile `J`, and
+/// each output element is an accumulator that starts at `0.0` and receives, one addition each,
+///
+/// * as a **row** of tile `t`: for every `J ≤ t`, the 8-lane dot product (`klr_newton`'s and the
+///   engine's `dot`: [`lanes8_sum_terms`]) of its block row with `v` over the `≤ tile` columns of
+///   `J` — `t + 1` additions, each term of which went through `≤ lanes8_sum_terms(tile)` roundings
+///   before;
+/// * as a **column** of tile `t`: for every `I > t` and every `rows`-row block of `I`
+///   (`≤ ⌈tile/rows⌉` of them), that block's column sum `Σ_i K_ij v_i`, summed in order from `0.0`
+///   (a term: its product and at most `rows − 1` further additions: `≤ rows` roundings).
+///
+/// So the accumulator takes at most `A = (t + 1) + ⌈tile/rows⌉ (n_t − 1 − t) ≤ 1 + ⌈tile/rows⌉
+/// (n_t − 1)` additions (the largest at `t = 0` since `⌈tile/rows⌉ ≥ 1`), and every product reaches
+/// the output through at most `max(lanes8_sum_terms(tile), rows) + A` roundings: the computed
+/// output is within `γ_k Σ_j |K̂_ij v_j|` of the exact sum of the products of the values used, with
+/// `k` this number (Higham 2002, Lemma 3.1 and §3.1: a term that passes through `k` roundings
+/// carries a factor `1 + θ_k`, `|θ_k| ≤ γ_k`; the order in which the blocks arrive does not enter).
+/// E.g. `tile = 512`, `rows = 64`: `74 + 8 (n_t − 1)`, `162` at `n = 6,000`, `386` at `n = 20,000`
+/// (the held Gram's [`lanes8_sum_terms`] is `759` and `2,509` there).
+#[inline]
+pub fn sym_tiles_sum_terms(n: usize, tile: usize, rows: usize) -> f64 {
+    let (tile, rows) = (tile.max(1), rows.max(1));
+    let n_t = n.div_ceil(tile).max(1);
+    let inner = lanes8_sum_terms(tile).max(rows as f64);
+    inner + 1.0 + tile.div_ceil(rows) as f64 * (n_t - 1) as f64
+}
+
+/// Relative accuracy of a decision value `f_i = Σ_j K'_ij v_j` from the symmetric multi-vector
+/// kernel product (`kernels::evaluation::kernel_matvecs_sym_cancellable`, tiles `tile × tile`,
+/// blocks of `rows` rows) against `Σ_j (|K_ij| + s)|v_j|`, the scale of [`KERNEL_SUM_REL_ERROR`]:
+///
+/// * each entry the sum uses is a value `Ĝ_ij` that the engine's own block code computed, in the
+///   very blocks of the fused multi-vector engine (`kernel_matvecs_cancellable(X, X)`: rows from a
+///   multiple of `rows`, columns from a multiple of `tile`) that [`KERNEL_SUM_REL_ERROR`] `= E` is
+///   assumed of; at the one-hot weights `v = e_j` that engine's sum for row `i` is exactly `Ĝ_ij`
+///   (every other product is an exact zero), so `|Ĝ_ij − K'_ij| ≤ E (|K_ij| + s)`. A tile `(I, J)`,
+///   `J < I`, is used twice: its row `i` gives the entries `(i, j)` of the outputs of tile `I`, its
+///   column `j` the entries `(j, i)` of the outputs of tile `J`, i.e. output `j` uses `Ĝ_ij` for
+///   `K'_ji`; the exact kernel is symmetric (`K'_ji = K'_ij`), so the same bound holds.
+/// * the sum: `|fl(Σ_j Ĝ v_j) − Σ_j Ĝ v_j| ≤ γ_k Σ_j |Ĝ||v_j| ≤ γ_k (1 + E) Σ_j (|K_ij| + s)|v_j|`
+///   with `k` = [`sym_tiles_sum_terms`]`(n, tile, rows)`.
+///
+/// Total: `E + γ_k (1 + E)` (`1.018e-12` at `n = 6,000`, `1.043e-12` at `n = 20,000` for `512 ×
+/// 512` tiles of 64-row blocks): above [`KERNEL_SUM_REL_ERROR`], so a certificate summed this way
+/// uses this bound. `+inf` where `γ_k` has no first-order bound.
+#[inline]
+pub fn sym_kernel_sum_rel_error(n: usize, tile: usize, rows: usize) -> f64 {
+    KERNEL_SUM_REL_ERROR + gamma_k(sym_tiles_sum_terms(n, tile, rows)) * (1.0 + KERNEL_SUM_REL_ERROR)
 }
 
 /// Relative amount by which a record may exceed its declared L2 bound (`dpcore._internal.fp.RADIUS_TOL`).
@@ -162,5 +217,30 @@ mod tests {
         assert!((gram_sum_rel_error(16384) - 1.228e-12).abs() < 1e-15);
         assert!(gram_sum_rel_error(1 << 20) < 1.6e-11);
         assert_eq!(gram_sum_rel_error(1 << 60), f64::INFINITY);
+    }
+
+    #[test]
+    fn sym_kernel_sum_rel_error_is_what_the_docs_say() {
+        // one tile: the row dot (lanes8_sum_terms(512) = 73) and one addition into the output
+        assert_eq!(sym_tiles_sum_terms(1, 512, 64), 74.0);
+        assert_eq!(sym_tiles_sum_terms(512, 512, 64), 74.0);
+        // a second tile: 8 column blocks more
+        assert_eq!(sym_tiles_sum_terms(513, 512, 64), 82.0);
+        assert_eq!(sym_tiles_sum_terms(6000, 512, 64), 162.0);
+        assert_eq!(sym_tiles_sum_terms(20_000, 512, 64), 386.0);
+        assert_eq!(sym_tiles_sum_terms(8192, 512, 64), 194.0);
+        // rows above the lane depth: the column sums are the deeper part
+        assert_eq!(sym_tiles_sum_terms(1000, 64, 100), 100.0 + 1.0 + 15.0);
+        let e = sym_kernel_sum_rel_error(6000, 512, 64);
+        assert!(e > KERNEL_SUM_REL_ERROR && (e - 1.018e-12).abs() < 1e-15, "{e}");
+        let e = sym_kernel_sum_rel_error(20_000, 512, 64);
+        assert!((e - 1.043e-12).abs() < 1e-15, "{e}");
+        // below the held Gram's bound at the same n (a shallower sum)
+        assert!(sym_kernel_sum_rel_error(20_000, 512, 64) < gram_sum_rel_error(20_000));
+        assert_eq!(
+            sym_kernel_sum_rel_error(20_000, 512, 64),
+            KERNEL_SUM_REL_ERROR + gamma_k(386.0) * (1.0 + KERNEL_SUM_REL_ERROR)
+        );
+        assert_eq!(sym_kernel_sum_rel_error(1 << 62, 512, 64), f64::INFINITY);
     }
 }

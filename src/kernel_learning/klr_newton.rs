@@ -90,7 +90,8 @@
 //! The returned `a` (and `b`) is certified afterwards by
 //! [`certify_weighted_cancellable`](crate::kernel_learning::erm::certify_weighted_cancellable),
 //! independently of all of this (summed from the held `f64` Gram when there is one:
-//! [`PathEngine::gram64`]; `erm`, "Certificate from a held Gram"). The same product gives the Newton right-hand side: the step is
+//! [`PathEngine::gram64`]; `erm`, "Certificate from a held Gram"; otherwise by the symmetric kernel
+//! pass, `erm`, "Certificate from the symmetric kernel pass"). The same product gives the Newton right-hand side: the step is
 //! solved for the increment, `(I + W Q̃) δv = g` with `g = a − v` and `Q̃ g = Q̃ a − u` (`u = Q̃ v`
 //! is maintained from the products), i.e. `δv = g − W^{½} z`, `B z = W^{½} Q̃ g`, `δu = Q̃ g −
 //! Q̃ W^{½} z`. The right-hand side vanishes at the optimum, so the CG tolerance `η` is relative to
@@ -1768,7 +1769,7 @@ fn half(u: &[f64], sw: &[f64]) -> (Vec<f64>, Vec<f64>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernel_learning::erm::{fit_weighted_with_hook, Loss};
     use crate::cancel::Cancel;
@@ -1782,7 +1783,7 @@ mod tests {
         /// Resumptions of a pivoted Cholesky run ("Growing the factor") made by this thread.
         pub(super) static GROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// Deferred solves resumed without deferring, by this thread.
-        pub(super) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        pub(crate) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// Newton steps' preconditioners made by this thread: (built, the warm start's Hessian
         /// reused, built after a reused one ran out of steps).
         pub(crate) static PRECONDS: std::cell::Cell<(u64, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };

@@ -47,6 +47,14 @@
 //!
 //! The linear kernel needs no tiling at all: `K(Z, X) μ = Z (Xᵀ μ)`, computed in `O((m + n) d)`.
 //!
+//! # Symmetric products
+//!
+//! [`kernel_matvecs_sym_cancellable`] computes `K'(X, X) v` for several vectors with half the
+//! kernel work: each lower-triangle tile (`SYM_TILE × SYM_TILE`, the engine's own blocks) is
+//! evaluated once and used for its rows and its columns, tiles scheduled in round-robin rounds so
+//! that the result is deterministic (accuracy [`kernel_matvecs_sym_rel_error`], derived in
+//! [`crate::fp::sym_kernel_sum_rel_error`]). The logistic fit's certificate uses it (issue 26).
+//!
 //! # Determinism
 //!
 //! Results are bit-for-bit identical whatever the number of threads (and whatever the memory
@@ -1099,6 +1107,200 @@ pub fn kernel_matvecs_cancellable(
     Ok(out)
 }
 
+/// Rows and columns of a square tile of [`kernel_matvecs_sym_cancellable`]: one support chunk of
+/// the fused engine, so its `TILE_ROWS × SYM_TILE` blocks are exactly [`kernel_matvecs_cancellable`]'s.
+pub const SYM_TILE: usize = TILE_COLS;
+
+/// Relative accuracy of [`kernel_matvecs_sym_cancellable`]'s outputs for `n` rows against
+/// `Σ_j (|K_ij| + s)|v_j|`: [`crate::fp::sym_kernel_sum_rel_error`] for this module's tile shape
+/// (the derivation lives there). `1.018e-12` at `n = 6,000`, `1.043e-12` at `n = 20,000`.
+pub fn kernel_matvecs_sym_rel_error(n: usize) -> f64 {
+    crate::fp::sym_kernel_sum_rel_error(n, SYM_TILE, TILE_ROWS)
+}
+
+/// `F[:, k] = K'(X, X) V[:, k]` for `k` weight vectors at once (`vs[k]` of length `n`), using the
+/// kernel's **symmetry**: each lower-triangle tile `(I, J)`, `J ≤ I`, of `SYM_TILE × SYM_TILE`
+/// rows/columns is evaluated once — in `TILE_ROWS × SYM_TILE` blocks by the engine's block code
+/// (GEMM + kernel map, shift included), the very blocks of
+/// [`kernel_matvecs_cancellable`]`(X, X)` — and used twice: its rows' dot products with `v` over
+/// the columns of `J` go to the outputs of tile `I`, its columns' sums `Σ_i K_ij v_i` over each
+/// block's rows to the outputs of tile `J` (a diagonal tile once, rows only). About half the
+/// kernel evaluations of [`kernel_matvecs_cancellable`]`(X, X, ..)`: `n_t (n_t + 1)/2` tiles
+/// instead of `n_t²` (`n_t = ⌈n/SYM_TILE⌉`).
+///
+/// **Schedule and determinism.** The tiles are processed in fixed *rounds* (the circle method of
+/// a round-robin tournament over the `n_t` tile indices): within a round no tile index occurs
+/// twice, so the round's tiles run in parallel (rayon) on disjoint outputs, and every output
+/// receives its partial sums in round order, each partial with a fixed summation tree (the 8-lane
+/// [`dot`] for rows, an in-order sum over a block's rows for columns). The result is therefore the
+/// same bits whatever the thread count or scheduling (not bit-for-bit
+/// [`kernel_matvecs_cancellable`], which sums in another order). With `n_t` even the diagonal tiles
+/// form a first round of their own; with `n_t` odd each tile's diagonal fills the round in which
+/// it has no partner.
+///
+/// **Accuracy.** Within [`kernel_matvecs_sym_rel_error`]`(n)` `· Σ_j (|K_ij| + s)|v_j|` of the
+/// exact `Σ_j K'_ij v_j` (the engine's assumption [`crate::fp::KERNEL_SUM_REL_ERROR`] per entry —
+/// the entries are the engine's own block values, and `K'` is symmetric — plus the rounding
+/// depth [`crate::fp::sym_tiles_sum_terms`] of this scheme).
+///
+/// **Memory.** The `n · nv` outputs, plus per running task one `TILE_ROWS × SYM_TILE` block
+/// (256 KiB) and `nv · SYM_TILE` column sums; never an `n × n` matrix. The linear kernel takes
+/// [`kernel_matvecs_cancellable`]'s `O(n d)` path (its accuracy, within the bound above). Polls
+/// `cancel` before every block and between rounds.
+///
+/// # Errors
+/// [`DpError::Interrupted`] once `cancel` is set (no partial result).
+///
+/// # Panics
+/// If a vector's length is not `x.nrows()`.
+pub fn kernel_matvecs_sym_cancellable(
+    x: ArrayView2<'_, f64>,
+    vs: &[&[f64]],
+    kernel: &Kernel,
+    cancel: &Cancel,
+) -> DpResult<Vec<Vec<f64>>> {
+    let n = x.nrows();
+    assert!(vs.iter().all(|v| v.len() == n), "kernel_matvecs_sym: vectors must have length x.nrows()");
+    if n == 0 || vs.is_empty() {
+        return Ok(vec![vec![0.0; n]; vs.len()]);
+    }
+    if let KernelKind::Linear = kernel.kind {
+        return kernel_matvecs_cancellable(x, x, vs, kernel, cancel);
+    }
+    let plan = Plan::new(x, x, *kernel, false);
+    sym_matvecs_with(n, vs, SYM_TILE, TILE_ROWS, &|r0, c0, out| plan.block_into(r0, c0, out), cancel)
+}
+
+/// The rounds of [`kernel_matvecs_sym_cancellable`] over `nt` tile indices: every pair `(I, J)`,
+/// `J ≤ I < nt`, exactly once, no index twice within a round (circle method: with `p = nt` rounded
+/// up to even and `m = p − 1`, round `r < m` pairs `r` with `p − 1` and `(r + i) mod m` with
+/// `(r − i) mod m` for `0 < i < p/2`; the dummy `p − 1 = nt` of an odd `nt` stands for `r`'s
+/// diagonal; with `nt` even the diagonals are a first round).
+fn sym_rounds(nt: usize) -> Vec<Vec<(usize, usize)>> {
+    if nt <= 1 {
+        return vec![vec![(0, 0)]; nt];
+    }
+    let p = nt + nt % 2;
+    let m = p - 1;
+    let mut rounds = Vec::with_capacity(p);
+    if nt % 2 == 0 {
+        rounds.push((0..nt).map(|t| (t, t)).collect());
+    }
+    for r in 0..m {
+        let mut round = Vec::with_capacity(p / 2);
+        round.push(if p - 1 < nt { (p - 1, r) } else { (r, r) });
+        for i in 1..p / 2 {
+            let (a, b) = ((r + i) % m, (r + m - i) % m);
+            round.push((a.max(b), a.min(b)));
+        }
+        rounds.push(round);
+    }
+    rounds
+}
+
+simd_dispatch! {
+    /// `acc[k·c + j] += row[j] · a[k]` for every `k < a.len()`, `j < c = row.len()` (one row's
+    /// contribution to the column sums of a block, in the order the rows come).
+    fn col_axpy(acc: &mut [f64], row: &[f64], a: &[f64]) {
+        let c = row.len();
+        for (k, &ak) in a.iter().enumerate() {
+            for (o, &r) in acc[k * c..(k + 1) * c].iter_mut().zip(row) {
+                *o += r * ak;
+            }
+        }
+    }
+}
+
+/// The tiled symmetric product over any symmetric matrix whose blocks `block(r0, c0, out)` writes
+/// (`out` is `rows × cols` at rows `r0..`, columns `c0..`): the scheme of
+/// [`kernel_matvecs_sym_cancellable`] with square tiles of `tile` rows and blocks of `rows` rows
+/// (tests feed it adversarial matrices; the kernel passes the engine's `Plan::block_into`).
+#[allow(clippy::type_complexity)]
+fn sym_matvecs_with(
+    n: usize,
+    vs: &[&[f64]],
+    tile: usize,
+    rows: usize,
+    block: &(dyn Fn(usize, usize, &mut ArrayViewMut2<'_, f64>) + Sync),
+    cancel: &Cancel,
+) -> DpResult<Vec<Vec<f64>>> {
+    let nv = vs.len();
+    let nt = n.div_ceil(tile);
+    let len = |t: usize| tile.min(n - t * tile);
+    // outputs per tile, vector-major: acc[t][k * len(t) + i] is output k at row t·tile + i
+    let mut acc: Vec<Vec<f64>> = (0..nt).map(|t| vec![0.0f64; nv * len(t)]).collect();
+    for round in sym_rounds(nt) {
+        if cancel.is_cancelled() {
+            break;
+        }
+        // each tile index occurs once per round: its outputs move into that task and back
+        let mut tasks: Vec<(usize, usize, Vec<f64>, Vec<f64>)> = round
+            .iter()
+            .map(|&(ti, tj)| {
+                let oi = std::mem::take(&mut acc[ti]);
+                let oj = if ti == tj { Vec::new() } else { std::mem::take(&mut acc[tj]) };
+                (ti, tj, oi, oj)
+            })
+            .collect();
+        tasks.par_iter_mut().for_each_init(
+            || (vec![0.0f64; rows * tile], vec![0.0f64; nv * tile], vec![0.0f64; nv]),
+            |(buf, colsum, a), (ti, tj, oi, oj)| {
+                let (ti, tj) = (*ti, *tj);
+                let (rows_i, cols) = (len(ti), len(tj));
+                let c0 = tj * tile;
+                let mut s0 = 0;
+                while s0 < rows_i {
+                    if cancel.is_cancelled() {
+                        return;
+                    }
+                    let nr = rows.min(rows_i - s0);
+                    let r0 = ti * tile + s0;
+                    let b = &mut buf[..nr * cols];
+                    let mut blk = ArrayViewMut2::from_shape((nr, cols), &mut b[..]).expect("buffer");
+                    block(r0, c0, &mut blk);
+                    // rows: one dot per (row, vector) into the outputs of tile I
+                    for (i, row) in b.chunks_exact(cols).enumerate() {
+                        for (k, v) in vs.iter().enumerate() {
+                            oi[k * rows_i + s0 + i] += dot(row, &v[c0..c0 + cols]);
+                        }
+                    }
+                    if ti != tj {
+                        // columns: Σ_i K_ij v_i over this block's rows (in order, from 0), then
+                        // one addition into the outputs of tile J
+                        let cs = &mut colsum[..nv * cols];
+                        cs.fill(0.0);
+                        for (i, row) in b.chunks_exact(cols).enumerate() {
+                            for (ak, v) in a.iter_mut().zip(vs) {
+                                *ak = v[r0 + i];
+                            }
+                            col_axpy(cs, row, a);
+                        }
+                        for (o, c) in oj.iter_mut().zip(cs.iter()) {
+                            *o += c;
+                        }
+                    }
+                    s0 += nr;
+                }
+            },
+        );
+        for (ti, tj, oi, oj) in tasks {
+            acc[ti] = oi;
+            if ti != tj {
+                acc[tj] = oj;
+            }
+        }
+    }
+    cancel.check()?;
+    let mut out = vec![vec![0.0f64; n]; nv];
+    for (t, a) in acc.iter().enumerate() {
+        let (r0, l) = (t * tile, len(t));
+        for (k, o) in out.iter_mut().enumerate() {
+            o[r0..r0 + l].copy_from_slice(&a[k * l..(k + 1) * l]);
+        }
+    }
+    Ok(out)
+}
+
 /// `Σ v_i` by recursive pairwise summation (error `≤ γ_{⌈log₂ n⌉+8}·Σ|v_i|`: 8-term leaves; deterministic).
 pub(crate) fn pairwise_sum(v: &[f64]) -> f64 {
     if v.len() <= 8 {
@@ -1702,5 +1904,263 @@ mod tests {
         let mut row = vec![0.5; 100];
         poly_row(&mut row, 1.0, 5);
         assert!(row.iter().all(|&v| v == ipow(1.5, 5)));
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Symmetric multi-vector product (issue 26)
+    // ---------------------------------------------------------------------------------------------
+
+    use crate::fp::{gamma_k, sym_tiles_sum_terms, KERNEL_SUM_REL_ERROR, UNIT_ROUNDOFF};
+
+    /// `Σ x_i y_i` by Ogita–Rump–Oishi's Dot2 (TwoProduct by FMA, TwoSum): as if computed in twice
+    /// the working precision, `|dot2 − exact| ≤ u|exact| + γ_n² Σ|x_i y_i|`; also `Σ|x_i y_i|`.
+    fn dot2(x: &[f64], y: &[f64]) -> (f64, f64) {
+        let (mut p, mut s, mut abs) = (0.0f64, 0.0f64, 0.0f64);
+        for (&a, &b) in x.iter().zip(y) {
+            let h = a * b;
+            let r = a.mul_add(b, -h);
+            let q0 = p + h;
+            let z = q0 - p;
+            let q = (p - (q0 - z)) + (h - z);
+            p = q0;
+            s += q + r;
+            abs += h.abs();
+        }
+        (p + s, abs)
+    }
+
+    fn dot2_err(n: usize, want: f64, abs: f64) -> f64 {
+        UNIT_ROUNDOFF * want.abs() + 2.0 * gamma_k(n as f64).powi(2) * abs
+    }
+
+    #[test]
+    fn sym_rounds_cover_the_lower_triangle_once_with_disjoint_tiles() {
+        for nt in 1..=17usize {
+            let mut seen = vec![0u32; nt * nt];
+            for round in sym_rounds(nt) {
+                let mut used = vec![false; nt];
+                for (i, j) in round {
+                    assert!(j <= i && i < nt, "nt = {nt}: ({i}, {j})");
+                    seen[i * nt + j] += 1;
+                    assert!(!used[i] && !used[j], "nt = {nt}: a tile twice in a round");
+                    used[i] = true;
+                    used[j] = true;
+                }
+            }
+            for i in 0..nt {
+                for j in 0..nt {
+                    assert_eq!(seen[i * nt + j], u32::from(j <= i), "nt = {nt}: ({i}, {j})");
+                }
+            }
+        }
+    }
+
+    fn sym_vectors(n: usize, nv: usize, seed: u64) -> Vec<Vec<f64>> {
+        (0..nv)
+            .map(|k| {
+                let mut v = uniform(n, -2.0, 2.0, seed + k as u64);
+                // exact zeros and a few large weights
+                for (j, x) in v.iter_mut().enumerate() {
+                    if j % 13 == 5 {
+                        *x = 0.0;
+                    } else if j % 97 == 1 {
+                        *x *= 1e3;
+                    }
+                }
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sym_matvecs_agree_with_the_engine_within_both_bounds() {
+        // n below, at, and straddling the tile (and its 64-row blocks); nv = 1 and > 1
+        for &(n, d, nv) in &[(1usize, 3usize, 1usize), (37, 4, 2), (512, 5, 1), (513, 3, 3), (1100, 7, 1), (1601, 6, 4)] {
+            let x = uniform_points(n, d, 40 + n as u64);
+            let vs = sym_vectors(n, nv, 7 * n as u64);
+            let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+            for k in kernels() {
+                let sym = kernel_matvecs_sym_cancellable(x.view(), &refs, &k, Cancel::never()).unwrap();
+                let eng = kernel_matvecs_cancellable(x.view(), x.view(), &refs, &k, Cancel::never()).unwrap();
+                let base = kernel_matrix(x.view(), x.view(), &Kernel { shift: 0.0, ..k }).unwrap();
+                let rel = kernel_matvecs_sym_rel_error(n);
+                assert!(rel > KERNEL_SUM_REL_ERROR);
+                for (kk, v) in vs.iter().enumerate() {
+                    let mut differs = false;
+                    for i in 0..n {
+                        let scale: f64 = (0..n).map(|j| (base[[i, j]].abs() + k.shift) * v[j].abs()).sum();
+                        let dlt = (sym[kk][i] - eng[kk][i]).abs();
+                        assert!(dlt <= (rel + KERNEL_SUM_REL_ERROR) * scale, "{k:?} n = {n} row {i}: {dlt:e}");
+                        differs |= dlt != 0.0;
+                    }
+                    if n > 2 * SYM_TILE && !matches!(k.kind, KernelKind::Linear) {
+                        assert!(differs, "{k:?} n = {n}: another summation order");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sym_matvecs_are_bit_identical_across_thread_counts() {
+        let x = uniform_points(2100, 9, 3);
+        let vs = sym_vectors(2100, 3, 11);
+        let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+        for k in kernels() {
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| kernel_matvecs_sym_cancellable(x.view(), &refs, &k, Cancel::never()).unwrap())
+            };
+            let one = run(1);
+            for t in [2, 3] {
+                let got = run(t);
+                for (a, b) in one.iter().zip(&got) {
+                    assert!(a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()), "{k:?}, {t} threads");
+                }
+            }
+            // each vector alone gives its column of the batch, bit for bit (same blocks, same sums)
+            let alone = kernel_matvecs_sym_cancellable(x.view(), &refs[1..2], &k, Cancel::never()).unwrap();
+            assert_eq!(alone[0], one[1], "{k:?}");
+        }
+    }
+
+    #[test]
+    fn sym_matvecs_cancel_without_a_partial_result() {
+        let x = uniform_points(1300, 5, 8);
+        let vs = sym_vectors(1300, 2, 9);
+        let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+        let k = Kernel::rbf(0.5).unwrap().with_shift(0.25).unwrap();
+        let stop = Cancel::new();
+        stop.cancel();
+        assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &refs, &k, &stop), Err(DpError::Interrupted));
+        // interrupted mid-pass (after a few blocks)
+        for polls in [1u64, 5, 20] {
+            let c = Cancel::after(polls);
+            assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &refs, &k, &c), Err(DpError::Interrupted));
+        }
+        let plain = kernel_matvecs_sym_cancellable(x.view(), &refs, &k, Cancel::never()).unwrap();
+        assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &refs, &k, &Cancel::new()).unwrap(), plain);
+        // empty inputs
+        assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &[], &k, Cancel::never()).unwrap().len(), 0);
+        let e = Array2::<f64>::zeros((0, 5));
+        assert_eq!(kernel_matvecs_sym_cancellable(e.view(), &[&[][..]], &k, Cancel::never()).unwrap(), vec![Vec::<f64>::new()]);
+    }
+
+    /// Cancellation against an exact reference: a polynomial kernel on dyadic points (every kernel
+    /// value is exact in binary64, so the reference `Σ_j K'_ij v_j` by Dot2 is the exact result to
+    /// within its own tiny error), pairs of equal rows with weights `v, −v(1 + 2⁻³⁰)`: the outputs
+    /// are ~1e-9 of `Σ_j (|K_ij| + s)|v_j|`.
+    #[test]
+    fn sym_matvecs_meet_their_bound_on_cancelling_exact_inputs() {
+        let (n, d) = (1538usize, 6usize);
+        let raw = uniform(n * d, -8.0, 8.0, 21);
+        let mut x = Array2::<f64>::zeros((n, d));
+        for i in 0..n {
+            for c in 0..d {
+                // row 2m + 1 repeats row 2m; entries are multiples of 1/8 in [-1, 1]
+                x[[i, c]] = raw[(i - i % 2) * d + c].trunc() / 8.0;
+            }
+        }
+        let w = uniform(n, 0.5, 1.0, 22);
+        let v: Vec<f64> = (0..n)
+            .map(|j| if j % 2 == 0 { w[j] } else { -w[j - 1] * (1.0 + 2f64.powi(-30)) })
+            .collect();
+        let k = Kernel::poly(1.0, 3, 1.0).unwrap().with_shift(0.25).unwrap();
+        let sym = kernel_matvecs_sym_cancellable(x.view(), &[&v[..]], &k, Cancel::never()).unwrap().pop().unwrap();
+        let eng = kernel_matvecs_cancellable(x.view(), x.view(), &[&v[..]], &k, Cancel::never()).unwrap().pop().unwrap();
+        let km = kernel_matrix(x.view(), x.view(), &k).unwrap();
+        let rel = kernel_matvecs_sym_rel_error(n);
+        let depth = sym_tiles_sum_terms(n, SYM_TILE, TILE_ROWS);
+        let mut worst = 0.0f64;
+        for i in 0..n {
+            // the engine's entries are exact here: the kernel at dyadic points, by definition
+            let exact_row: Vec<f64> = (0..n).map(|j| k.eval(x.row(i), x.row(j))).collect();
+            assert_eq!(km.row(i).to_vec(), exact_row, "row {i}: the entries are exact");
+            let (want, abs) = dot2(&exact_row, &v);
+            assert!(want.abs() < 1e-6 * abs, "row {i}: cancels");
+            let err = (sym[i] - want).abs();
+            assert!(err <= rel * abs, "row {i}: {err:e} > {rel:e} · {abs:e}");
+            // with exact entries only the summation is left: within γ_k
+            assert!(err <= gamma_k(depth) * abs + dot2_err(n, want, abs), "row {i}");
+            assert!((eng[i] - want).abs() <= KERNEL_SUM_REL_ERROR * abs);
+            worst = worst.max(err / abs);
+        }
+        assert!(worst > 0.0, "the cancellation is visible");
+    }
+
+    /// The summation depth is nearly attained: a symmetric matrix with a 1 on the diagonal and
+    /// entries `e` just under `u/64` between tile 0 and the other tiles makes every column-block
+    /// sum of a tile-0 output just under half an ulp of the 1 it is added to, so each of the
+    /// `8 (n_t − 1)` additions rounds it away (error `≈ 8 (n_t − 1) u` relative to `Σ|terms| ≈ 1`).
+    /// A bound of half the depth `k` (or of the engine's depth alone) would be violated.
+    #[test]
+    fn sym_matvecs_sum_meets_its_depth_and_half_of_it_is_caught() {
+        let (n, tile, rows) = (8192usize, SYM_TILE, TILE_ROWS);
+        let e = 2f64.powi(-59) * (1.0 - 2f64.powi(-10));
+        let g = |i: usize, j: usize| -> f64 {
+            if i == j {
+                1.0
+            } else if (i < tile) != (j < tile) {
+                e
+            } else if i >= tile && j >= tile {
+                // the other tiles: ordinary values (symmetric)
+                ((i * 31 + j * 31) % 17) as f64 / 16.0 - 0.5
+            } else {
+                0.0
+            }
+        };
+        let block = |r0: usize, c0: usize, out: &mut ArrayViewMut2<'_, f64>| {
+            for ((i, j), o) in out.indexed_iter_mut() {
+                *o = g(r0 + i, c0 + j);
+            }
+        };
+        let v = vec![1.0f64; n];
+        let got = sym_matvecs_with(n, &[&v[..]], tile, rows, &block, Cancel::never()).unwrap().pop().unwrap();
+        let k = sym_tiles_sum_terms(n, tile, rows);
+        assert_eq!(k, 194.0);
+        let mut worst = 0.0f64;
+        for i in (0..n).step_by(7).chain(0..tile) {
+            let row: Vec<f64> = (0..n).map(|j| g(i, j)).collect();
+            let (want, abs) = dot2(&row, &v);
+            let err = (got[i] - want).abs();
+            let r = dot2_err(n, want, abs);
+            assert!(err <= gamma_k(k) * abs + r, "row {i}: {err:e} > γ_{k}·{abs:e}");
+            if i < tile {
+                worst = worst.max((err - r) / abs);
+            }
+        }
+        assert!(worst > gamma_k((k / 2.0).floor()), "worst {worst:e} vs γ_(k/2) {:e}", gamma_k(k / 2.0));
+        assert!(worst > gamma_k(crate::fp::lanes8_sum_terms(tile)));
+    }
+
+    /// Timing, not a test (`cargo test --release --lib sym_matvecs_timing -- --ignored --nocapture`,
+    /// `SYM_BENCH_N` rows, default 6,000; threads from `RAYON_NUM_THREADS`): the symmetric product
+    /// against the fused engine's `K(X, X) V`, `d = 784`, rows in the unit ball, poly-3 (γ = 1,
+    /// coef0 = 1) and rbf (γ = 1), 1 and 10 vectors. Prints; asserts nothing about time.
+    #[test]
+    #[ignore]
+    fn sym_matvecs_timing() {
+        let n: usize = std::env::var("SYM_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(6000);
+        let d = 784;
+        let x = crate::test_util::rng_points(n, d, 5) / (d as f64).sqrt();
+        let vs = sym_vectors(n, 10, 3);
+        let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+        for k in [Kernel::poly(1.0, 3, 1.0).unwrap(), Kernel::rbf(1.0).unwrap()] {
+            for nv in [1usize, 10] {
+                let t = std::time::Instant::now();
+                let e = kernel_matvecs_cancellable(x.view(), x.view(), &refs[..nv], &k, Cancel::never()).unwrap();
+                let te = t.elapsed().as_secs_f64();
+                let t = std::time::Instant::now();
+                let s = kernel_matvecs_sym_cancellable(x.view(), &refs[..nv], &k, Cancel::never()).unwrap();
+                let ts = t.elapsed().as_secs_f64();
+                let dmax = e.iter().flatten().zip(s.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                println!(
+                    "SYMBENCH n={n} d={d} kernel={} nv={nv} threads={} engine={te:.3}s sym={ts:.3}s ratio={:.2} maxdiff={dmax:.1e}",
+                    k.name(),
+                    rayon::current_num_threads(),
+                    te / ts
+                );
+            }
+        }
     }
 }
