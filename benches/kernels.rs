@@ -7,7 +7,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use dpcore::kernels::evaluation::{kernel_matrix, kernel_predict, Kernel};
+use dpcore::cancel::Cancel;
+use dpcore::kernels::evaluation::{
+    kernel_matrix, kernel_matvecs_cancellable, kernel_matvecs_sym_cancellable, kernel_predict, Kernel,
+};
 use dpcore::numerics::exp_fast_slice;
 use ndarray::{Array1, Array2};
 
@@ -90,6 +93,28 @@ fn bench_matrix(c: &mut Criterion) {
     g.finish();
 }
 
+/// The certificate's pass `K(X, X) v` for 10 vectors: the engine (every entry) vs the symmetric
+/// pass (the lower triangle's tiles, used twice), n = 3000 on 784 dense columns (issue 26).
+fn bench_symmetric_matvecs(c: &mut Criterion) {
+    const NS: usize = 3000;
+    const DS: usize = 784;
+    let scale = 1.0 / (DS as f64).sqrt();
+    let x = Array2::from_shape_vec((NS, DS), uniform(NS * DS, 9).iter().map(|v| v * scale).collect()).unwrap();
+    let vs: Vec<Vec<f64>> = (0..10).map(|k| uniform(NS, 20 + k)).collect();
+    let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+    let mut g = c.benchmark_group("matvecs_3000x784_10_vectors");
+    g.throughput(Throughput::Elements((NS * NS) as u64));
+    for (name, k) in [("poly", Kernel::poly(1.0, 3, 1.0).unwrap()), ("rbf", Kernel::rbf(1.0).unwrap())] {
+        g.bench_with_input(BenchmarkId::new("engine", name), &k, |bch, k| {
+            bch.iter(|| kernel_matvecs_cancellable(black_box(x.view()), x.view(), &refs, k, Cancel::never()))
+        });
+        g.bench_with_input(BenchmarkId::new("symmetric", name), &k, |bch, k| {
+            bch.iter(|| kernel_matvecs_sym_cancellable(black_box(x.view()), &refs, k, Cancel::never()))
+        });
+    }
+    g.finish();
+}
+
 fn bench_exp(c: &mut Criterion) {
     let src: Vec<f64> = uniform(1 << 16, 8)
         .iter()
@@ -125,6 +150,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_predict, bench_matrix, bench_exp
+    targets = bench_predict, bench_matrix, bench_symmetric_matvecs, bench_exp
 }
 criterion_main!(benches);

@@ -2132,35 +2132,4 @@ mod tests {
         assert!(worst > gamma_k((k / 2.0).floor()), "worst {worst:e} vs γ_(k/2) {:e}", gamma_k(k / 2.0));
         assert!(worst > gamma_k(crate::fp::lanes8_sum_terms(tile)));
     }
-
-    /// Timing, not a test (`cargo test --release --lib sym_matvecs_timing -- --ignored --nocapture`,
-    /// `SYM_BENCH_N` rows, default 6,000; threads from `RAYON_NUM_THREADS`): the symmetric product
-    /// against the fused engine's `K(X, X) V`, `d = 784`, rows in the unit ball, poly-3 (γ = 1,
-    /// coef0 = 1) and rbf (γ = 1), 1 and 10 vectors. Prints; asserts nothing about time.
-    #[test]
-    #[ignore]
-    fn sym_matvecs_timing() {
-        let n: usize = std::env::var("SYM_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(6000);
-        let d = 784;
-        let x = crate::test_util::rng_points(n, d, 5) / (d as f64).sqrt();
-        let vs = sym_vectors(n, 10, 3);
-        let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
-        for k in [Kernel::poly(1.0, 3, 1.0).unwrap(), Kernel::rbf(1.0).unwrap()] {
-            for nv in [1usize, 10] {
-                let t = std::time::Instant::now();
-                let e = kernel_matvecs_cancellable(x.view(), x.view(), &refs[..nv], &k, Cancel::never()).unwrap();
-                let te = t.elapsed().as_secs_f64();
-                let t = std::time::Instant::now();
-                let s = kernel_matvecs_sym_cancellable(x.view(), &refs[..nv], &k, Cancel::never()).unwrap();
-                let ts = t.elapsed().as_secs_f64();
-                let dmax = e.iter().flatten().zip(s.iter().flatten()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                println!(
-                    "SYMBENCH n={n} d={d} kernel={} nv={nv} threads={} engine={te:.3}s sym={ts:.3}s ratio={:.2} maxdiff={dmax:.1e}",
-                    k.name(),
-                    rayon::current_num_threads(),
-                    te / ts
-                );
-            }
-        }
-    }
 }
