@@ -13,6 +13,7 @@
 //! | [`gram_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value summed from a held `f64` Gram matrix (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`lanes8_sum_terms`]`(n)`) |
 //! | [`sym_tiles_sum_terms`] | `max(lanes8_sum_terms(T), R) + 1 + ⌈T/R⌉(⌈n/T⌉ − 1)` | the `k` of `γ_k` for a decision value of the symmetric multi-vector kernel product (square tiles of `T` rows/columns, `R`-row blocks, lower triangle evaluated once and used twice; `kernels::evaluation::kernel_matvecs_sym_cancellable`) |
 //! | [`sym_kernel_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value from that symmetric product (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`sym_tiles_sum_terms`]); `1.04e-12` at `n = 20,000` |
+//! | [`GAP_EVAL_SLACK`] | 1e-15 | absolute-and-relative slack `GAP_EVAL_SLACK · (1 + |P| + |D|)` a certified duality gap adds for the roundings of its own evaluation (the loss, entropy and norm sums of `kernel_learning::erm`'s certificate, each far below it at the sizes that fit in memory) |
 //! | [`shifted_kernel_error`] | `e + u·(K + e + s)` | the shifted kernel `K + s` (intercept, `s = b² ≥ 0`) adds one rounding: `|fl(k̂ + s) − (k + s)| ≤ e + u·(|k̂| + s)` for a base value `k̂` within `e` of `k`, `|k| ≤ K` |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
 //! | [`NET_SPACING_SHRINK`] | 1 − 2⁻³² | the ε-net spacing `h = 2ν/√d` is shrunk by this factor so that its covering radius `h√d/2` stays strictly below `ν` |
@@ -126,6 +127,12 @@ pub fn sym_tiles_sum_terms(n: usize, tile: usize, rows: usize) -> f64 {
 pub fn sym_kernel_sum_rel_error(n: usize, tile: usize, rows: usize) -> f64 {
     KERNEL_SUM_REL_ERROR + gamma_k(sym_tiles_sum_terms(n, tile, rows)) * (1.0 + KERNEL_SUM_REL_ERROR)
 }
+
+/// Slack a certified duality gap adds for the roundings of its own evaluation: `GAP_EVAL_SLACK ·
+/// (1 + |P| + |D|)` with `P`, `D` the computed primal and dual objectives (the certificate of
+/// `kernel_learning::erm`; the decision values' own error is bounded separately, by the `rel` of
+/// [`KERNEL_SUM_REL_ERROR`] and its siblings).
+pub const GAP_EVAL_SLACK: f64 = 1e-15;
 
 /// Relative amount by which a record may exceed its declared L2 bound (`dpcore._internal.fp.RADIUS_TOL`).
 pub const RADIUS_TOL: f64 = 1.0 / (1u64 << 40) as f64;

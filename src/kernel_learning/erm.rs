@@ -80,7 +80,7 @@
 //!
 //! **Fallback.** That bound is larger than `E`, so it could put a gap above `tol` where the old
 //! pass's would not. For each `λ` whose symmetric certificate misses `tol` by less than
-//! `4 (rel · S + 1e-15 (1 + |P| + |D|))` (`S` the slack's scale, [`fp_slack_rel`] at `rel = 1`:
+//! `4 (rel · S + GAP_EVAL_SLACK · (1 + |P| + |D|))` (`S` the slack's scale, [`fp_slack_rel`] at `rel = 1`:
 //! twice the most by which the two passes' gaps can differ, `sym_gap_misses_for_sure`), the old
 //! pass — the fused engine's `K(X, X) μ` for all such `λ` at once, with [`FP_REL`] — certifies it
 //! again, exactly as before this pass existed; beyond that margin the engine's gap cannot meet `tol`
@@ -513,7 +513,7 @@ fn certificate_of(
         .map(|v| v.abs().sqrt())
         .collect();
     let slack = fp_slack_rel(rel, &sqrt_diag, s, mu.iter().map(|v| v.abs()))
-        + 1e-15 * (1.0 + primal.abs() + dual.abs());
+        + crate::fp::GAP_EVAL_SLACK * (1.0 + primal.abs() + dual.abs());
     let gap = (inv_n * gap_sum).max(primal - dual).max(0.0) + slack;
     Certificate {
         mu,
@@ -996,11 +996,11 @@ fn certify_sym(
 /// certificate of the same point (values accurate to [`FP_REL`] `< rel`) cannot meet `tol`
 /// either: their base gaps differ by at most `(rel + FP_REL) · scale` (both values within their
 /// bound of the exact `K'μ`, the gap `(s_i/n)`-Lipschitz in each `u_i`) plus the evaluation
-/// roundings that each one's `1e-15 (1 + |P| + |D|)` term covers, so the engine's gap is at
-/// least this one's minus `2 (rel · scale + 1e-15 (1 + |P| + |D|))`; twice that margin is
+/// roundings that each one's [`crate::fp::GAP_EVAL_SLACK`]` (1 + |P| + |D|)` term covers, so the engine's gap is at
+/// least this one's minus `2 (rel · scale + GAP_EVAL_SLACK · (1 + |P| + |D|))`; twice that margin is
 /// required. (Only decides whether to spend the engine pass; each certificate is valid either way.)
 fn sym_gap_misses_for_sure(cert: &Certificate, rel: f64, scale: f64, tol: f64) -> bool {
-    let r = 1e-15 * (1.0 + cert.primal.abs() + cert.dual.abs());
+    let r = crate::fp::GAP_EVAL_SLACK * (1.0 + cert.primal.abs() + cert.dual.abs());
     cert.gap - tol > 4.0 * (rel * scale + r)
 }
 

@@ -61,20 +61,12 @@
 //! the selection's C, highdim rbf) do not grow. In a path the shared run is resumed for the
 //! longest request and each `λ` takes its own prefix, so the path stays bit for bit its single
 //! fits. Four times rather than twice (measured, highdim poly C = 1, n = 20,000, 1 thread: the
-//! damped phase at 800 pivots was as slow as at 400; 400 → 1,600 directly: 91 → 60 products,
-//! 57.6 → 53.7 s).
-//!
-//! # Reused preconditioners
-//!
-//! The Nyström solve ends with the Hessian factor of `I + ΦᵀWΦ` at its optimum, which has the
-//! preconditioner's form with the weights of the warm start's latent values `Φ w*` (the first
-//! Newton step's `u = Q̃ a₀` differs only where the Nyström model does): the first Newton step after
-//! each warm start takes it instead of an `O(n r²)` build (one build saved per warm start; 1.4 s
-//! at 1,600 pivots and n = 20,000, 1 thread). Should it serve badly, its conjugate-gradient run
-//! builds the step's own preconditioner once it has spent the steps a build is worth
-//! ([`PRECOND_REBUILD`]) and restarts from its iterate. Later Newton steps always build their own:
-//! reusing one across Newton steps was measured and dropped (highdim poly C = 1, n = 6,000: the
-//! loose early CG solves of a stale preconditioner gave poor Newton steps, 59 → 625 products).
+//! damped phase at 800 pivots was as slow as at 400; 400 → 1,600 directly: 86 → 57 products).
+//! Measured and dropped: the first Newton step after a warm start taking the Nyström solve's final
+//! Hessian factor as its preconditioner instead of building one (saves a build; neutral on that fit,
+//! 44.3 vs 43.6 s, mixed on Adult: rbf faster, poly slower), and reusing preconditioners across
+//! Newton steps (the loose early CG solves of a stale one gave poor Newton steps: 59 → 625
+//! products, highdim poly C = 1, n = 6,000).
 //!
 //! The CG forcing term uses the smaller of the candidate's gap and the iterate's own primal–dual
 //! gap `Ψ(v)/n − D(best dual point)/n` (`u = Q̃ v` exact): after a good start the candidate `s σ(−u)`
@@ -191,13 +183,6 @@ const MIN_CG: usize = 3;
 const MAX_HALVINGS: usize = 40;
 /// Newton steps of the Nyström warm start at most.
 const MAX_NYSTROM_STEPS: usize = 60;
-/// The cost of building a preconditioner, `PRECOND_REBUILD · n r²`, in the units of a kernel
-/// product with a held Gram (`n²`; `n² (d + 8)` without one): the `r × r` Gram of the factor is
-/// `n r²` multiply-adds in cache-blocked GEMM tiles, about 8× faster per operation than a product's
-/// pass over a memory-bound Gram (measured on the 784-column task, n = 20,000: 1.4 s for r = 1,600
-/// vs 0.09 s per `f32` product, 1 thread), and `Precond::new` computes 10/16 of it. Bounds the
-/// conjugate-gradient steps a reused preconditioner may take ("Reused preconditioners").
-const PRECOND_REBUILD: f64 = 1.25 / 8.0;
 
 enum Gram {
     None,
@@ -997,8 +982,7 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 /// the preconditioner's `r × r` system, `O(n r²)` per step) until its Newton decrement is below
 /// `n · tol`, from the coefficients `w0` (a shorter factor's optimum, padded with zeros: a resumed
 /// run's factor starts with the same columns, so the model is the same). No kernel product. Returns
-/// `(u₀, w*, H)` with `H` the Hessian's factor at `w*` where the last step computed it (the first
-/// Newton step's preconditioner, "Reused preconditioners" in the module docs); `None` when cancelled.
+/// `(u₀, w*)`; `None` when cancelled.
 #[allow(clippy::too_many_arguments)]
 fn nystrom_start(
     lt: ArrayView2<'_, f64>,
@@ -1009,7 +993,7 @@ fn nystrom_start(
     w0: &[f64],
     ticker: &mut Ticker<'_>,
     scratch: &mut Vec<f64>,
-) -> Option<(Vec<f64>, Vec<f64>, Option<Precond>)> {
+) -> Option<(Vec<f64>, Vec<f64>)> {
     let (r, n) = lt.dim();
     let sc = c.sqrt();
     let mut w = vec![0.0f64; r];
@@ -1021,11 +1005,9 @@ fn nystrom_start(
         loss + 0.5 * dotv(w, w)
     };
     if r == 0 {
-        return Some((f, w, None));
+        return Some((f, w));
     }
     let mut cur = obj(&f, &w);
-    // the Hessian at the current w (None once w moved past it)
-    let mut last: Option<Precond> = None;
     for _ in 0..MAX_NYSTROM_STEPS {
         // gradient w − Φᵀ a (a = s σ(−f)), Hessian I + Φᵀ W Φ (W = s σ(f) σ(−f))
         let ya: Vec<f64> = f
@@ -1049,7 +1031,6 @@ fn nystrom_start(
         hess.solve_small(&mut step);
         let dec = dotv(&grad, &step); // squared Newton decrement: 2 × the predicted decrease
         if dec.is_nan() || dec <= 2.0 * tol * n as f64 {
-            last = Some(hess);
             break;
         }
         let mut tt = 1.0;
@@ -1071,11 +1052,10 @@ fn nystrom_start(
             return None;
         }
         if !accepted {
-            last = Some(hess);
             break;
         }
     }
-    Some((f, w, last))
+    Some((f, w))
 }
 
 /// What the candidates of a regularisation path share (module docs, "Paths"): the kernel products
@@ -1277,9 +1257,6 @@ fn run_lock_step(
 struct Cg {
     /// `W^{½}`.
     sq: Vec<f64>,
-    /// Steps after which a reused preconditioner is replaced by this step's own (the run restarts
-    /// from its iterate); `usize::MAX` once it is this step's own.
-    reuse_limit: usize,
     /// `g = a − v`.
     gvec: Vec<f64>,
     /// `Q̃ g = Q̃ a − u`.
@@ -1336,12 +1313,6 @@ struct LamSolve<'a> {
     w: Vec<f64>,
     /// Newton steps since the last warm start.
     newton_steps: usize,
-    /// The warm start's Hessian factor, the first Newton step's preconditioner ("Reused
-    /// preconditioners" in the module docs).
-    pre: Option<Precond>,
-    /// Cost of one conjugate-gradient step (a kernel product and a preconditioner application) in
-    /// the units of [`PRECOND_REBUILD`].
-    step_cost: f64,
     y: &'a [f64],
     sw: &'a [f64],
     sqrt_diag: Vec<f64>,
@@ -1396,12 +1367,6 @@ impl<'a> LamSolve<'a> {
             scale,
             w: Vec::new(),
             newton_steps: 0,
-            pre: None,
-            step_cost: if ops.has_gram() {
-                (n as f64) * (n as f64)
-            } else {
-                (n as f64) * (n as f64) * (ops.x.ncols() as f64 + 8.0)
-            },
             y,
             sw,
             sqrt_diag: diag.iter().map(|v| v.abs().sqrt()).collect(),
@@ -1440,11 +1405,9 @@ impl<'a> LamSolve<'a> {
         self.newton_steps = 0;
         self.phase = Phase::Done;
         let lt = piv.lt.slice(s![..self.r, ..]);
-        if let Some((f0, w, hess)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch)
-        {
+        if let Some((f0, w)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch) {
             let (a, b) = half(&f0, self.sw);
             self.w = w;
-            self.pre = hess;
             self.phase = Phase::Warm { a, b };
         }
     }
@@ -1591,20 +1554,6 @@ impl<'a> LamSolve<'a> {
                     cg.kz[i] += alpha * kp[i];
                     cg.res[i] -= alpha * ap[i];
                 }
-                if cg.steps >= cg.reuse_limit && dotv(&cg.res, &cg.res).sqrt() > cg.eta * cg.rhs_norm {
-                    // the reused preconditioner has cost what a new one does: build this step's own
-                    // and restart the run from its iterate (same system, residual kept)
-                    let tvec: Vec<f64> = cg.sq.iter().zip(self.y).map(|(s, yi)| c.sqrt() * s * yi).collect();
-                    cg.pre = Precond::new(piv.lt.slice(s![..self.r, ..]), &tvec, scratch);
-                    #[cfg(test)]
-                    tests::PRECONDS.with(|c| c.set((c.get().0, c.get().1, c.get().2 + 1)));
-                    cg.reuse_limit = usize::MAX;
-                    let pz = cg.pre.apply(piv.lt.view(), &cg.res);
-                    cg.rz = dotv(&cg.res, &pz);
-                    cg.p = pz;
-                    self.cg_next(cg);
-                    return;
-                }
                 let pz = cg.pre.apply(piv.lt.view(), &cg.res);
                 let rz_new = dotv(&cg.res, &pz);
                 let beta_cg = rz_new / cg.rz;
@@ -1672,18 +1621,7 @@ impl<'a> LamSolve<'a> {
         let rhs: Vec<f64> = sq.iter().zip(&kg).map(|(s, k)| s * k).collect();
         let tvec: Vec<f64> = sq.iter().zip(y).map(|(s, yi)| c.sqrt() * s * yi).collect();
         let lt = piv.lt.slice(s![..self.r, ..]);
-        let (pre, reuse_limit) = match self.pre.take() {
-            Some(p) if p.r == self.r => {
-                #[cfg(test)]
-                tests::PRECONDS.with(|c| c.set((c.get().0, c.get().1 + 1, c.get().2)));
-                (p, MIN_CG + self.excess_steps())
-            }
-            _ => {
-                #[cfg(test)]
-                tests::PRECONDS.with(|c| c.set((c.get().0 + 1, c.get().1, c.get().2)));
-                (Precond::new(lt, &tvec, scratch), usize::MAX)
-            }
-        };
+        let pre = Precond::new(lt, &tvec, scratch);
         // forcing term from the smaller of the candidate's gap and the iterate's primal-dual gap
         // Ψ(v)/n − best dual/n: after a good (warm) start the candidate a = s σ(−u) can be much
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
@@ -1696,7 +1634,6 @@ impl<'a> LamSolve<'a> {
         let rz = dotv(&res, &pz);
         let cg = Cg {
             sq,
-            reuse_limit,
             gvec,
             kg,
             pre,
@@ -1726,13 +1663,6 @@ impl<'a> LamSolve<'a> {
         } else {
             self.newton_step(&cg);
         }
-    }
-
-    /// Conjugate-gradient steps worth one preconditioner build ([`PRECOND_REBUILD`]).
-    fn excess_steps(&self) -> usize {
-        let (n, r) = (self.n as f64, self.r as f64);
-        let step = self.step_cost + 4.0 * n * r;
-        (PRECOND_REBUILD * n * r * r / step).floor().min(MAX_CG as f64) as usize
     }
 
     /// The damped Newton step from the conjugate-gradient solution: `t = 1, ½, …` until `Ψ` does
@@ -1784,9 +1714,6 @@ pub(crate) mod tests {
         pub(super) static GROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// Deferred solves resumed without deferring, by this thread.
         pub(crate) static RESUMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-        /// Newton steps' preconditioners made by this thread: (built, the warm start's Hessian
-        /// reused, built after a reused one ran out of steps).
-        pub(crate) static PRECONDS: std::cell::Cell<(u64, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };
         /// The pivot counts the factor was grown to, in order.
         pub(crate) static GROWN_TO: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
         /// Candidate blocks of the pivoted Cholesky runs ([`super::ColumnBlock`]).
@@ -2130,36 +2057,6 @@ pub(crate) mod tests {
             assert_eq!(p.a, s1.a);
             assert_eq!(p.n_iter, s1.n_iter);
         }
-    }
-
-    #[test]
-    fn the_first_newton_step_after_a_warm_start_takes_its_hessian_and_builds_its_own_when_it_serves_badly() {
-        // every Newton step gets a preconditioner: built, or (the first after each warm start) the
-        // warm start's Hessian factor; a reused one that runs out of steps is replaced mid-run
-        let (x, y) = data(300, 4, 12);
-        let n = 300usize;
-        let mut seen = (0u64, 0u64, 0u64);
-        for (k, c, caps) in [
-            (Kernel::rbf(1.0).unwrap(), 1.0, None),
-            (Kernel::poly(1.0, 3, 1.0).unwrap(), 100.0, Some((8, 8))),
-            (Kernel::poly(1.0, 3, 1.0).unwrap(), 100.0, Some((8, 64))),
-            (Kernel::rbf(4.0).unwrap(), 30.0, Some((4, 4))),
-        ] {
-            PIVOT_CAPS.with(|cell| cell.set(caps));
-            PRECONDS.with(|cell| cell.set((0, 0, 0)));
-            GROWS.with(|cell| cell.set(0));
-            let o = ErmOptions { lam: 1.0 / (c * n as f64), tol: 1e-8, max_iter: 100_000, cache_bytes: 8 * n * n, shrinking: true };
-            let sol = fit_s(&x, &y, None, &k, &o);
-            PIVOT_CAPS.with(|cell| cell.set(None));
-            let (built, reused, rebuilt) = PRECONDS.with(|cell| cell.get());
-            let warm_starts = 1 + GROWS.with(|cell| cell.get());
-            assert!(sol.converged, "{k:?} C = {c}");
-            // at most one reuse per warm start, and at least one where Newton ran at all
-            assert!(reused >= 1 && reused <= warm_starts, "{k:?} C = {c}: {reused} reused, {warm_starts} warm starts");
-            assert!(rebuilt <= reused);
-            seen = (seen.0 + built, seen.1 + reused, seen.2 + rebuilt);
-        }
-        assert!(seen.0 > 0 && seen.1 > 0 && seen.2 > 0, "every kind occurs: {seen:?}");
     }
 
     #[test]
