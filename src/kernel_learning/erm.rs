@@ -2158,31 +2158,14 @@ mod tests {
     // Certificate from a held f64 Gram (issue 26)
     // ---------------------------------------------------------------------------------------------
 
-    /// `Σ x_i y_i` by Ogita–Rump–Oishi's Dot2 (TwoProduct by FMA, TwoSum): as if computed in twice
-    /// the working precision, `|dot2 − exact| ≤ u|exact| + γ_n² Σ|x_i y_i|`.
-    fn dot2(x: &[f64], y: &[f64]) -> (f64, f64) {
-        let (mut p, mut s, mut abs) = (0.0f64, 0.0f64, 0.0f64);
-        for (&a, &b) in x.iter().zip(y) {
-            let h = a * b;
-            let r = a.mul_add(b, -h); // exact: a·b = h + r
-            let q0 = p + h;
-            let z = q0 - p;
-            let q = (p - (q0 - z)) + (h - z); // exact: p + h = q0 + q
-            p = q0;
-            s += q + r;
-            abs += h.abs();
-        }
-        (p + s, abs)
-    }
-
     /// The held-Gram product's error on `(g, v)` against the Dot2 reference, per row, with the
     /// reference's own error bound and `Σ_j |g_ij v_j|`.
     fn gram_errors(g: &[f64], n: usize, v: &[f64]) -> Vec<(f64, f64, f64)> {
         let got = klr_newton::gram_matvecs(g, n, &[v]).pop().unwrap();
         (0..n)
             .map(|i| {
-                let (want, abs) = dot2(&g[i * n..(i + 1) * n], v);
-                let ref_err = UNIT_ROUNDOFF * want.abs() + 2.0 * gamma_k(n as f64).powi(2) * abs;
+                let (want, abs) = crate::test_util::dot2(&g[i * n..(i + 1) * n], v);
+                let ref_err = crate::test_util::dot2_err(n, want, abs);
                 ((got[i] - want).abs(), ref_err, abs)
             })
             .collect()

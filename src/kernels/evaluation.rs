@@ -1910,28 +1910,9 @@ mod tests {
     // Symmetric multi-vector product (issue 26)
     // ---------------------------------------------------------------------------------------------
 
-    use crate::fp::{gamma_k, sym_tiles_sum_terms, KERNEL_SUM_REL_ERROR, UNIT_ROUNDOFF};
+    use crate::fp::{gamma_k, sym_tiles_sum_terms, KERNEL_SUM_REL_ERROR};
 
-    /// `Σ x_i y_i` by Ogita–Rump–Oishi's Dot2 (TwoProduct by FMA, TwoSum): as if computed in twice
-    /// the working precision, `|dot2 − exact| ≤ u|exact| + γ_n² Σ|x_i y_i|`; also `Σ|x_i y_i|`.
-    fn dot2(x: &[f64], y: &[f64]) -> (f64, f64) {
-        let (mut p, mut s, mut abs) = (0.0f64, 0.0f64, 0.0f64);
-        for (&a, &b) in x.iter().zip(y) {
-            let h = a * b;
-            let r = a.mul_add(b, -h);
-            let q0 = p + h;
-            let z = q0 - p;
-            let q = (p - (q0 - z)) + (h - z);
-            p = q0;
-            s += q + r;
-            abs += h.abs();
-        }
-        (p + s, abs)
-    }
-
-    fn dot2_err(n: usize, want: f64, abs: f64) -> f64 {
-        UNIT_ROUNDOFF * want.abs() + 2.0 * gamma_k(n as f64).powi(2) * abs
-    }
+    use crate::test_util::{dot2, dot2_err};
 
     #[test]
     fn sym_rounds_cover_the_lower_triangle_once_with_disjoint_tiles() {
