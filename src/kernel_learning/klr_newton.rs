@@ -571,17 +571,7 @@ impl ColumnBlock {
     fn take(&mut self, lt: &Array2<f64>, r: usize, j: usize) -> Vec<f64> {
         let slot = self.cands.iter_mut().find(|(i, row)| *i == j && row.is_some()).expect("a held candidate");
         let mut out = slot.1.take().expect("not taken");
-        let coefs: Vec<f64> = (self.start..r).map(|m| lt[[m, j]]).collect();
-        let start = self.start;
-        out.par_chunks_mut(2048).enumerate().for_each(|(c, o)| {
-            let c0 = c * 2048;
-            for (k, &cm) in coefs.iter().enumerate() {
-                let lm = &lt.row(start + k).to_slice().expect("contiguous")[c0..c0 + o.len()];
-                for (oi, &l) in o.iter_mut().zip(lm) {
-                    *oi -= cm * l;
-                }
-            }
-        });
+        subtract_factor_rows(lt.view(), self.start, r, j, &mut out);
         out
     }
 }
@@ -623,7 +613,8 @@ simd_dispatch! {
 }
 
 /// Row `r` of `lt` becomes `out / √d_j` and the residual diagonal `d` is updated (`d_j = 0`): the
-/// end of [`cholesky_column`], from its `out` (the kernel row less `L_m[j] L_m` for every `m < r`).
+/// end of every pivoted-Cholesky column, from its `out` (the kernel row less `L_m[j] L_m` for every
+/// `m < r`, [`subtract_factor_rows`]).
 fn finish_column(lt: &mut Array2<f64>, r: usize, mut out: Vec<f64>, j: usize, dj: f64, d: &mut [f64]) {
     let inv = 1.0 / dj.sqrt();
     out.par_chunks_mut(2048).for_each(|o| {
@@ -645,29 +636,25 @@ fn finish_column(lt: &mut Array2<f64>, r: usize, mut out: Vec<f64>, j: usize, dj
 /// is updated (`d_j = 0`). Parallel over fixed column chunks: deterministic (shared by this solver
 /// and the K-class one).
 pub(crate) fn cholesky_column(lt: &mut Array2<f64>, r: usize, row: &[f64], j: usize, dj: f64, d: &mut [f64]) {
-    let coefs: Vec<f64> = (0..r).map(|m| lt[[m, j]]).collect();
-    let inv = 1.0 / dj.sqrt();
-    let (done, mut rest) = lt.view_mut().split_at(Axis(0), r);
-    let done = done.view();
-    let mut col = rest.row_mut(0);
-    let col = col.as_slice_mut().expect("contiguous");
-    col.par_chunks_mut(2048).enumerate().for_each(|(c, out)| {
+    let mut out = row.to_vec();
+    subtract_factor_rows(lt.view(), 0, r, j, &mut out);
+    finish_column(lt, r, out, j, dj, d);
+}
+
+/// `out −= L_m[j] L_m` for the factor rows `m0 ≤ m < r`, `m` ascending, one product and one
+/// subtraction at a time per entry (parallel over fixed column chunks: deterministic). The order
+/// every pivoted-Cholesky column is made in ([`cholesky_column`], [`ColumnBlock::take`]).
+fn subtract_factor_rows(lt: ArrayView2<'_, f64>, m0: usize, r: usize, j: usize, out: &mut [f64]) {
+    let coefs: Vec<f64> = (m0..r).map(|m| lt[[m, j]]).collect();
+    out.par_chunks_mut(2048).enumerate().for_each(|(c, o)| {
         let c0 = c * 2048;
-        out.copy_from_slice(&row[c0..c0 + out.len()]);
-        for (m, &cm) in coefs.iter().enumerate() {
-            let lm = &done.row(m).to_slice().expect("contiguous")[c0..c0 + out.len()];
-            for (o, &l) in out.iter_mut().zip(lm) {
-                *o -= cm * l;
+        for (k, &cm) in coefs.iter().enumerate() {
+            let lm = &lt.row(m0 + k).to_slice().expect("contiguous")[c0..c0 + o.len()];
+            for (oi, &l) in o.iter_mut().zip(lm) {
+                *oi -= cm * l;
             }
         }
-        for o in out.iter_mut() {
-            *o *= inv;
-        }
     });
-    for (dv, &l) in d.iter_mut().zip(col.iter()) {
-        *dv = (*dv - l * l).max(0.0);
-    }
-    d[j] = 0.0;
 }
 
 /// Pivoted (incomplete) Cholesky `K ≈ L Lᵀ`: rows of the returned factor are the columns of `L`.
@@ -730,19 +717,19 @@ impl Pivots {
         let mut r = r0;
         // with a held Gram: the candidate block of the next pivots (ColumnBlock)
         let mut block: Option<ColumnBlock> = None;
+        let gram_row = |j: usize| -> Vec<f64> {
+            match &ops.gram {
+                Gram::F64(g) => g[j * n..(j + 1) * n].to_vec(),
+                Gram::F32(g) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
+                Gram::None => unreachable!("only with a held Gram"),
+            }
+        };
         while r < target {
             let (j, dj, trace) = next_pivot(&d);
             states.push((dj, trace));
             if self.stops((dj, trace), self.scale) {
                 break;
             }
-            let gram_row = |j: usize| -> Vec<f64> {
-                match &ops.gram {
-                    Gram::F64(g) => g[j * n..(j + 1) * n].to_vec(),
-                    Gram::F32(g) => g[j * n..(j + 1) * n].iter().map(|&v| v as f64).collect(),
-                    Gram::None => unreachable!("only with a held Gram"),
-                }
-            };
             if let Some(rc) = rows.as_mut() {
                 let row: Vec<f64> = match rc.row(j) {
                     RowRef::F64(row) => row.to_vec(),
