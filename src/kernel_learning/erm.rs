@@ -2382,7 +2382,7 @@ mod tests {
             assert_eq!(c.decision.to_vec(), sym_decision(&x, &engine.mu, &k));
             let rel = evaluation::kernel_matvecs_sym_rel_error(n);
             let scale = fp_slack_rel(1.0, &evaluation::kernel_diag(x.view(), &k).iter().map(|v| v.sqrt()).collect::<Vec<_>>(), &ones, engine.mu.iter().map(|v| v.abs()));
-            let margin = 4.0 * (rel * scale + 1e-15 * (1.0 + c.primal.abs() + c.dual.abs()));
+            let margin = 4.0 * (rel * scale + crate::fp::GAP_EVAL_SLACK * (1.0 + c.primal.abs() + c.dual.abs()));
             assert!(gs > engine.gap, "the larger slack: {gs} vs {}", engine.gap);
             // met: no second pass
             assert!(!cert_at(gs).1);
