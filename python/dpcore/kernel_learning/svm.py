@@ -462,10 +462,10 @@ def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
     The call shares what does not depend on λ: the Gram matrix (built once), the preconditioner's pivoted Cholesky
     factor (each λ uses the prefix its own fit would compute), the passes over the kernel matrix (all λ are solved in
     lock-step: each pass computes the product every unfinished model needs, each exactly as alone) and the exact
-    checks (every model's certificate
-    comes from one pass, one vector per model: over the held float64 Gram, else the fused kernel engine; with a
-    float32 Gram a model whose certificate misses its ``tol`` goes on from that candidate's exact check, as a fit
-    that never defers). Nothing is warm-started across λ: each model's dual point is the one its own fit reaches —
+    checks (every model's certificate comes from one pass, one vector per model: over the held float64 Gram, else
+    the symmetric kernel pass, each kernel tile evaluated once, with the fused engine's pass again for a model its
+    larger float slack may have cost ``tol``; with a float32 Gram a model whose certificate misses its ``tol`` goes
+    on from that candidate's exact check, as a fit that never defers). Nothing is warm-started across λ: each model's dual point is the one its own fit reaches —
     :meth:`fit` is this call with one model, so bit for bit — and its certificate is computed from it alone, so
     ``duality_gap_ <= tol_`` certifies it exactly as :meth:`fit` does (the last bits of ``duality_gap_`` may
     differ: the batched pass sums in another order, within the same documented accuracy).
