@@ -6,13 +6,15 @@
 //! |---|---|---|
 //! | [`UNIT_ROUNDOFF`] | 2⁻⁵³ | `u` of IEEE-754 binary64, round to nearest (Higham 2002, §2.2) |
 //! | [`gamma_k`] | `k·u/(1−k·u)` | `k` chained roundings (Higham 2002, Lemma 3.1); `+inf` when `k·u ≥ ½` |
+//! | [`UNIT_ROUNDOFF_F32`], [`gamma_k_f32`] | 2⁻²⁴, `k·u₃₂/(1−k·u₃₂)` | the same for IEEE-754 binary32 (the `f32` GEMMs of solver internals; never a privacy bound) |
+//! | [`f32_blocked_gram_rel_error`] | `γ₃₂(k + 3) + γ(b)(1 + γ₃₂(k + 3))` | entry accuracy of a Gram `A Aᵀ` whose `f64` factors are rounded to `f32`, multiplied by an `f32` GEMM over column blocks of `k` and the `b` block products summed in `f64` (the preconditioner's `r × r` systems of `kernel_learning::klr_newton`) |
 //! | [`LIBM_LN_ULPS`] | 2 | `f64::ln`/`ln_1p` (the platform libm) accurate to 2 ulp on `(0, ∞)`; glibc, musl and Apple document < 1 ulp |
 //! | [`EXP_FAST_ULPS`] | 2 | the SIMD `exp` of `numerics` vs a correctly rounded `exp` (tested exhaustively on sampled inputs in `numerics`) |
 //! | [`KERNEL_SUM_REL_ERROR`] | 1e-12 | relative accuracy of a recomputed kernel decision value `Σ_j K_ij μ_j` against `Σ_j |K_ij||μ_j|` (engine ~1e-13; 10× margin) |
 //! | [`lanes8_sum_terms`] | `⌊n/8⌋ + 9` | the `k` of `γ_k` for a sum of `n` products with 8 lane accumulators, a 3-level tree and a tail (the held-Gram products of `kernel_learning::klr_newton`) |
 //! | [`gram_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value summed from a held `f64` Gram matrix (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`lanes8_sum_terms`]`(n)`) |
 //! | [`sym_tiles_sum_terms`] | `max(lanes8_sum_terms(T), R) + 1 + ⌈T/R⌉(⌈n/T⌉ − 1)` | the `k` of `γ_k` for a decision value of the symmetric multi-vector kernel product (square tiles of `T` rows/columns, `R`-row blocks, lower triangle evaluated once and used twice; `kernels::evaluation::kernel_matvecs_sym_cancellable`) |
-//! | [`sym_kernel_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value from that symmetric product (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`sym_tiles_sum_terms`]); `1.04e-12` at `n = 20,000` |
+//! | [`sym_kernel_sum_rel_error`] | `E + γ_k(1 + E)` | relative accuracy of a decision value from that symmetric product (`E` = [`KERNEL_SUM_REL_ERROR`] per entry, `k` = [`sym_tiles_sum_terms`]); `1.037e-12` at `n = 20,000` (512-row tiles, 256-row blocks) |
 //! | [`GAP_EVAL_SLACK`] | 1e-15 | absolute-and-relative slack `GAP_EVAL_SLACK · (1 + |P| + |D|)` a certified duality gap adds for the roundings of its own evaluation (the loss, entropy and norm sums of `kernel_learning::erm`'s certificate, each far below it at the sizes that fit in memory) |
 //! | [`shifted_kernel_error`] | `e + u·(K + e + s)` | the shifted kernel `K + s` (intercept, `s = b² ≥ 0`) adds one rounding: `|fl(k̂ + s) − (k + s)| ≤ e + u·(|k̂| + s)` for a base value `k̂` within `e` of `k`, `|k| ≤ K` |
 //! | [`RADIUS_TOL`] | 2⁻⁴⁰ | relative amount by which a record may exceed its declared L2 bound |
@@ -28,6 +30,11 @@
 
 /// Unit roundoff of IEEE-754 binary64 with round-to-nearest.
 pub const UNIT_ROUNDOFF: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53
+
+/// Unit roundoff of IEEE-754 binary32 with round-to-nearest (Higham 2002, §2.2). Used only where
+/// an `f32` computation must be bounded for a solver's own correctness (a preconditioner that stays
+/// positive definite), never in a certificate or a privacy bound.
+pub const UNIT_ROUNDOFF_F32: f64 = 1.0 / 16_777_216.0; // 2^-24
 
 /// Named assumption: `f64::ln` and `f64::ln_1p` (the platform libm) are accurate to within this
 /// many ulps. glibc, musl and Apple's libm document < 1 ulp for `log`; we assume 2 to be safe.
@@ -95,8 +102,9 @@ pub fn gram_sum_rel_error(n: usize) -> f64 {
 /// output is within `γ_k Σ_j |K̂_ij v_j|` of the exact sum of the products of the values used, with
 /// `k` this number (Higham 2002, Lemma 3.1 and §3.1: a term that passes through `k` roundings
 /// carries a factor `1 + θ_k`, `|θ_k| ≤ γ_k`; the order in which the blocks arrive does not enter).
-/// E.g. `tile = 512`, `rows = 64`: `74 + 8 (n_t − 1)`, `162` at `n = 6,000`, `386` at `n = 20,000`
-/// (the held Gram's [`lanes8_sum_terms`] is `759` and `2,509` there).
+/// E.g. `tile = 512`, `rows = 256` (the engine's shape): `257 + 2 (n_t − 1)`, `279` at `n = 6,000`,
+/// `335` at `n = 20,000`; `rows = 64`: `74 + 8 (n_t − 1)`, `162` and `386` (the held Gram's
+/// [`lanes8_sum_terms`] is `759` and `2,509` there).
 #[inline]
 pub fn sym_tiles_sum_terms(n: usize, tile: usize, rows: usize) -> f64 {
     let (tile, rows) = (tile.max(1), rows.max(1));
@@ -120,8 +128,8 @@ pub fn sym_tiles_sum_terms(n: usize, tile: usize, rows: usize) -> f64 {
 /// * the sum: `|fl(Σ_j Ĝ v_j) − Σ_j Ĝ v_j| ≤ γ_k Σ_j |Ĝ||v_j| ≤ γ_k (1 + E) Σ_j (|K_ij| + s)|v_j|`
 ///   with `k` = [`sym_tiles_sum_terms`]`(n, tile, rows)`.
 ///
-/// Total: `E + γ_k (1 + E)` (`1.018e-12` at `n = 6,000`, `1.043e-12` at `n = 20,000` for `512 ×
-/// 512` tiles of 64-row blocks): above [`KERNEL_SUM_REL_ERROR`], so a certificate summed this way
+/// Total: `E + γ_k (1 + E)` (`1.031e-12` at `n = 6,000`, `1.037e-12` at `n = 20,000` for `512 ×
+/// 512` tiles of 256-row blocks, the engine's shape; `1.018e-12` and `1.043e-12` with 64-row blocks): above [`KERNEL_SUM_REL_ERROR`], so a certificate summed this way
 /// uses this bound. `+inf` where `γ_k` has no first-order bound.
 #[inline]
 pub fn sym_kernel_sum_rel_error(n: usize, tile: usize, rows: usize) -> f64 {
@@ -156,6 +164,35 @@ pub fn gamma_k(k: f64) -> f64 {
     } else {
         f64::INFINITY
     }
+}
+
+/// [`gamma_k`] for binary32: `k·u₃₂/(1 − k·u₃₂)`, `+inf` when `k·u₃₂ ≥ ½`.
+#[inline]
+pub fn gamma_k_f32(k: f64) -> f64 {
+    let ku = k * UNIT_ROUNDOFF_F32;
+    if ku < 0.5 {
+        ku / (1.0 - ku)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Relative accuracy of an entry of `G = A Aᵀ` (`A` in `f64`, `r × n`) computed as the `f64` sum,
+/// in a fixed order, of `blocks` products `fl32(A_b) fl32(A_b)ᵀ` of column blocks of at most `cols`
+/// columns, each an `f32` GEMM: `|Ĝ_ij − G_ij| ≤ e · Σ_k |A_ik||A_jk|` with `e` this value.
+///
+/// * A block term `A_ik A_jk` passes through the two input roundings to `f32`, its product and at
+///   most `cols − 1` additions inside its block whatever the GEMM's summation order or its use of
+///   fused multiply–adds (any summation tree of `cols` terms gives each term at most `cols − 1`
+///   additions; an FMA rounds once for two operations), plus one for the GEMM's scaling by
+///   `α = 1`, which is exact: at most `cols + 3` binary32 roundings, `γ₃₂(cols + 3)` (Higham 2002,
+///   Lemma 3.1 and §3.1).
+/// * The block results (exact in `f64`) are summed in `f64` from `0.0`: at most `blocks` roundings
+///   of binary64, `γ(blocks)`, on a value already within `1 + γ₃₂(cols + 3)`.
+#[inline]
+pub fn f32_blocked_gram_rel_error(cols: usize, blocks: usize) -> f64 {
+    let e32 = gamma_k_f32(cols as f64 + 3.0);
+    e32 + gamma_k(blocks as f64) * (1.0 + e32)
 }
 
 /// The smallest float strictly above a finite `x` (`f64::next_up`; `+inf` stays `+inf`): rounds
@@ -249,5 +286,10 @@ mod tests {
             KERNEL_SUM_REL_ERROR + gamma_k(386.0) * (1.0 + KERNEL_SUM_REL_ERROR)
         );
         assert_eq!(sym_kernel_sum_rel_error(1 << 62, 512, 64), f64::INFINITY);
+        // the engine's 256-row blocks
+        assert_eq!(sym_tiles_sum_terms(6000, 512, 256), 279.0);
+        assert_eq!(sym_tiles_sum_terms(20_000, 512, 256), 335.0);
+        assert!((sym_kernel_sum_rel_error(6000, 512, 256) - 1.031e-12).abs() < 1e-15);
+        assert!((sym_kernel_sum_rel_error(20_000, 512, 256) - 1.037e-12).abs() < 1e-15);
     }
 }

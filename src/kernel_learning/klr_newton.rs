@@ -156,7 +156,7 @@ use crate::kernel_learning::erm::{
 };
 use crate::kernel_learning::kernel_cache::{RowCache, RowRef};
 use crate::kernels::evaluation::{self, Kernel};
-use crate::numerics::simd_dispatch;
+use crate::numerics::{simd_dispatch, simd_dispatch_fma};
 
 /// Largest number of pivots of the preconditioner's incomplete Cholesky factor (to begin with:
 /// a solve still far after [`NEWTON_STEPS_GROW`] Newton steps grows it up to [`MAX_GROWN_PIVOTS`]).
@@ -325,6 +325,140 @@ fn gram_products<T: GramEntry>(g: &[T], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>
         .collect()
 }
 
+/// Rows and columns of a square tile of [`gram_products_sym`].
+const SYM_GRAM_TILE: usize = 512;
+
+simd_dispatch_fma! {
+    /// One tile `(I, J)` of [`gram_products_sym`]: rows `r0..r0 + rows` of a mirrored row-major
+    /// `f32` Gram against its columns `c0..c0 + cols`. For every vector `k`: `oi[k · rows + i] +=`
+    /// the 8-lane dot product (lanes and tree of [`dot8`], multiply–adds fused where the CPU has
+    /// FMA) of row `i` with `v_k[c0..]`, and, with `cs` (`J < I`), `cs[k · cols + j] += Σ_i G_ij
+    /// v_k[r0 + i]` (the rows in order). Four rows at a time: their dots share each load of the
+    /// vector, then their column terms are added (a second pass over the four rows, from L1: fewer
+    /// live registers than one fused pass, measured faster). Each vector's operations are the same
+    /// whatever the others (a batched column is its product alone, bit for bit).
+    fn sym_tile_f32<A>(
+        g: &[f32],
+        n: usize,
+        rs: (usize, usize),
+        cs_: (usize, usize),
+        vs: &[&[f64]],
+        oi: &mut [f64],
+        cs: Option<&mut [f64]>,
+    ) {
+        let ((r0, rows), (c0, cols), mut cs) = (rs, cs_, cs);
+        let split = cols - cols % 8;
+        let row = |i: usize| &g[(r0 + i) * n + c0..(r0 + i) * n + c0 + cols];
+        let finish = |a: &[f64; 8], tail: f64| ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
+        let mut i = 0;
+        while i < rows {
+            let q = (rows - i).min(4);
+            let gs: [&[f32]; 4] = std::array::from_fn(|t| row(i + t.min(q - 1)));
+            for (k, v) in vs.iter().enumerate() {
+                let w = &v[c0..c0 + cols];
+                let mut a = [[0.0f64; 8]; 4];
+                for ((((w8, y0), y1), y2), y3) in w[..split]
+                    .chunks_exact(8)
+                    .zip(gs[0][..split].chunks_exact(8))
+                    .zip(gs[1][..split].chunks_exact(8))
+                    .zip(gs[2][..split].chunks_exact(8))
+                    .zip(gs[3][..split].chunks_exact(8))
+                {
+                    for l in 0..8 {
+                        a[0][l] = A::madd(y0[l] as f64, w8[l], a[0][l]);
+                        a[1][l] = A::madd(y1[l] as f64, w8[l], a[1][l]);
+                        a[2][l] = A::madd(y2[l] as f64, w8[l], a[2][l]);
+                        a[3][l] = A::madd(y3[l] as f64, w8[l], a[3][l]);
+                    }
+                }
+                for t in 0..q {
+                    let mut tail = 0.0;
+                    for j in split..cols {
+                        tail = A::madd(gs[t][j] as f64, w[j], tail);
+                    }
+                    oi[k * rows + i + t] += finish(&a[t], tail);
+                }
+                if let Some(cs) = cs.as_deref_mut() {
+                    let c = &mut cs[k * cols..(k + 1) * cols];
+                    if q == 4 {
+                        // the four rows' terms in row order, one load and store of each sum
+                        let b: [f64; 4] = std::array::from_fn(|t| v[r0 + i + t]);
+                        for ((((o, &x0), &x1), &x2), &x3) in c.iter_mut().zip(gs[0]).zip(gs[1]).zip(gs[2]).zip(gs[3]) {
+                            let s = A::madd(x0 as f64, b[0], *o);
+                            let s = A::madd(x1 as f64, b[1], s);
+                            let s = A::madd(x2 as f64, b[2], s);
+                            *o = A::madd(x3 as f64, b[3], s);
+                        }
+                    } else {
+                        for t in 0..q {
+                            let b = v[r0 + i + t];
+                            for (o, &x) in c.iter_mut().zip(gs[t]) {
+                                *o = A::madd(x as f64, b, *o);
+                            }
+                        }
+                    }
+                }
+            }
+            i += q;
+        }
+    }
+}
+
+/// `out[k] = G v_k` for a **mirrored** row-major `n × n` `f32` Gram (the products whose results
+/// are only estimates: module docs, "Kernel products"), reading only its lower triangle: the
+/// square tiles `(I, J)`, `J ≤ I`, of [`SYM_GRAM_TILE`] rows/columns, each read once and used for
+/// the rows of `I` (8-lane dots) and, below the diagonal, the columns of `J` (column sums over the
+/// tile's rows, added once into `J`'s outputs) — half the memory traffic of [`gram_products`]
+/// (which is memory-bound; measured, n = 20,000, 1 thread: see benches/README.md). The tiles run in
+/// the rounds of [`evaluation::sym_rounds`] (no tile index twice in a round: disjoint outputs in
+/// parallel), so every output gets its partial sums in a fixed order: the same bits for any
+/// thread count, and each column of a batch is its vector's product alone, bit for bit. Not
+/// bit for bit [`gram_products`] (another summation order).
+fn gram_products_sym(g: &[f32], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
+    let nv = vs.len();
+    let tile = SYM_GRAM_TILE;
+    let nt = n.div_ceil(tile);
+    let len = |t: usize| tile.min(n - t * tile);
+    let mut acc: Vec<Vec<f64>> = (0..nt).map(|t| vec![0.0f64; nv * len(t)]).collect();
+    for round in evaluation::sym_rounds(nt) {
+        let mut tasks: Vec<(usize, usize, Vec<f64>, Vec<f64>)> = round
+            .iter()
+            .map(|&(ti, tj)| {
+                let oi = std::mem::take(&mut acc[ti]);
+                let oj = if ti == tj { Vec::new() } else { std::mem::take(&mut acc[tj]) };
+                (ti, tj, oi, oj)
+            })
+            .collect();
+        tasks.par_iter_mut().for_each(|(ti, tj, oi, oj)| {
+            let (ti, tj) = (*ti, *tj);
+            let (r, c) = ((ti * tile, len(ti)), (tj * tile, len(tj)));
+            if ti == tj {
+                sym_tile_f32(g, n, r, c, vs, oi, None);
+            } else {
+                let mut cs = vec![0.0f64; nv * c.1];
+                sym_tile_f32(g, n, r, c, vs, oi, Some(&mut cs));
+                for (o, x) in oj.iter_mut().zip(&cs) {
+                    *o += x;
+                }
+            }
+        });
+        for (ti, tj, oi, oj) in tasks {
+            acc[ti] = oi;
+            if ti != tj {
+                acc[tj] = oj;
+            }
+        }
+    }
+    let mut out = vec![vec![0.0f64; n]; nv];
+    for (t, a) in acc.iter().enumerate() {
+        let (r0, l) = (t * tile, len(t));
+        for (k, o) in out.iter_mut().enumerate() {
+            o[r0..r0 + l].copy_from_slice(&a[k * l..(k + 1) * l]);
+        }
+    }
+    out
+}
+
 /// `out[k] = G v_k` for a held row-major `n × n` `f64` Gram matrix `g`: [`gram_products`] (each
 /// entry bit for bit [`dot8`]), what the certificate sums its decision values with when the solver
 /// held the `f64` Gram ([`crate::kernel_learning::erm`], accuracy [`crate::fp::gram_sum_rel_error`]).
@@ -367,7 +501,9 @@ impl<'x> Ops<'x> {
             let mut r0 = 0;
             while r0 < n {
                 let r1 = (r0 + BATCH_ROWS).min(n);
-                let mut blk = evaluation::kernel_matrix(x.slice(s![r0..r1, ..]), x.slice(s![..r1, ..]), kernel)
+                // tall blocks (less GEMM packing per FLOP), as many as the threads can share
+                let rows = (BATCH_ROWS / rayon::current_num_threads().max(1)).min(evaluation::SYM_ROWS);
+                let mut blk = evaluation::kernel_matrix_tall(x.slice(s![r0..r1, ..]), x.slice(s![..r1, ..]), kernel, rows)
                     .expect("a block of at most BATCH_ROWS × n fits");
                 if let evaluation::KernelKind::Rbf { .. } = kernel.kind {
                     // exact self-similarity, as the Gram matrix and the row cache
@@ -436,7 +572,7 @@ impl<'x> Ops<'x> {
         let refs: Vec<&[f64]> = signed.iter().map(|v| &v[..]).collect();
         let mut out = match (&self.gram, exact) {
             (Gram::F64(g), _) => gram_products(g, n, &refs),
-            (Gram::F32(g), false) => gram_products(g, n, &refs),
+            (Gram::F32(g), false) => gram_products_sym(g, n, &refs),
             _ => {
                 let mut out = vec![vec![0.0; n]; vs.len()];
                 let mut r0 = 0;
@@ -815,6 +951,169 @@ fn lower_gram(a: ArrayView2<'_, f64>) -> Array2<f64> {
     m
 }
 
+/// Columns per `f32` GEMM of [`lower_gram_f32`] (the block results are summed in `f64`).
+const F32_GRAM_COLS: usize = 256;
+/// Largest bound on `‖Ĝ − G‖₂` (from [`crate::fp::f32_blocked_gram_rel_error`] and `‖U‖_F²`) for
+/// which [`scaled_gram`] takes the `f32` product: `I + Ĝ` then stays `⪰ ½ I + G` (the preconditioner
+/// `I − U (I + Ĝ)⁻¹ Uᵀ` positive definite, the Nyström Newton step a descent direction), with
+/// room for the rounding of `‖U‖_F²` itself.
+const F32_GRAM_MAX_ERROR: f64 = 0.5;
+
+/// [`lower_gram`] from `f32` factors: `I + A Aᵀ` on and below the diagonal blocks as the `f64`
+/// sum, column block by column block in order, of the `f32` GEMMs of [`F32_GRAM_COLS`] columns
+/// (twice the `f64` GEMM's rate; measured at `r = 1,600`, `n = 20,000`: 1.23 → 0.63 s). Each
+/// entry is within [`crate::fp::f32_blocked_gram_rel_error`] `· Σ_k |A_ik||A_jk|` of the exact
+/// product of the `f64` values `a` was rounded from. Deterministic: each block of the grid is one
+/// task.
+fn lower_gram_f32(a: ArrayView2<'_, f32>) -> Array2<f64> {
+    let (r, n) = a.dim();
+    let rh = r.div_ceil(GRAM_ROW_BLOCKS).max(1);
+    let rows = |i: usize| ((i * rh).min(r), ((i + 1) * rh).min(r));
+    let tasks: Vec<(usize, usize)> = (0..GRAM_ROW_BLOCKS).flat_map(|i| (0..=i).map(move |j| (i, j))).collect();
+    let blocks: Vec<Array2<f64>> = tasks
+        .par_iter()
+        .map(|&(i, j)| {
+            let ((i0, i1), (j0, j1)) = (rows(i), rows(j));
+            let mut out = Array2::<f64>::zeros((i1 - i0, j1 - j0));
+            let mut part = Array2::<f32>::zeros((i1 - i0, j1 - j0));
+            let mut c0 = 0;
+            while c0 < n {
+                let c1 = (c0 + F32_GRAM_COLS).min(n);
+                general_mat_mul(1.0, &a.slice(s![i0..i1, c0..c1]), &a.slice(s![j0..j1, c0..c1]).t(), 0.0, &mut part);
+                out.zip_mut_with(&part, |o, &p| *o += f64::from(p));
+                c0 = c1;
+            }
+            out
+        })
+        .collect();
+    let mut m = Array2::<f64>::eye(r);
+    for (&(i, j), blk) in tasks.iter().zip(&blocks) {
+        let ((i0, i1), (j0, j1)) = (rows(i), rows(j));
+        let mut dst = m.slice_mut(s![i0..i1, j0..j1]);
+        dst += blk;
+    }
+    m
+}
+
+/// The scratch of the preconditioners' `Uᵀ` (`r × n`): `f32` normally, `f64` when [`scaled_gram`]
+/// must take the `f64` product (only one of them is held at a time).
+#[derive(Default)]
+pub(crate) struct PrecondScratch {
+    narrow: Vec<f32>,
+    wide: Vec<f64>,
+}
+
+/// `I + UᵀU` with `Uᵀ = lt · diag(t)` (`r × n`) on and below the diagonal blocks: by the `f32`
+/// GEMMs of [`lower_gram_f32`] when their worst-case error is small against the identity —
+/// `‖Ĝ − G‖₂ ≤ ‖ |Ĝ − G| ‖₂ ≤ e ‖ |U|ᵀ|U| ‖₂ ≤ e ‖U‖_F²` with `e` =
+/// [`crate::fp::f32_blocked_gram_rel_error`] at most [`F32_GRAM_MAX_ERROR`] — and else by the
+/// `f64` GEMMs of [`lower_gram`]. The matrix only shapes the preconditioner and the Nyström warm
+/// start's Newton steps (every gap is checked exactly and certified independently), so its
+/// accuracy decides the speed of a solve, never its result's validity.
+fn scaled_gram(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut PrecondScratch) -> Array2<f64> {
+    let (r, n) = lt.dim();
+    if n == 0 || r == 0 {
+        return Array2::<f64>::eye(r);
+    }
+    scratch.wide = Vec::new();
+    if scratch.narrow.len() < r * n {
+        scratch.narrow.resize(r * n, 0.0);
+    }
+    let buf = &mut scratch.narrow[..r * n];
+    let sq: Vec<f64> = buf
+        .par_chunks_mut(n)
+        .zip(lt.axis_iter(Axis(0)))
+        .map(|(out, row)| {
+            let mut sq = 0.0;
+            for ((o, &l), &ti) in out.iter_mut().zip(row.iter()).zip(t) {
+                let v = l * ti;
+                *o = v as f32;
+                sq += v * v;
+            }
+            sq
+        })
+        .collect();
+    let frob: f64 = sq.iter().sum();
+    let e = crate::fp::f32_blocked_gram_rel_error(F32_GRAM_COLS, n.div_ceil(F32_GRAM_COLS));
+    if e * frob <= F32_GRAM_MAX_ERROR {
+        let ut = ArrayView2::from_shape((r, n), &buf[..]).expect("r × n");
+        return lower_gram_f32(ut);
+    }
+    #[cfg(test)]
+    tests::WIDE_GRAMS.with(|c| c.set(c.get() + 1));
+    scratch.narrow = Vec::new();
+    scratch.wide.resize(r * n, 0.0);
+    let buf = &mut scratch.wide[..];
+    buf.par_chunks_mut(n).zip(lt.axis_iter(Axis(0))).for_each(|(out, row)| {
+        for ((o, &l), &ti) in out.iter_mut().zip(row.iter()).zip(t) {
+            *o = l * ti;
+        }
+    });
+    let ut = ArrayView2::from_shape((r, n), &buf[..]).expect("r × n");
+    lower_gram(ut)
+}
+
+/// Columns per block of [`blocked_cholesky`].
+const CHOL_BLOCK: usize = 64;
+/// Rows per parallel task of [`blocked_cholesky`]'s block-column updates.
+const CHOL_ROWS: usize = 256;
+
+/// The lower Cholesky factor (row-major `r × r`) of a matrix `m ⪰ I` whose lower triangle is
+/// given, left-looking by blocks of [`CHOL_BLOCK`] columns: each block column is first updated
+/// by one GEMM with the factor's columns before it (`m[J.., J] − L[J.., ..J] L[J, ..J]ᵀ`, row
+/// chunks in parallel: deterministic), then factored column by column with [`dot8`] inner
+/// products within the block. A pivot below 1 (impossible in exact arithmetic since `m ⪰ I`) is
+/// raised to 1, so the factor is always of a positive definite matrix. (The unblocked [`dot8`]
+/// loop took ~0.13 s at r = 1,600, 1 thread, for each of the preconditioners a grown solve
+/// builds; its inner products ran at the speed of memory, the block update runs at the GEMM's.)
+fn blocked_cholesky(m: &Array2<f64>) -> Vec<f64> {
+    let r = m.nrows();
+    let mut l = Array2::<f64>::zeros((r, r));
+    let mut j0 = 0;
+    while j0 < r {
+        let j1 = (j0 + CHOL_BLOCK).min(r);
+        let b = j1 - j0;
+        // S = m[j0.., j0..j1] − L[j0.., ..j0] L[j0..j1, ..j0]ᵀ (only the entries on and below the
+        // diagonal are read)
+        let mut sblk = m.slice(s![j0.., j0..j1]).to_owned();
+        if j0 > 0 {
+            let right = l.slice(s![j0..j1, ..j0]).to_owned();
+            let done = l.slice(s![j0.., ..j0]);
+            sblk.axis_chunks_iter_mut(Axis(0), CHOL_ROWS)
+                .into_par_iter()
+                .zip(done.axis_chunks_iter(Axis(0), CHOL_ROWS).into_par_iter())
+                .for_each(|(mut out, left)| general_mat_mul(-1.0, &left, &right.t(), 1.0, &mut out));
+        }
+        // the diagonal block, column by column
+        for j in 0..b {
+            for i in j..b {
+                let (ri, rj) = (l.slice(s![j0 + i, j0..j0 + j]), l.slice(s![j0 + j, j0..j0 + j]));
+                let sum = sblk[[i, j]] - dot8(ri.as_slice().expect("row-major"), rj.as_slice().expect("row-major"));
+                l[[j0 + i, j0 + j]] = if i == j { sum.max(1.0).sqrt() } else { sum / l[[j0 + j, j0 + j]] };
+            }
+        }
+        // the rows below it, each on its own (a triangular solve with the diagonal block)
+        let (top, mut below) = l.view_mut().split_at(Axis(0), j1);
+        let diag = top.slice(s![j0..j1, j0..j1]);
+        below
+            .axis_chunks_iter_mut(Axis(0), CHOL_ROWS)
+            .into_par_iter()
+            .zip(sblk.slice(s![b.., ..]).axis_chunks_iter(Axis(0), CHOL_ROWS).into_par_iter())
+            .for_each(|(mut rows, srows)| {
+                for (mut row, srow) in rows.outer_iter_mut().zip(srows.outer_iter()) {
+                    let seg = &mut row.as_slice_mut().expect("row-major")[j0..j1];
+                    for j in 0..b {
+                        let dj = diag.row(j);
+                        let dj = dj.as_slice().expect("row-major");
+                        seg[j] = (srow[j] - dot8(&seg[..j], &dj[..j])) / dj[j];
+                    }
+                }
+            });
+        j0 = j1;
+    }
+    l.into_raw_vec_and_offset().0
+}
+
 /// Preconditioner `(I + U Uᵀ)⁻¹ = I − U (I + UᵀU)⁻¹ Uᵀ` with `U = diag(t) Lᵀᵀ` (`t = C^{½} W^{½}
 /// y`), from the `r × r` Cholesky factor of `I + UᵀU`.
 ///
@@ -830,40 +1129,13 @@ struct Precond {
 
 impl Precond {
     /// For the factor `lt` (`Lᵀ`, `r × n`, rows contiguous; [`apply`](Self::apply) takes the same
-    /// one). `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed (one buffer for all
-    /// the preconditioners of a solve or a path: no fresh pages per Newton step).
-    fn new(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut Vec<f64>) -> Self {
-        let (r, n) = lt.dim();
-        if scratch.len() < r * n {
-            scratch.resize(r * n, 0.0);
-        }
-        let buf = &mut scratch[..r * n];
-        if n > 0 {
-            buf.par_chunks_mut(n).zip(lt.axis_iter(Axis(0))).for_each(|(out, row)| {
-                for ((o, &l), &ti) in out.iter_mut().zip(row.iter()).zip(t) {
-                    *o = l * ti;
-                }
-            });
-        }
-        let ut = ArrayView2::from_shape((r, n), &buf[..]).expect("r × n");
-        // M = I + Uᵀ U, as a fixed sum of column-block GEMMs computed in parallel (deterministic);
-        // only its lower triangle is read (Cholesky below), so each column block computes only the
-        // blocks on and below the diagonal of a 4 × 4 grid of row blocks (10 of 16 GEMMs): each entry
-        // is the same dot product, in the same order, as in the full GEMM
-        let m = lower_gram(ut);
-        // Cholesky (M ⪰ I: always positive definite); each inner product in dot8's 8 lanes (SIMD,
-        // no chained additions: the scalar loop was ~1 s at r = 1,600)
-        let mut chol = vec![0.0; r * r];
-        for i in 0..r {
-            for j in 0..=i {
-                let sum = m[[i, j]] - dot8(&chol[i * r..i * r + j], &chol[j * r..j * r + j]);
-                if i == j {
-                    chol[i * r + i] = sum.max(1.0).sqrt();
-                } else {
-                    chol[i * r + j] = sum / chol[j * r + j];
-                }
-            }
-        }
+    /// one). `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed ([`scaled_gram`]; one
+    /// buffer for all the preconditioners of a solve or a path: no fresh pages per Newton step).
+    fn new(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut PrecondScratch) -> Self {
+        let r = lt.nrows();
+        let m = scaled_gram(lt, t, scratch);
+        // Cholesky (M ⪰ I, or ⪰ ½ I + UᵀU from the f32 GEMMs: always positive definite)
+        let chol = blocked_cholesky(&m);
         Precond { t: t.to_vec(), chol, r }
     }
 
@@ -977,7 +1249,7 @@ fn nystrom_start(
     tol: f64,
     w0: &[f64],
     ticker: &mut Ticker<'_>,
-    scratch: &mut Vec<f64>,
+    scratch: &mut PrecondScratch,
 ) -> Option<(Vec<f64>, Vec<f64>)> {
     let (r, n) = lt.dim();
     let sc = c.sqrt();
@@ -1099,7 +1371,7 @@ impl<'x> PathEngine<'x> {
         defer: bool,
     ) -> Option<PathSolves<'a>> {
         let mut states = Vec::with_capacity(opts.len());
-        let mut scratch = Vec::new(); // one r × n buffer for every preconditioner of the path
+        let mut scratch = PrecondScratch::default(); // one r × n buffer for every preconditioner of the path
         for o in opts {
             states.push(LamSolve::new(&self.ops, &self.piv, y, sw, diag, o, defer, ticker, &mut scratch));
             if ticker.stopped {
@@ -1119,7 +1391,7 @@ impl<'x> PathEngine<'x> {
 /// The solves of a path ([`PathEngine::start`], [`PathEngine::run`]).
 pub(crate) struct PathSolves<'a> {
     states: Vec<LamSolve<'a>>,
-    scratch: Vec<f64>,
+    scratch: PrecondScratch,
 }
 
 impl PathSolves<'_> {
@@ -1182,7 +1454,7 @@ fn run_lock_step(
     piv: &mut Pivots,
     states: &mut [LamSolve<'_>],
     ticker: &mut Ticker<'_>,
-    scratch: &mut Vec<f64>,
+    scratch: &mut PrecondScratch,
 ) -> bool {
     let n = ops.n;
     let narrow = matches!(ops.gram, Gram::F32(_));
@@ -1338,7 +1610,7 @@ impl<'a> LamSolve<'a> {
         opts: &ErmOptions,
         defer: bool,
         ticker: &mut Ticker<'_>,
-        scratch: &mut Vec<f64>,
+        scratch: &mut PrecondScratch,
     ) -> Self {
         let n = y.len();
         let c = 1.0 / (opts.lam * n as f64);
@@ -1381,7 +1653,7 @@ impl<'a> LamSolve<'a> {
     /// The Nyström warm start on the first `r` pivots of `piv` (`r` the pivots asked for by
     /// [`Phase::Grow`], else the current ones), within this `λ`'s own run ([`Pivots::cut`]); next:
     /// its exact check. Cancelled: `Done`.
-    fn regrow(&mut self, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
+    fn regrow(&mut self, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut PrecondScratch) {
         let r = match self.phase {
             Phase::Grow { r } => r,
             _ => self.r,
@@ -1465,7 +1737,7 @@ impl<'a> LamSolve<'a> {
 
     /// Takes the product asked for by [`request`](Self::request) and runs the iteration up to the
     /// next product (or the end). The hook is called at every check, as by a single fit.
-    fn consume(&mut self, prod: Vec<f64>, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut Vec<f64>) {
+    fn consume(&mut self, prod: Vec<f64>, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut PrecondScratch) {
         let c = self.c;
         let n = self.n;
         match std::mem::replace(&mut self.phase, Phase::Done) {
@@ -1570,7 +1842,7 @@ impl<'a> LamSolve<'a> {
         target: f64,
         piv: &Pivots,
         ticker: &mut Ticker<'_>,
-        scratch: &mut Vec<f64>,
+        scratch: &mut PrecondScratch,
     ) {
         let (n, c, sw, y) = (self.n, self.c, self.sw, self.y);
         if exact {
@@ -1703,6 +1975,8 @@ pub(crate) mod tests {
         pub(crate) static GROWN_TO: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
         /// Candidate blocks of the pivoted Cholesky runs ([`super::ColumnBlock`]).
         pub(super) static BLOCKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// `I + UᵀU` products [`super::scaled_gram`] took in `f64` (its `f32` error bound too large).
+        pub(super) static WIDE_GRAMS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
@@ -2129,6 +2403,117 @@ pub(crate) mod tests {
             for i in 0..r {
                 for j in 0..=i {
                     assert_eq!(low[[i, j]].to_bits(), full[[i, j]].to_bits(), "r {r} n {n} ({i}, {j})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_symmetric_f32_product_is_the_row_product_to_rounding_and_batch_and_thread_invariant() {
+        // lower-triangle tiles used twice: the same products as the row-by-row dot8 up to the
+        // summation order; each batched column is its vector alone, and 1, 2 or 3 threads give
+        // the same bits (ragged tiles, n below, at and past SYM_GRAM_TILE, a 4-row remainder)
+        for n in [1usize, 5, 512, 513, 1203] {
+            let (x, _) = data(n, 4, 31 + n as u64);
+            let k = Kernel::rbf(0.7).unwrap();
+            let gm = evaluation::kernel_matrix(x.view(), x.view(), &k).unwrap();
+            let g32: Vec<f32> = gm.iter().map(|&v| v as f32).collect();
+            let vs: Vec<Vec<f64>> = (0..3).map(|s| (0..n).map(|j| ((j * 37 + s * 11) % 29) as f64 / 7.0 - 2.0).collect()).collect();
+            let refs: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
+            let rows = gram_products(&g32, n, &refs);
+            let run = |t: usize, r: &[&[f64]]| {
+                rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap().install(|| gram_products_sym(&g32, n, r))
+            };
+            let sym = run(1, &refs);
+            for (kk, v) in vs.iter().enumerate() {
+                for i in 0..n {
+                    let abs: f64 = (0..n).map(|j| (g32[i * n + j] as f64 * v[j]).abs()).sum();
+                    assert!((sym[kk][i] - rows[kk][i]).abs() <= 1e-13 * abs, "n {n} row {i}");
+                }
+                assert_eq!(run(2, &refs[kk..kk + 1])[0], sym[kk], "n {n}: vector {kk} alone");
+            }
+            for t in [2, 3] {
+                assert_eq!(run(t, &refs), sym, "n {n}: {t} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn the_blocked_cholesky_is_the_column_cholesky_to_rounding() {
+        // I + A Aᵀ (only its lower triangle given): the blocked factor agrees with the plain
+        // column-by-column one and reproduces the matrix, across block edges; deterministic
+        for r in [1usize, 5, CHOL_BLOCK, CHOL_BLOCK + 1, 3 * CHOL_BLOCK + 7, CHOL_ROWS + 2 * CHOL_BLOCK + 3] {
+            let (x, _) = data(2 * r + 3, r.max(2), 11 + r as u64);
+            let a = x.t().slice(s![..r, ..]).to_owned();
+            let mut m = lower_gram(a.view());
+            for i in 0..r {
+                for j in i + 1..r {
+                    m[[i, j]] = f64::NAN; // never read
+                }
+            }
+            let got = blocked_cholesky(&m);
+            let mut want = vec![0.0; r * r];
+            for i in 0..r {
+                for j in 0..=i {
+                    let sum = m[[i, j]] - (0..j).map(|k| want[i * r + k] * want[j * r + k]).sum::<f64>();
+                    want[i * r + j] = if i == j { sum.max(1.0).sqrt() } else { sum / want[j * r + j] };
+                }
+            }
+            let scale = (0..r).map(|i| m[[i, i]]).fold(1.0f64, f64::max);
+            for i in 0..r {
+                for j in 0..r {
+                    if j > i {
+                        assert_eq!(got[i * r + j], 0.0, "r {r}: upper ({i}, {j})");
+                        continue;
+                    }
+                    assert!((got[i * r + j] - want[i * r + j]).abs() <= 1e-12 * scale.sqrt(), "r {r} ({i}, {j})");
+                    let llt: f64 = (0..=j).map(|k| got[i * r + k] * got[j * r + k]).sum();
+                    assert!((llt - m[[i, j]]).abs() <= 1e-12 * scale, "r {r}: L Lᵀ at ({i}, {j})");
+                }
+            }
+            let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap().install(|| blocked_cholesky(&m));
+            assert!(got.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()), "r {r}: thread count");
+        }
+    }
+
+    #[test]
+    fn the_f32_preconditioner_gram_is_within_its_bound_and_falls_back_to_f64() {
+        // I + UᵀU (Uᵀ = lt · diag(t)) from the f32 GEMMs: within f32_blocked_gram_rel_error of the
+        // exact product of |U|; with ‖U‖_F² too large for F32_GRAM_MAX_ERROR, the f64 GEMMs (bit
+        // for bit lower_gram) take over
+        for (r, n) in [(1usize, 7usize), (37, 301), (150, 2 * F32_GRAM_COLS + 77)] {
+            let (x, _) = data(n, r.max(2), 70 + r as u64);
+            let lt = x.t().slice(s![..r, ..]).to_owned();
+            let t: Vec<f64> = (0..n).map(|i| 0.2 + ((i * 7) % 11) as f64 / 40.0).collect();
+            let ut = Array2::from_shape_fn((r, n), |(m, i)| lt[[m, i]] * t[i]);
+            let mut scratch = PrecondScratch::default();
+            let wide0 = WIDE_GRAMS.with(|c| c.get());
+            let m = scaled_gram(lt.view(), &t, &mut scratch);
+            assert_eq!(WIDE_GRAMS.with(|c| c.get()), wide0, "r {r} n {n}: the f32 product");
+            assert!(scratch.wide.is_empty() && scratch.narrow.len() == r * n);
+            let e = crate::fp::f32_blocked_gram_rel_error(F32_GRAM_COLS, n.div_ceil(F32_GRAM_COLS));
+            let mut worst = 0.0f64;
+            for i in 0..r {
+                for j in 0..=i {
+                    let (exact, abs) = crate::test_util::dot2(&ut.row(i).to_vec(), &ut.row(j).to_vec());
+                    let abs_abs: f64 = ut.row(i).iter().zip(ut.row(j)).map(|(a, b)| (a * b).abs()).sum();
+                    let want = exact + f64::from(u8::from(i == j));
+                    let err = (m[[i, j]] - want).abs();
+                    assert!(err <= e * abs_abs * (1.0 + 1e-12) + 1e-15 * abs.max(1.0), "r {r} n {n} ({i}, {j}): {err:e}");
+                    worst = worst.max(err / abs_abs.max(1e-300));
+                }
+            }
+            assert!(worst > 0.0 || r == 1, "r {r} n {n}: f32 rounding is visible");
+            // scaled up past the bound: the f64 product, exactly lower_gram's
+            let big: Vec<f64> = t.iter().map(|v| v * 1e4).collect();
+            let m = scaled_gram(lt.view(), &big, &mut scratch);
+            assert_eq!(WIDE_GRAMS.with(|c| c.get()), wide0 + 1, "r {r} n {n}: the f64 fallback");
+            assert!(scratch.narrow.is_empty());
+            let ub = Array2::from_shape_fn((r, n), |(m, i)| lt[[m, i]] * big[i]);
+            let low = lower_gram(ub.view());
+            for i in 0..r {
+                for j in 0..=i {
+                    assert_eq!(m[[i, j]].to_bits(), low[[i, j]].to_bits(), "r {r} n {n} ({i}, {j})");
                 }
             }
         }

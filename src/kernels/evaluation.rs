@@ -901,6 +901,34 @@ pub fn kernel_matrix_cancellable(
     kernel: &Kernel,
     cancel: &Cancel,
 ) -> DpResult<Array2<f64>> {
+    kernel_matrix_tiled(a, b, kernel, cancel, TILE_ROWS)
+}
+
+/// [`kernel_matrix`] in blocks of `rows` (rounded down to a multiple of [`TILE_ROWS`], at least
+/// one) × [`TILE_COLS`]: bit for bit the same matrix. The GEMM (`matrixmultiply`) sums each entry
+/// over fixed `kc`-long chunks of the inner dimension in its micro-kernel, so an entry's value
+/// depends only on whether it falls in a full micro-tile or an edge one (which rounds the chunk
+/// sums differently when `d > kc`); blocks whose rows start at multiples of [`TILE_ROWS`] put the
+/// same entries, the last `m mod 8` rows, in edge tiles as the engine's 64-row blocks do. The
+/// kernel map and shift act entry by entry. Tested: `tall_blocks_are_the_engine_blocks_bit_for_bit`.
+/// So the accuracy the engine is assumed of ([`crate::fp::KERNEL_SUM_REL_ERROR`]) holds for these
+/// entries as for its own.
+pub(crate) fn kernel_matrix_tall(
+    a: ArrayView2<'_, f64>,
+    b: ArrayView2<'_, f64>,
+    kernel: &Kernel,
+    rows: usize,
+) -> DpResult<Array2<f64>> {
+    kernel_matrix_tiled(a, b, kernel, Cancel::never(), (rows / TILE_ROWS).max(1) * TILE_ROWS)
+}
+
+fn kernel_matrix_tiled(
+    a: ArrayView2<'_, f64>,
+    b: ArrayView2<'_, f64>,
+    kernel: &Kernel,
+    cancel: &Cancel,
+    tile_rows: usize,
+) -> DpResult<Array2<f64>> {
     assert_shapes(&a, &b);
     let (m, n) = (a.nrows(), b.nrows());
     let mut out = crate::alloc::zeros2("A", "the kernel matrix", m, n)?;
@@ -908,11 +936,11 @@ pub fn kernel_matrix_cancellable(
         return Ok(out);
     }
     let plan = Plan::new(a, b, *kernel, false);
-    out.axis_chunks_iter_mut(Axis(0), TILE_ROWS)
+    out.axis_chunks_iter_mut(Axis(0), tile_rows)
         .into_par_iter()
         .enumerate()
         .for_each(|(t, mut tile)| {
-            let r0 = t * TILE_ROWS;
+            let r0 = t * tile_rows;
             let mut c0 = 0;
             while c0 < n {
                 if cancel.is_cancelled() {
@@ -1108,21 +1136,29 @@ pub fn kernel_matvecs_cancellable(
 }
 
 /// Rows and columns of a square tile of [`kernel_matvecs_sym_cancellable`]: one support chunk of
-/// the fused engine, so its `TILE_ROWS × SYM_TILE` blocks are exactly [`kernel_matvecs_cancellable`]'s.
+/// the fused engine.
 pub const SYM_TILE: usize = TILE_COLS;
+
+/// Rows per block of [`kernel_matvecs_sym_cancellable`] and of [`kernel_matrix_tall`] (a held
+/// Gram's build): taller than [`TILE_ROWS`] so that the GEMM repacks its `SYM_TILE × d` panel
+/// less often per FLOP (measured, `d = 784`, 1 thread: 64 × 512 blocks 40.6 GFLOP/s, 256 × 512
+/// 48.4). A multiple of [`TILE_ROWS`], so every entry is still bit for bit the engine's: see
+/// [`kernel_matrix_tall`].
+pub const SYM_ROWS: usize = 256;
+const _: () = assert!(SYM_ROWS % TILE_ROWS == 0 && SYM_TILE % SYM_ROWS == 0);
 
 /// Relative accuracy of [`kernel_matvecs_sym_cancellable`]'s outputs for `n` rows against
 /// `Σ_j (|K_ij| + s)|v_j|`: [`crate::fp::sym_kernel_sum_rel_error`] for this module's tile shape
-/// (the derivation lives there). `1.018e-12` at `n = 6,000`, `1.043e-12` at `n = 20,000`.
+/// (the derivation lives there). `1.031e-12` at `n = 6,000`, `1.037e-12` at `n = 20,000`.
 pub fn kernel_matvecs_sym_rel_error(n: usize) -> f64 {
-    crate::fp::sym_kernel_sum_rel_error(n, SYM_TILE, TILE_ROWS)
+    crate::fp::sym_kernel_sum_rel_error(n, SYM_TILE, SYM_ROWS)
 }
 
 /// `F[:, k] = K'(X, X) V[:, k]` for `k` weight vectors at once (`vs[k]` of length `n`), using the
 /// kernel's **symmetry**: each lower-triangle tile `(I, J)`, `J ≤ I`, of `SYM_TILE × SYM_TILE`
-/// rows/columns is evaluated once — in `TILE_ROWS × SYM_TILE` blocks by the engine's block code
-/// (GEMM + kernel map, shift included), the very blocks of
-/// [`kernel_matvecs_cancellable`]`(X, X)` — and used twice: its rows' dot products with `v` over
+/// rows/columns is evaluated once — in [`SYM_ROWS`]` × SYM_TILE` blocks by the engine's block code
+/// (GEMM + kernel map, shift included; bit for bit the values of the blocks of
+/// [`kernel_matvecs_cancellable`]`(X, X)`, see [`kernel_matrix_tall`]) — and used twice: its rows' dot products with `v` over
 /// the columns of `J` go to the outputs of tile `I`, its columns' sums `Σ_i K_ij v_i` over each
 /// block's rows to the outputs of tile `J` (a diagonal tile once, rows only). About half the
 /// kernel evaluations of [`kernel_matvecs_cancellable`]`(X, X, ..)`: `n_t (n_t + 1)/2` tiles
@@ -1143,8 +1179,8 @@ pub fn kernel_matvecs_sym_rel_error(n: usize) -> f64 {
 /// the entries are the engine's own block values, and `K'` is symmetric — plus the rounding
 /// depth [`crate::fp::sym_tiles_sum_terms`] of this scheme).
 ///
-/// **Memory.** The `n · nv` outputs, plus per running task one `TILE_ROWS × SYM_TILE` block
-/// (256 KiB) and `nv · SYM_TILE` column sums; never an `n × n` matrix. The linear kernel takes
+/// **Memory.** The `n · nv` outputs, plus per running task one `SYM_ROWS × SYM_TILE` block
+/// (1 MiB) and `nv · SYM_TILE` column sums; never an `n × n` matrix. The linear kernel takes
 /// [`kernel_matvecs_cancellable`]'s `O(n d)` path (its accuracy, within the bound above). Polls
 /// `cancel` before every block and between rounds.
 ///
@@ -1168,7 +1204,7 @@ pub fn kernel_matvecs_sym_cancellable(
         return kernel_matvecs_cancellable(x, x, vs, kernel, cancel);
     }
     let plan = Plan::new(x, x, *kernel, false);
-    sym_matvecs_with(n, vs, SYM_TILE, TILE_ROWS, &|r0, c0, out| plan.block_into(r0, c0, out), cancel)
+    sym_matvecs_with(n, vs, SYM_TILE, SYM_ROWS, &|r0, c0, out| plan.block_into(r0, c0, out), cancel)
 }
 
 /// The rounds of [`kernel_matvecs_sym_cancellable`] over `nt` tile indices: every pair `(I, J)`,
@@ -1176,7 +1212,7 @@ pub fn kernel_matvecs_sym_cancellable(
 /// up to even and `m = p − 1`, round `r < m` pairs `r` with `p − 1` and `(r + i) mod m` with
 /// `(r − i) mod m` for `0 < i < p/2`; the dummy `p − 1 = nt` of an odd `nt` stands for `r`'s
 /// diagonal; with `nt` even the diagonals are a first round).
-fn sym_rounds(nt: usize) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn sym_rounds(nt: usize) -> Vec<Vec<(usize, usize)>> {
     if nt <= 1 {
         return vec![vec![(0, 0)]; nt];
     }
@@ -1983,6 +2019,29 @@ mod tests {
     }
 
     #[test]
+    fn tall_blocks_are_the_engine_blocks_bit_for_bit() {
+        // an entry's value does not depend on how many TILE_ROWS-multiples of rows its block has:
+        // kernel_matrix_tall (the held Gram's build, and the symmetric pass's SYM_ROWS blocks
+        // through the same block_into) is kernel_matrix bit for bit, ragged ends and d = 784 (more
+        // than one kc chunk) included. (Blocks of other heights are not: with d > kc the GEMM's
+        // edge micro-tiles round the chunk sums differently; measured, e.g. 100-row blocks.)
+        for &(m, n, d) in &[(1usize, 1usize, 3usize), (70, 33, 5), (300, 530, 17), (257, 600, 784)] {
+            let a = uniform_points(m, d, 3 + m as u64);
+            let b = uniform_points(n, d, 5 + n as u64);
+            for k in kernels() {
+                let eng = kernel_matrix(a.view(), b.view(), &k).unwrap();
+                for rows in [TILE_ROWS, 2 * TILE_ROWS, SYM_ROWS, 1024] {
+                    let tall = kernel_matrix_tall(a.view(), b.view(), &k, rows).unwrap();
+                    assert!(
+                        eng.iter().zip(tall.iter()).all(|(p, q)| p.to_bits() == q.to_bits()),
+                        "{k:?} m {m} n {n} d {d} rows {rows}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn sym_matvecs_are_bit_identical_across_thread_counts() {
         let x = uniform_points(2100, 9, 3);
         let vs = sym_vectors(2100, 3, 11);
@@ -2015,7 +2074,7 @@ mod tests {
         stop.cancel();
         assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &refs, &k, &stop), Err(DpError::Interrupted));
         // interrupted mid-pass (after a few blocks)
-        for polls in [1u64, 5, 20] {
+        for polls in [1u64, 5, 10] {
             let c = Cancel::after(polls);
             assert_eq!(kernel_matvecs_sym_cancellable(x.view(), &refs, &k, &c), Err(DpError::Interrupted));
         }
@@ -2051,7 +2110,7 @@ mod tests {
         let eng = kernel_matvecs_cancellable(x.view(), x.view(), &[&v[..]], &k, Cancel::never()).unwrap().pop().unwrap();
         let km = kernel_matrix(x.view(), x.view(), &k).unwrap();
         let rel = kernel_matvecs_sym_rel_error(n);
-        let depth = sym_tiles_sum_terms(n, SYM_TILE, TILE_ROWS);
+        let depth = sym_tiles_sum_terms(n, SYM_TILE, SYM_ROWS);
         let mut worst = 0.0f64;
         for i in 0..n {
             // the engine's entries are exact here: the kernel at dyadic points, by definition
