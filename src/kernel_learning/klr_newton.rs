@@ -65,6 +65,9 @@
 //! longest request and each `λ` takes its own prefix, so the path stays bit for bit its single
 //! fits. Four times rather than twice (measured, highdim poly C = 1, n = 20,000, 1 thread: the
 //! damped phase at 800 pivots was as slow as at 400; 400 → 1,600 directly: 86 → 57 products).
+//! At most [`MAX_GROWN_PIVOTS`] = 1,200 (measured on that fit after the `f32` preconditioner Grams
+//! and growth after 4 Newton steps, 1 thread: 1,600 pivots 41 products, 30.4 s; 1,200: 49, 27.8 s;
+//! 1,000: 65, 29.0 s — each preconditioner build costs `O(n r²)`, about 8 products at 1,600).
 //! Measured and dropped: the first Newton step after a warm start taking the Nyström solve's final
 //! Hessian factor as its preconditioner instead of building one (saves a build; neutral on that fit,
 //! 44.3 vs 43.6 s, mixed on Adult: rbf faster, poly slower), and reusing preconditioners across
@@ -165,7 +168,7 @@ use crate::numerics::{simd_dispatch, simd_dispatch_fma};
 /// a solve still far after [`NEWTON_STEPS_GROW`] Newton steps grows it up to [`MAX_GROWN_PIVOTS`]).
 pub(crate) const MAX_PIVOTS: usize = 400;
 /// Largest number of pivots a warm start may grow the factor to (`n / 10` at most).
-const MAX_GROWN_PIVOTS: usize = 1600;
+const MAX_GROWN_PIVOTS: usize = 1200;
 /// Newton steps after a warm start before the factor may grow (module docs, "Growing the factor").
 const NEWTON_STEPS_GROW: usize = 4;
 /// The (`1/n`-scaled) gap of the last check above which a solve still that far after
