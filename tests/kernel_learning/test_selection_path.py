@@ -38,6 +38,10 @@ def test_path_gives_each_model_of_its_own_fit(cache_size, class_weight):
         assert m.lam_ == alone.lam_ and m.C_ == alone.C_ and m.lipschitz_ == alone.lipschitz_
         assert m.n_iter_ <= alone.n_iter_
         np.testing.assert_array_equal(m.predict(X), alone.predict(X))
+    # one read-only copy of the training rows for the whole path (not the caller's array)
+    assert all(m.X_fit_ is path[0].X_fit_ for m in path) and path[0].X_fit_ is not X
+    assert not path[0].X_fit_.flags.writeable
+    np.testing.assert_array_equal(path[0].X_fit_, X)
 
 
 def test_path_refuses_models_that_differ_beyond_lambda():

@@ -298,8 +298,11 @@ class KernelERM(ClassifierMixin, BaseEstimator):
             bar.close()
         return self._fit_finish(prep, res)
 
-    def _fit_prepare(self, X: ArrayLike, y: ArrayLike) -> dict:
-        """Everything :meth:`fit` validates and resolves before the solve (drops the fitted attributes)."""
+    def _fit_prepare(self, X: ArrayLike, y: ArrayLike, *, shared_X: Optional[np.ndarray] = None) -> dict:
+        """Everything :meth:`fit` validates and resolves before the solve (drops the fitted attributes).
+
+        ``shared_X``: the validated, read-only copy of the same ``X`` that another model of one path owns
+        (:func:`fit_logistic_path`): kept instead of a copy of its own (one copy of the training rows per path)."""
         X_in = X
         X = check_array(X, "X")
         # The label set is declared (``classes``), never read off the data: a training set with
@@ -317,7 +320,8 @@ class KernelERM(ClassifierMixin, BaseEstimator):
         check_kernel_domain(X, "X", name, gamma, degree, coef0, n_terms=n, intercept_scaling=b)
         if max_iter is None:
             max_iter = max(10_000_000, 100 * n)
-        X = np.array(X, dtype=np.float64, order="C", copy=True)  # the model owns its support
+        # the model owns its support (a path's models share one read-only copy)
+        X = shared_X if shared_X is not None else np.array(X, dtype=np.float64, order="C", copy=True)
         # A refit that is interrupted (Ctrl-C) or fails must not leave the previous model looking
         # like the fit of this data: drop every fitted attribute before solving.
         self._reset_fitted()
@@ -476,7 +480,12 @@ def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
     models = list(models)
     if not models or not all(type(m) is KernelLogisticRegression for m in models):
         raise ValueError("models must be a non-empty list of KernelLogisticRegression")
-    preps = [m._fit_prepare(X, y) for m in models]
+    # one read-only copy of the training rows for the whole path (each model would copy them: 10 candidates of
+    # the selection at n = 20,000, d = 108 held 10 copies and spent ~0.3 s faulting in their pages)
+    p0 = models[0]._fit_prepare(X, y)
+    if len(models) > 1:
+        p0["X"].setflags(write=False)
+    preps = [p0] + [m._fit_prepare(X, y, shared_X=p0["X"]) for m in models[1:]]
 
     def key(m, p):
         sw = p["sample_weight"]
