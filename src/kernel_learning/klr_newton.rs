@@ -102,9 +102,11 @@
 //! When the Gram matrix fits the cache budget (and the memory the machine can give now,
 //! [`crate::alloc::memory_limit_bytes`]; a refused allocation takes the next path) it is computed
 //! once, in `f64` (`8 n²` bytes) or else `f32` (`4 n²` bytes) — its lower triangle by row batches
-//! (the engine's block code), the upper one mirrored (issue 26: about half the kernel work; measured
+//! (the engine's block code, in [`evaluation::SYM_ROWS`]-row blocks: the engine's entries bit for bit),
+//! the upper one mirrored (issue 26: about half the kernel work; measured
 //! at `n = 6,000`, `d = 784`, 1 thread: a 6-product fit 2.0 s → 1.5 s with the certificate from it) — and every product is a parallel
-//! dense matrix–vector product. Exact checks use the `f32` Gram never: with it, each candidate's
+//! dense matrix–vector product (with the `f32` Gram reading only its lower triangle:
+//! [`gram_products_sym`]). Exact checks use the `f32` Gram never: with it, each candidate's
 //! gap is first *estimated* from the `f32` product (which also gives the Newton right-hand side),
 //! and only when the estimate is below the stopping target is the candidate checked exactly by
 //! the fused engine; if that check fails, the exact product is the right-hand side. (The error of
@@ -415,7 +417,8 @@ simd_dispatch_fma! {
 /// square tiles `(I, J)`, `J ≤ I`, of [`SYM_GRAM_TILE`] rows/columns, each read once and used for
 /// the rows of `I` (8-lane dots) and, below the diagonal, the columns of `J` (column sums over the
 /// tile's rows, added once into `J`'s outputs) — half the memory traffic of [`gram_products`]
-/// (which is memory-bound; measured, n = 20,000, 1 thread: see benches/README.md). The tiles run in
+/// (measured, n = 12,000, 1 thread: one vector 0.029 s against 0.034 s, ten vectors 0.091 s against
+/// 0.116 s; the products are then about as bound by arithmetic as by memory). The tiles run in
 /// the rounds of [`evaluation::sym_rounds`] (no tile index twice in a round: disjoint outputs in
 /// parallel), so every output gets its partial sums in a fixed order: the same bits for any
 /// thread count, and each column of a batch is its vector's product alone, bit for bit. Not
@@ -1070,8 +1073,9 @@ const CHOL_ROWS: usize = 256;
 /// chunks in parallel: deterministic), then factored column by column with [`dot8`] inner
 /// products within the block. A pivot below 1 (impossible in exact arithmetic since `m ⪰ I`) is
 /// raised to 1, so the factor is always of a positive definite matrix. (The unblocked [`dot8`]
-/// loop took ~0.13 s at r = 1,600, 1 thread, for each of the preconditioners a grown solve
-/// builds; its inner products ran at the speed of memory, the block update runs at the GEMM's.)
+/// loop, one inner product per entry, was 3 % of the highdim poly C = 1, n = 20,000 fit at 1
+/// thread, about 0.12 s per preconditioner at r = 1,600; with the block updates at the GEMM's rate
+/// the fit took 32.9 → 32.0 s.)
 fn blocked_cholesky(m: &Array2<f64>) -> Vec<f64> {
     let r = m.nrows();
     let mut l = Array2::<f64>::zeros((r, r));
@@ -1194,8 +1198,8 @@ impl Precond {
 
 /// [`Precond::apply`] of several preconditioners (each with its own `t` and `r`, all from prefixes
 /// of the one factor `lt`) to their own vectors, reading each row of `lt` once for all of them (a
-/// path in lock-step applies one per `λ` after every pass: each read the `r × n` factor twice,
-/// memory-bound, ~1.2 s of the n = 20,000, 10-candidate selection). Every output is bit for bit
+/// path in lock-step applies one per `λ` after every pass, each reading the `r × n` factor twice;
+/// measured, Adult n = 20,000, 10-candidate selection: 9.2 → 9.0 s). Every output is bit for bit
 /// its preconditioner's `apply` (the same `dot8_scaled` sums, the same subtractions in the same
 /// order per entry).
 fn apply_many(pres: &[&Precond], lt: ArrayView2<'_, f64>, vs: &[&[f64]]) -> Vec<Vec<f64>> {

@@ -913,7 +913,10 @@ pub fn kernel_matrix_cancellable(
 /// kernel map and shift act entry by entry. Tested: `tall_blocks_are_the_engine_blocks_bit_for_bit`.
 /// So the accuracy the engine is assumed of ([`crate::fp::KERNEL_SUM_REL_ERROR`]) holds for these
 /// entries as for its own.
-pub(crate) fn kernel_matrix_tall(
+///
+/// # Errors
+/// As [`kernel_matrix`].
+pub fn kernel_matrix_tall(
     a: ArrayView2<'_, f64>,
     b: ArrayView2<'_, f64>,
     kernel: &Kernel,
