@@ -158,18 +158,19 @@ pub const BALL_PROJ_SHRINK: f64 = 1.0 - 1.0 / (1u64 << 48) as f64;
 /// `k·u ≥ ½` (no first-order bound; unreachable for sizes that fit in memory).
 #[inline]
 pub fn gamma_k(k: f64) -> f64 {
-    let ku = k * UNIT_ROUNDOFF;
-    if ku < 0.5 {
-        ku / (1.0 - ku)
-    } else {
-        f64::INFINITY
-    }
+    gamma_of(k, UNIT_ROUNDOFF)
 }
 
 /// [`gamma_k`] for binary32: `k·u₃₂/(1 − k·u₃₂)`, `+inf` when `k·u₃₂ ≥ ½`.
 #[inline]
 pub fn gamma_k_f32(k: f64) -> f64 {
-    let ku = k * UNIT_ROUNDOFF_F32;
+    gamma_of(k, UNIT_ROUNDOFF_F32)
+}
+
+/// `k·u/(1 − k·u)` for the unit roundoff `u`, `+inf` when `k·u ≥ ½`.
+#[inline]
+fn gamma_of(k: f64, u: f64) -> f64 {
+    let ku = k * u;
     if ku < 0.5 {
         ku / (1.0 - ku)
     } else {

@@ -419,53 +419,34 @@ simd_dispatch_fma! {
 /// tile's rows, added once into `J`'s outputs) — half the memory traffic of [`gram_products`]
 /// (measured, n = 12,000, 1 thread: one vector 0.029 s against 0.034 s, ten vectors 0.091 s against
 /// 0.116 s; the products are then about as bound by arithmetic as by memory). The tiles run in
-/// the rounds of [`evaluation::sym_rounds`] (no tile index twice in a round: disjoint outputs in
+/// the rounds of the certificate pass (no tile index twice in a round: disjoint outputs in
 /// parallel), so every output gets its partial sums in a fixed order: the same bits for any
-/// thread count, and each column of a batch is its vector's product alone, bit for bit. Not
-/// bit for bit [`gram_products`] (another summation order).
+/// thread count, and each column of a batch is its vector's product alone, bit for bit
+/// ([`evaluation::sym_tile_rounds`], the certificate pass's driver). Not bit for bit
+/// [`gram_products`] (another summation order).
 fn gram_products_sym(g: &[f32], n: usize, vs: &[&[f64]]) -> Vec<Vec<f64>> {
-    let nv = vs.len();
-    let tile = SYM_GRAM_TILE;
-    let nt = n.div_ceil(tile);
+    let (nv, tile) = (vs.len(), SYM_GRAM_TILE);
     let len = |t: usize| tile.min(n - t * tile);
-    let mut acc: Vec<Vec<f64>> = (0..nt).map(|t| vec![0.0f64; nv * len(t)]).collect();
-    for round in evaluation::sym_rounds(nt) {
-        let mut tasks: Vec<(usize, usize, Vec<f64>, Vec<f64>)> = round
-            .iter()
-            .map(|&(ti, tj)| {
-                let oi = std::mem::take(&mut acc[ti]);
-                let oj = if ti == tj { Vec::new() } else { std::mem::take(&mut acc[tj]) };
-                (ti, tj, oi, oj)
-            })
-            .collect();
-        tasks.par_iter_mut().for_each(|(ti, tj, oi, oj)| {
-            let (ti, tj) = (*ti, *tj);
+    evaluation::sym_tile_rounds(
+        n,
+        nv,
+        tile,
+        Cancel::never(),
+        || vec![0.0f64; nv * tile],
+        |colsum, ti, tj, oi, oj| {
             let (r, c) = ((ti * tile, len(ti)), (tj * tile, len(tj)));
             if ti == tj {
                 sym_tile_f32(g, n, r, c, vs, oi, None);
             } else {
-                let mut cs = vec![0.0f64; nv * c.1];
-                sym_tile_f32(g, n, r, c, vs, oi, Some(&mut cs));
-                for (o, x) in oj.iter_mut().zip(&cs) {
+                let cs = &mut colsum[..nv * c.1];
+                cs.fill(0.0);
+                sym_tile_f32(g, n, r, c, vs, oi, Some(&mut cs[..]));
+                for (o, x) in oj.iter_mut().zip(cs.iter()) {
                     *o += x;
                 }
             }
-        });
-        for (ti, tj, oi, oj) in tasks {
-            acc[ti] = oi;
-            if ti != tj {
-                acc[tj] = oj;
-            }
-        }
-    }
-    let mut out = vec![vec![0.0f64; n]; nv];
-    for (t, a) in acc.iter().enumerate() {
-        let (r0, l) = (t * tile, len(t));
-        for (k, o) in out.iter_mut().enumerate() {
-            o[r0..r0 + l].copy_from_slice(&a[k * l..(k + 1) * l]);
-        }
-    }
-    out
+        },
+    )
 }
 
 /// `out[k] = G v_k` for a held row-major `n × n` `f64` Gram matrix `g`: [`gram_products`] (each
@@ -507,11 +488,11 @@ impl<'x> Ops<'x> {
             } else {
                 g32.resize(n * n, 0.0);
             }
+            // tall blocks (less GEMM packing per FLOP), as many as the threads can share
+            let rows = (BATCH_ROWS / rayon::current_num_threads().max(1)).min(evaluation::SYM_ROWS);
             let mut r0 = 0;
             while r0 < n {
                 let r1 = (r0 + BATCH_ROWS).min(n);
-                // tall blocks (less GEMM packing per FLOP), as many as the threads can share
-                let rows = (BATCH_ROWS / rayon::current_num_threads().max(1)).min(evaluation::SYM_ROWS);
                 let mut blk = evaluation::kernel_matrix_tall(x.slice(s![r0..r1, ..]), x.slice(s![..r1, ..]), kernel, rows)
                     .expect("a block of at most BATCH_ROWS × n fits");
                 if let evaluation::KernelKind::Rbf { .. } = kernel.kind {
@@ -1171,37 +1152,17 @@ impl Precond {
     /// `out = (I + U Uᵀ)⁻¹ v` (`lt`: the factor the preconditioner was built from, or a longer run
     /// of it: its first `r` rows are read).
     fn apply(&self, lt: ArrayView2<'_, f64>, v: &[f64]) -> Vec<f64> {
-        let r = self.r;
-        if r == 0 {
-            return v.to_vec();
-        }
-        let t = &self.t[..];
-        let mut w: Vec<f64> = (0..r)
-            .into_par_iter()
-            .map(|m| dot8_scaled(lt.row(m).to_slice().expect("contiguous"), t, v))
-            .collect();
-        self.solve_small(&mut w);
-        let mut out = v.to_vec();
-        out.par_chunks_mut(2048).enumerate().for_each(|(c, o)| {
-            let c0 = c * 2048;
-            let tc = &t[c0..c0 + o.len()];
-            for (m, &wm) in w.iter().enumerate() {
-                let row = &lt.row(m).to_slice().expect("contiguous")[c0..c0 + o.len()];
-                for ((oi, &l), &ti) in o.iter_mut().zip(row).zip(tc) {
-                    *oi -= wm * (l * ti);
-                }
-            }
-        });
-        out
+        apply_many(&[self], lt, &[v]).pop().expect("one output")
     }
 }
 
-/// [`Precond::apply`] of several preconditioners (each with its own `t` and `r`, all from prefixes
-/// of the one factor `lt`) to their own vectors, reading each row of `lt` once for all of them (a
-/// path in lock-step applies one per `λ` after every pass, each reading the `r × n` factor twice;
-/// measured, Adult n = 20,000, 10-candidate selection: 9.2 → 9.0 s). Every output is bit for bit
-/// its preconditioner's `apply` (the same `dot8_scaled` sums, the same subtractions in the same
-/// order per entry).
+/// `out_k = (I + U_k U_kᵀ)⁻¹ v_k` for several preconditioners (each with its own `t` and `r`, all
+/// from prefixes of the one factor `lt`; one of them is [`Precond::apply`]), reading each row of
+/// `lt` once for all of them (a path in lock-step applies one per `λ` after every pass, each
+/// reading the `r × n` factor twice; measured, Adult n = 20,000, 10-candidate selection: 9.2 →
+/// 9.0 s): `w = Uᵀ v` by [`dot8_scaled`], the `r × r` solve, `out = v − U w` in column chunks.
+/// Every output is bit for bit that of its preconditioner alone (per entry the same sums and the
+/// same subtractions in the same order, whatever the others).
 fn apply_many(pres: &[&Precond], lt: ArrayView2<'_, f64>, vs: &[&[f64]]) -> Vec<Vec<f64>> {
     let rmax = pres.iter().map(|p| p.r).max().unwrap_or(0);
     let row = |m: usize| lt.row(m).to_slice().expect("contiguous");
@@ -2536,7 +2497,8 @@ pub(crate) mod tests {
     #[test]
     fn batched_preconditioner_applications_are_each_apply_bit_for_bit() {
         // preconditioners of different prefixes r (0 included) and scalings t of one factor, applied
-        // together with apply_many: each output is its own apply, bit for bit (ragged 2048-chunks)
+        // together with apply_many: each output is its preconditioner's alone, bit for bit (ragged
+        // 2048-chunks)
         let n = 2 * 2048 + 301;
         let (x, _) = data(n, 40, 5);
         let lt = x.t().as_standard_layout().into_owned();
@@ -2554,7 +2516,7 @@ pub(crate) mod tests {
         let vr: Vec<&[f64]> = vs.iter().map(|v| &v[..]).collect();
         let many = apply_many(&refs, lt.view(), &vr);
         for (k, (p, v)) in pres.iter().zip(&vs).enumerate() {
-            let one = p.apply(lt.view(), v);
+            let one = p.apply(lt.view(), v); // alone: a batch of one
             assert!(one.iter().zip(&many[k]).all(|(a, b)| a.to_bits() == b.to_bits()), "preconditioner {k}");
         }
     }

@@ -1215,7 +1215,7 @@ pub fn kernel_matvecs_sym_cancellable(
 /// up to even and `m = p − 1`, round `r < m` pairs `r` with `p − 1` and `(r + i) mod m` with
 /// `(r − i) mod m` for `0 < i < p/2`; the dummy `p − 1 = nt` of an odd `nt` stands for `r`'s
 /// diagonal; with `nt` even the diagonals are a first round).
-pub(crate) fn sym_rounds(nt: usize) -> Vec<Vec<(usize, usize)>> {
+fn sym_rounds(nt: usize) -> Vec<Vec<(usize, usize)>> {
     if nt <= 1 {
         return vec![vec![(0, 0)]; nt];
     }
@@ -1264,9 +1264,74 @@ fn sym_matvecs_with(
     cancel: &Cancel,
 ) -> DpResult<Vec<Vec<f64>>> {
     let nv = vs.len();
+    let len = |t: usize| tile.min(n - t * tile);
+    let out = sym_tile_rounds(
+        n,
+        nv,
+        tile,
+        cancel,
+        || (vec![0.0f64; rows * tile], vec![0.0f64; nv * tile], vec![0.0f64; nv]),
+        |(buf, colsum, a), ti, tj, oi, oj| {
+            let (rows_i, cols) = (len(ti), len(tj));
+            let c0 = tj * tile;
+            let mut s0 = 0;
+            while s0 < rows_i {
+                if cancel.is_cancelled() {
+                    return;
+                }
+                let nr = rows.min(rows_i - s0);
+                let r0 = ti * tile + s0;
+                let b = &mut buf[..nr * cols];
+                let mut blk = ArrayViewMut2::from_shape((nr, cols), &mut b[..]).expect("buffer");
+                block(r0, c0, &mut blk);
+                // rows: one dot per (row, vector) into the outputs of tile I
+                for (i, row) in b.chunks_exact(cols).enumerate() {
+                    for (k, v) in vs.iter().enumerate() {
+                        oi[k * rows_i + s0 + i] += dot(row, &v[c0..c0 + cols]);
+                    }
+                }
+                if ti != tj {
+                    // columns: Σ_i K_ij v_i over this block's rows (in order, from 0), then
+                    // one addition into the outputs of tile J
+                    let cs = &mut colsum[..nv * cols];
+                    cs.fill(0.0);
+                    for (i, row) in b.chunks_exact(cols).enumerate() {
+                        for (ak, v) in a.iter_mut().zip(vs) {
+                            *ak = v[r0 + i];
+                        }
+                        col_axpy(cs, row, a);
+                    }
+                    for (o, c) in oj.iter_mut().zip(cs.iter()) {
+                        *o += c;
+                    }
+                }
+                s0 += nr;
+            }
+        },
+    );
+    cancel.check()?;
+    Ok(out)
+}
+
+/// The driver of a symmetric tiled product over `n` rows and `nv` vectors (square tiles of
+/// `tile` rows and columns; [`kernel_matvecs_sym_cancellable`] and `klr_newton`'s products with a
+/// held `f32` Gram): for every round of [`sym_rounds`], in order, the round's tiles `(I, J)` run in
+/// parallel, each as `task(state, I, J, oi, oj)` with the outputs of tile `I` (`oi`) and, below
+/// the diagonal, of tile `J` (`oj`; empty when `I = J`), vector-major (`oi[k · len(I) + i]` is
+/// output `k` at row `I · tile + i`). No tile index occurs twice in a round, so the outputs are
+/// disjoint and each receives its partial sums in round order: the same bits for any thread
+/// count. `state` is per rayon worker (`init`). Stops between rounds once `cancel` is set (the
+/// caller checks it: the outputs are then partial).
+pub(crate) fn sym_tile_rounds<S>(
+    n: usize,
+    nv: usize,
+    tile: usize,
+    cancel: &Cancel,
+    init: impl Fn() -> S + Sync + Send,
+    task: impl Fn(&mut S, usize, usize, &mut [f64], &mut [f64]) + Sync + Send,
+) -> Vec<Vec<f64>> {
     let nt = n.div_ceil(tile);
     let len = |t: usize| tile.min(n - t * tile);
-    // outputs per tile, vector-major: acc[t][k * len(t) + i] is output k at row t·tile + i
     let mut acc: Vec<Vec<f64>> = (0..nt).map(|t| vec![0.0f64; nv * len(t)]).collect();
     for round in sym_rounds(nt) {
         if cancel.is_cancelled() {
@@ -1281,47 +1346,7 @@ fn sym_matvecs_with(
                 (ti, tj, oi, oj)
             })
             .collect();
-        tasks.par_iter_mut().for_each_init(
-            || (vec![0.0f64; rows * tile], vec![0.0f64; nv * tile], vec![0.0f64; nv]),
-            |(buf, colsum, a), (ti, tj, oi, oj)| {
-                let (ti, tj) = (*ti, *tj);
-                let (rows_i, cols) = (len(ti), len(tj));
-                let c0 = tj * tile;
-                let mut s0 = 0;
-                while s0 < rows_i {
-                    if cancel.is_cancelled() {
-                        return;
-                    }
-                    let nr = rows.min(rows_i - s0);
-                    let r0 = ti * tile + s0;
-                    let b = &mut buf[..nr * cols];
-                    let mut blk = ArrayViewMut2::from_shape((nr, cols), &mut b[..]).expect("buffer");
-                    block(r0, c0, &mut blk);
-                    // rows: one dot per (row, vector) into the outputs of tile I
-                    for (i, row) in b.chunks_exact(cols).enumerate() {
-                        for (k, v) in vs.iter().enumerate() {
-                            oi[k * rows_i + s0 + i] += dot(row, &v[c0..c0 + cols]);
-                        }
-                    }
-                    if ti != tj {
-                        // columns: Σ_i K_ij v_i over this block's rows (in order, from 0), then
-                        // one addition into the outputs of tile J
-                        let cs = &mut colsum[..nv * cols];
-                        cs.fill(0.0);
-                        for (i, row) in b.chunks_exact(cols).enumerate() {
-                            for (ak, v) in a.iter_mut().zip(vs) {
-                                *ak = v[r0 + i];
-                            }
-                            col_axpy(cs, row, a);
-                        }
-                        for (o, c) in oj.iter_mut().zip(cs.iter()) {
-                            *o += c;
-                        }
-                    }
-                    s0 += nr;
-                }
-            },
-        );
+        tasks.par_iter_mut().for_each_init(&init, |state, (ti, tj, oi, oj)| task(state, *ti, *tj, oi, oj));
         for (ti, tj, oi, oj) in tasks {
             acc[ti] = oi;
             if ti != tj {
@@ -1329,7 +1354,6 @@ fn sym_matvecs_with(
             }
         }
     }
-    cancel.check()?;
     let mut out = vec![vec![0.0f64; n]; nv];
     for (t, a) in acc.iter().enumerate() {
         let (r0, l) = (t * tile, len(t));
@@ -1337,7 +1361,7 @@ fn sym_matvecs_with(
             o[r0..r0 + l].copy_from_slice(&a[k * l..(k + 1) * l]);
         }
     }
-    Ok(out)
+    out
 }
 
 /// `Σ v_i` by recursive pairwise summation (error `≤ γ_{⌈log₂ n⌉+8}·Σ|v_i|`: 8-term leaves; deterministic).
