@@ -248,8 +248,9 @@ def erm_fit_path(
 ) -> list[dict]:
     """The weighted kernel logistic regression for every ``lams[k]`` (to ``tols[k]``) in one call (a
     regularisation path): the Gram matrix, the preconditioner's pivoted Cholesky factor and the exact checks (one
-    fused pass for all the certificates) are shared; nothing is warm-started across ``lams``. Returns one dict per
-    ``lam``, as ``erm_fit``'s, each certified from its own ``a``. Interruptible and with progress as ``erm_fit``."""
+    fused pass for all the certificates) are shared, and each ``lam``'s Nyström warm start is solved from the optimum
+    of the next larger ``lam``. Returns one dict per ``lam``, as ``erm_fit``'s, each certified to its ``tol`` from its
+    own ``a``. Interruptible and with progress as ``erm_fit``."""
 
 def erm_certificate(
     x: npt.NDArray[np.float64],

@@ -254,10 +254,18 @@ class KernelRelease:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"proportion must lie in [0, 1], got {proportion!r}")
         P = self.points if points is None else check_array(points, "points", n_features=self.n_features_in_)
-        base = KernelRelease(self.points, self.mu, self.kernel, classes=self.classes_, mechanism=self.mechanism,
+        return self._with_prior(p, self._bare().decision_function(P))
+
+    def _bare(self) -> "KernelRelease":
+        """This release without its intercept (the decision values :meth:`calibrate_prior` thresholds)."""
+        return KernelRelease(self.points, self.mu, self.kernel, classes=self.classes_, mechanism=self.mechanism,
                              epsilon=self.epsilon, delta=self.delta, calibration=self.calibration,
                              data_norm=self.data_norm)
-        f = np.sort(base.decision_function(P))
+
+    def _with_prior(self, p: float, values: np.ndarray) -> "KernelRelease":
+        """:meth:`calibrate_prior` from the decision values ``values`` of :meth:`_bare` on the public points (e.g. from
+        a :class:`ReleaseDecisions` of those points, shared by several releases)."""
+        f = np.sort(np.asarray(values, dtype=np.float64))
         t = float(np.quantile(f, 1.0 - p)) if f.size else 0.0
         cal = dict(self.calibration, prior_proportion=p, prior_threshold=t)
         return KernelRelease(self.points, self.mu, self.kernel, classes=self.classes_, mechanism=self.mechanism,

@@ -132,10 +132,13 @@ With ``"exhaustive"`` the :class:`dpcore.KernelLogisticRegression` candidates th
 ``lam``/``C``/``tol`` are fitted together, before the runs, as one regularisation path
 (:func:`dpcore.kernel_learning.svm.fit_logistic_path`: one Gram matrix, one preconditioner factor, one pass of
 the kernel engine for all the certificates), and the candidates' TDDL releases share ``K(Z, Z)`` and its GP
-factor (public). *Privacy is unchanged*: nothing is warm-started across candidates, each candidate's model is
-the one its own fit reaches and is certified to its own ``tol`` from its own dual point, so every run is the
-same mechanism with the same calibration; which candidates are grouped depends on the public grid only. Only
-the wall-clock time changes.
+factor (public). The path solves the candidates' Nyström warm starts one from the next (by increasing ``C``), so a
+candidate's model is not bit for bit its own fit's (except at the smallest ``C``) but another point certified to
+the same ``tol``. *Privacy is unchanged*: each candidate's model is certified to its own ``tol`` from its own dual
+point, and a release's calibration covers every model so certified (the residual is accounted from the public
+``tol``, whatever the solver's path to the point), so every run is the same mechanism with the same calibration;
+which candidates are grouped depends on the public grid only. Only the wall-clock time (and the last digits of
+the models) change.
 
 Hyper-parameters chosen on the private data without this step are not private; the grid, ``Z``,
 ``mean_runs`` and the strategy are public. Everything public is validated and calibrated before the budget is
@@ -875,6 +878,8 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
         prefit, batches = self._fit_paths(cands, X, y) if strategy == "exhaustive" else ({}, {})
         # every kernel release is over the same public Z: its decision values on X come from one K(X, Z)
         decisions = ReleaseDecisions(X) if self._path_fits else None
+        # ... and the class-prior thresholds their values on Z from one K(Z, Z) (post-processing of the release)
+        z_decisions = ReleaseDecisions(Z) if self._path_fits and p_hat is not None else None
 
         def run(i):
             c = cands[i]
@@ -885,10 +890,12 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
                     tddl._factor_cache = factor_cache
                 if i in batches:  # the clean predictions K(Z, X)μ of the whole path in one kernel pass
                     tddl._batch_predictions = batches[i]
-                _check_candidate_gdp(tddl.prepare(Z)["cal"], mu_r)
-                release = tddl.fit(Z).release_
+                prep = tddl.prepare(Z)
+                _check_candidate_gdp(prep["cal"], mu_r)
+                release = tddl._fit_prepared(prep).release_
                 if p_hat is not None:  # post-processing of (p_hat, release) with public points
-                    release = release.calibrate_prior(p_hat)
+                    release = release.calibrate_prior(p_hat) if z_decisions is None else release._with_prior(
+                        p_hat, z_decisions.decision_function(release._bare()))
                 f = release.decision_function(X) if decisions is None else decisions.decision_function(release)
                 dec = f if scoring == "roc_auc" else None
                 pred = None if scoring == "roc_auc" else decision_labels(f, release.classes_)
@@ -945,8 +952,8 @@ class PrivateGridSearch(PerCloneSeedMixin, BaseEstimator):
         """``({candidate index: fitted model}, {candidate index: BatchPredictions of its group})`` for the kernel
         logistic candidates of groups (of at least two) that share every parameter but ``lam``/``C``/``tol``,
         each group fitted by one :func:`~dpcore.kernel_learning.svm.fit_logistic_path` call. The groups are a
-        function of the public grid only; a model is the one its own ``fit`` would certify to its ``tol`` (the
-        path's docstring); the group's clean TDDL predictions ``K(Z, X)μ`` are computed in one kernel pass."""
+        function of the public grid only; a model is certified to its ``tol`` as its own ``fit`` is (the path's
+        docstring); the group's clean TDDL predictions ``K(Z, X)μ`` are computed in one kernel pass."""
         if not self._path_fits:
             return {}, {}
         groups: dict = {}

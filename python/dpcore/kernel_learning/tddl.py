@@ -688,10 +688,16 @@ class TDDL(ReleasingEstimator):
         >>> tddl.release_.points.shape                   # the release is an expansion over Z only
         (200, 2)
         """
+        return self._fit_prepared(None, Z)
+
+    def _fit_prepared(self, prep: Optional[dict], Z: Optional[ArrayLike] = None) -> Self:
+        """:meth:`fit` from ``prep``, this object's own :meth:`prepare` of the same ``Z`` (a caller that checked the
+        calibration first, e.g. :class:`~dpcore.kernel_learning.selection.PrivateGridSearch`), else from ``Z``."""
         check_verbose(self.verbose)
         with progress_bar(self.verbose, total=3, desc="TDDL", unit="stage") as bar:
             bar.set_postfix_str("calibration", refresh=False)
-            prep = self.prepare(Z)
+            if prep is None:
+                prep = self.prepare(Z)
             cal = prep["cal"]
             bar.update(1)
             rng = check_random_state(self.random_state)
