@@ -67,11 +67,12 @@
 //! At most [`MAX_GROWN_PIVOTS`] = 1,200 (measured on that fit after the `f32` preconditioner Grams
 //! and growth after 4 Newton steps, 1 thread: 1,600 pivots 41 products, 30.4 s; 1,200: 49, 27.8 s;
 //! 1,000: 65, 29.0 s — each preconditioner build costs `O(n r²)`, about 8 products at 1,600).
-//! Measured and dropped: the first Newton step after a warm start taking the Nyström solve's final
-//! Hessian factor as its preconditioner instead of building one (saves a build; neutral on that fit,
-//! 44.3 vs 43.6 s, mixed on Adult: rbf faster, poly slower), and reusing preconditioners across
-//! Newton steps (the loose early CG solves of a stale one gave poor Newton steps: 59 → 625
-//! products, highdim poly C = 1, n = 6,000).
+//! The first Newton step after a warm start takes the Nyström solve's last Hessian factor as its
+//! preconditioner instead of building one only when the curvature it was built for is close to the
+//! iterate's ([`NYSTROM_PRECOND_MAX_CHANGE`]; taken always, it was neutral on that fit, 44.3 vs
+//! 43.6 s, and mixed on Adult: rbf faster, poly slower). Measured and dropped: reusing
+//! preconditioners across Newton steps (the loose early CG solves of a stale one gave poor Newton
+//! steps: 59 → 625 products, highdim poly C = 1, n = 6,000).
 //!
 //! The CG forcing term uses the smaller of the candidate's gap and the iterate's own primal–dual
 //! gap `Ψ(v)/n − D(best dual point)/n` (`u = Q̃ v` exact): after a good start the candidate `s σ(−u)`
@@ -205,6 +206,17 @@ const MAX_NYSTROM_STEPS: usize = 60;
 /// the squared decrement it gives at the new point is at most this fraction of the last step's
 /// ([`nystrom_start`]: the last step converged fast, so the Hessian barely moved).
 const NYSTROM_CHORD_RATIO: f64 = 1e-2;
+/// The first Newton step after a warm start takes the Nyström solve's last Hessian factor as its
+/// preconditioner (no `O(n r²)` build) when that factor's scaling `t = C^{½} W^{½} y` (at the
+/// Nyström optimum) is within this relative distance (`‖t − t'‖₂ ≤ · ‖t'‖₂`) of the iterate's:
+/// `I + U Uᵀ` then changes by about twice that. Measured (2 threads): in the Adult n = 20,000
+/// 10-candidate path the distances were 0.004–0.064 (and 0.048 in its one fit): 35 → 24 builds,
+/// 96 instead of 101 products, selection 7.7 → 7.2 s; the first warm starts of the other fits
+/// measured (Adult n = 6,000 rbf and poly at C = 1, 10; highdim n = 6,000 at C = 1) were at
+/// 0.10–0.76 and keep their build (reusing there anyway: Adult poly C = 1 27 → 34 products, rbf
+/// C = 10 149 → 157; poly C = 10 953 → 841); a grown warm start of highdim poly at 0.08 reused it
+/// (43 → 46 products, 1.48 vs 1.49 s).
+const NYSTROM_PRECOND_MAX_CHANGE: f64 = 0.1;
 
 enum Gram {
     None,
@@ -1281,7 +1293,8 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 /// `O(n r)`) when the squared decrement it gives is at most [`NYSTROM_CHORD_RATIO`] times the last
 /// step's, or below the stopping test (measured, Adult n = 20,000, 10-candidate path: 45 Hessian
 /// builds, 1.58 s → 35 with the neighbour's start and chord steps, 0.63 s; one fit 5 → 4 builds;
-/// the products of every solve unchanged). No kernel product. Returns `(u₀, w*)`; `None` when
+/// the products of every solve unchanged). No kernel product. Returns `(u₀, w*)` and the last
+/// Hessian factor (for the first Newton step: [`NYSTROM_PRECOND_MAX_CHANGE`]); `None` when
 /// cancelled.
 #[allow(clippy::too_many_arguments)]
 fn nystrom_start(
@@ -1293,7 +1306,7 @@ fn nystrom_start(
     w0: &[f64],
     ticker: &mut Ticker<'_>,
     scratch: &mut PrecondScratch,
-) -> Option<(Vec<f64>, Vec<f64>)> {
+) -> Option<(Vec<f64>, Vec<f64>, Option<Precond>)> {
     let (r, n) = lt.dim();
     let sc = c.sqrt();
     let mut w = vec![0.0f64; r];
@@ -1305,7 +1318,7 @@ fn nystrom_start(
         loss + 0.5 * dotv(w, w)
     };
     if r == 0 {
-        return Some((f, w));
+        return Some((f, w, None));
     }
     let mut cur = obj(&f, &w);
     if k0 > 0 {
@@ -1383,7 +1396,7 @@ fn nystrom_start(
             break;
         }
     }
-    Some((f, w))
+    Some((f, w, hess))
 }
 
 /// What the candidates of a regularisation path share (module docs, "Paths"): the kernel products
@@ -1689,6 +1702,9 @@ struct LamSolve<'a> {
     deferred: bool,
     /// The stopping target of the deferred candidate's check (for [`resume_exact`](Self::resume_exact)).
     deferred_target: f64,
+    /// The last Hessian factor of the Nyström warm start, until the first Newton step after it
+    /// ([`NYSTROM_PRECOND_MAX_CHANGE`]).
+    nystrom_hessian: Option<Precond>,
 }
 
 impl<'a> LamSolve<'a> {
@@ -1740,6 +1756,7 @@ impl<'a> LamSolve<'a> {
             phase: Phase::Done,
             deferred: false,
             deferred_target: f64::NAN,
+            nystrom_hessian: None,
         };
         // the Nyström solve starts from the neighbour's optimum w' (at C'), scaled to the same
         // latent values Φw = C^{½} diag(y) L w
@@ -1765,9 +1782,11 @@ impl<'a> LamSolve<'a> {
         self.newton_steps = 0;
         self.phase = Phase::Done;
         let lt = piv.lt.slice(s![..self.r, ..]);
-        if let Some((f0, w)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch) {
+        self.nystrom_hessian = None;
+        if let Some((f0, w, h)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch) {
             let (a, b) = half(&f0, self.sw);
             self.w = w;
+            self.nystrom_hessian = h;
             self.phase = Phase::Warm { a, b };
         }
     }
@@ -1999,7 +2018,27 @@ impl<'a> LamSolve<'a> {
         let rhs: Vec<f64> = sq.iter().zip(&kg).map(|(s, k)| s * k).collect();
         let tvec: Vec<f64> = sq.iter().zip(y).map(|(s, yi)| c.sqrt() * s * yi).collect();
         let lt = piv.lt.slice(s![..self.r, ..]);
-        let pre = Precond::new(lt, &tvec, scratch);
+        // the first step after a warm start: the Nyström solve's last Hessian factor when its
+        // scaling is close to the iterate's (NYSTROM_PRECOND_MAX_CHANGE), else a new build
+        let close = |p: &Precond| {
+            let d: f64 = tvec.iter().zip(&p.t).map(|(a, b)| (a - b) * (a - b)).sum();
+            d.sqrt() <= NYSTROM_PRECOND_MAX_CHANGE * dotv(&tvec, &tvec).sqrt()
+        };
+        let first = self.newton_steps == 1;
+        let pre = match self.nystrom_hessian.take() {
+            Some(p) if first && p.r == self.r && close(&p) => {
+                #[cfg(test)]
+                tests::NYSTROM_PRECONDS.with(|c| c.set((c.get().0 + 1, c.get().1)));
+                p
+            }
+            _ => {
+                #[cfg(test)]
+                if first {
+                    tests::NYSTROM_PRECONDS.with(|c| c.set((c.get().0, c.get().1 + 1)));
+                }
+                Precond::new(lt, &tvec, scratch)
+            }
+        };
         // forcing term from the smaller of the candidate's gap and the iterate's primal-dual gap
         // Ψ(v)/n − best dual/n: after a good (warm) start the candidate a = s σ(−u) can be much
         // worse than the iterate v, whose Newton step must then be solved accurately (measured:
@@ -2098,6 +2137,8 @@ pub(crate) mod tests {
         pub(super) static BLOCKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// `I + UᵀU` products [`super::scaled_gram`] took in `f64` (its `f32` error bound too large).
         pub(super) static WIDE_GRAMS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// First Newton steps that took the Nyström solve's Hessian factor, and that built their own.
+        pub(super) static NYSTROM_PRECONDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
     }
 
     pub(crate) fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
@@ -2350,10 +2391,10 @@ pub(crate) mod tests {
         let lt = piv.lt.view();
         let mut scratch = PrecondScratch::default();
         let (c0, c1, tol) = (1.0, 10.0, 1e-12);
-        let (_, w0) = nystrom_start(lt, &yv, &sw, c0, tol, &[], &mut t, &mut scratch).unwrap();
-        let (f_cold, w_cold) = nystrom_start(lt, &yv, &sw, c1, tol, &[], &mut t, &mut scratch).unwrap();
+        let (_, w0, _) = nystrom_start(lt, &yv, &sw, c0, tol, &[], &mut t, &mut scratch).unwrap();
+        let (f_cold, w_cold, _) = nystrom_start(lt, &yv, &sw, c1, tol, &[], &mut t, &mut scratch).unwrap();
         let scaled: Vec<f64> = w0.iter().map(|v| v * (c0 / c1).sqrt()).collect();
-        let (f_warm, w_warm) = nystrom_start(lt, &yv, &sw, c1, tol, &scaled, &mut t, &mut scratch).unwrap();
+        let (f_warm, w_warm, _) = nystrom_start(lt, &yv, &sw, c1, tol, &scaled, &mut t, &mut scratch).unwrap();
         // both optima of the same strongly convex problem, to a squared decrement of 2 n tol
         for (a, b) in w_cold.iter().zip(&w_warm) {
             assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
@@ -2363,7 +2404,7 @@ pub(crate) mod tests {
         }
         // a start worse than w = 0 is not taken: the cold solve's result, bit for bit
         let bad: Vec<f64> = w_cold.iter().map(|v| -50.0 * v).collect();
-        let (f_bad, _) = nystrom_start(lt, &yv, &sw, c1, tol, &bad, &mut t, &mut scratch).unwrap();
+        let (f_bad, _, _) = nystrom_start(lt, &yv, &sw, c1, tol, &bad, &mut t, &mut scratch).unwrap();
         assert_eq!(f_bad, f_cold);
     }
 
@@ -2413,6 +2454,29 @@ pub(crate) mod tests {
                 let r = piv.lt.nrows() as u64;
                 assert!(blocks > 1 && blocks < r, "{k:?}: {blocks} blocks for {r} pivots");
             }
+        }
+    }
+
+    #[test]
+    fn the_first_newton_step_takes_the_nystrom_hessian_only_where_the_curvature_is_close() {
+        // rbf at a small C (the Nyström model is accurate: the curvature at its optimum is the
+        // iterate's, to a few %) takes it; poly-3 at a large C with 8 pivots (a poor model) builds
+        // its own; both converge to tol
+        let (x, y) = data(500, 4, 31);
+        let n = 500usize;
+        let cache = 8 * n * n;
+        for (k, c, caps, taken) in [
+            (Kernel::rbf(1.0).unwrap().with_shift(0.25).unwrap(), 0.1, None, true),
+            (Kernel::poly(1.0, 3, 1.0).unwrap(), 100.0, Some((8, 8)), false),
+        ] {
+            PIVOT_CAPS.with(|p| p.set(caps));
+            NYSTROM_PRECONDS.with(|p| p.set((0, 0)));
+            let o = ErmOptions { lam: 1.0 / (c * n as f64), tol: 1e-8, max_iter: 100_000, cache_bytes: cache, shrinking: true };
+            let sol = fit_s(&x, &y, None, &k, &o);
+            PIVOT_CAPS.with(|p| p.set(None));
+            assert!(sol.converged && sol.cert.gap <= 1e-8, "{k:?}: {} after {}", sol.cert.gap, sol.n_iter);
+            let (took, built) = NYSTROM_PRECONDS.with(|p| p.get());
+            assert_eq!((took > 0, built > 0), (taken, !taken), "{k:?}: took {took}, built {built}");
         }
     }
 
