@@ -153,7 +153,11 @@
 //! optimum `w'` of the one before (at `C'`), scaled by `(C'/C)^{½}` so that it has the same
 //! latent values `Φw` (unless that start is worse than `w = 0`), and with chord steps
 //! ([`nystrom_start`]). Measured (Adult, n = 20,000, 10 candidates, 2 threads): 45 → 35 Hessian
-//! builds of the Nyström solves, 1.58 → 0.63 s, and the same products for every `λ`. So the
+//! builds of the Nyström solves, 1.58 → 0.63 s, and the same products for every `λ`. At the same
+//! latent values the curvature `W` is the same, so the Hessian `I + C LᵀWL` of the start is the
+//! neighbour's last one rescaled, `I + (C/C')(H' − I)` ([`Precond::rescaled`]: an `r × r`
+//! Cholesky, no `O(n r²)` build; exact when that Hessian was built at the neighbour's optimum, a
+//! chord step otherwise): the path's Nyström Hessian builds 15 → 6 (the path 6.05 → 5.84 s). So the
 //! solve of a `λ` in a path is not bit for bit its single fit (except the smallest `C`, whose
 //! start is the single fit's): its Nyström start is the same optimum only to the Nyström solve's
 //! tolerance. Each `λ` is still solved to its own `tol` and certified from its own dual point
@@ -1142,6 +1146,8 @@ struct Precond {
     /// Lower Cholesky factor of `I + Uᵀ U` (row-major `r × r`).
     chol: Vec<f64>,
     r: usize,
+    /// `I + UᵀU` itself (its lower triangle) when kept ([`Precond::rescaled`]).
+    gram: Option<Array2<f64>>,
 }
 
 impl Precond {
@@ -1149,11 +1155,30 @@ impl Precond {
     /// one). `scratch`: reused for `Uᵀ` (`r × n`) while `I + UᵀU` is computed ([`scaled_gram`]; one
     /// buffer for all the preconditioners of a solve or a path: no fresh pages per Newton step).
     fn new(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut PrecondScratch) -> Self {
+        Self::build(lt, t, scratch, false)
+    }
+
+    /// [`new`](Self::new), keeping `I + UᵀU` when `keep_gram` (for [`rescaled`](Self::rescaled)).
+    fn build(lt: ArrayView2<'_, f64>, t: &[f64], scratch: &mut PrecondScratch, keep_gram: bool) -> Self {
         let r = lt.nrows();
         let m = scaled_gram(lt, t, scratch);
         // Cholesky (M ⪰ I, or ⪰ ½ I + UᵀU from the f32 GEMMs: always positive definite)
         let chol = blocked_cholesky(&m);
-        Precond { t: t.to_vec(), chol, r }
+        Precond { t: t.to_vec(), chol, r, gram: keep_gram.then_some(m) }
+    }
+
+    /// The preconditioner of `t · ratio^{½}` from the kept `I + UᵀU` (`None` without it): `I + ratio ·
+    /// UᵀU` and its Cholesky factor, `O(r³)` instead of the `O(n r²)` build. (A Nyström Hessian at
+    /// `C'` is the one at `C = ratio · C'` for the same latent values: "Paths" in the module docs.)
+    fn rescaled(&self, ratio: f64) -> Option<Precond> {
+        let g = self.gram.as_ref()?;
+        let m = Array2::from_shape_fn(g.dim(), |(i, j)| {
+            let e = if i == j { 1.0 } else { 0.0 };
+            e + ratio * (g[[i, j]] - e)
+        });
+        let chol = blocked_cholesky(&m);
+        let sr = ratio.sqrt();
+        Some(Precond { t: self.t.iter().map(|v| v * sr).collect(), chol, r: self.r, gram: Some(m) })
     }
 
     /// `w ← (I + UᵀU)⁻¹ w` (`r`-vector) by the stored Cholesky factor.
@@ -1304,6 +1329,7 @@ fn nystrom_start(
     c: f64,
     tol: f64,
     w0: &[f64],
+    h0: Option<Precond>,
     ticker: &mut Ticker<'_>,
     scratch: &mut PrecondScratch,
 ) -> Option<(Vec<f64>, Vec<f64>, Option<Precond>)> {
@@ -1321,6 +1347,8 @@ fn nystrom_start(
         return Some((f, w, None));
     }
     let mut cur = obj(&f, &w);
+    // the first step's Hessian factor when given (for this start: the first step takes it)
+    let mut hess: Option<Precond> = h0.filter(|h| h.r == r);
     if k0 > 0 {
         // a start worse than w = 0 (another λ's optimum, scaled) is not taken
         let zero = vec![0.0f64; n];
@@ -1329,9 +1357,9 @@ fn nystrom_start(
             w.iter_mut().for_each(|v| *v = 0.0);
             f = zero;
             cur = cold;
+            hess = None;
         }
     }
-    let mut hess: Option<Precond> = None;
     let mut dec_last = f64::INFINITY;
     for _ in 0..MAX_NYSTROM_STEPS {
         // gradient w − Φᵀ a (a = s σ(−f)), Hessian I + Φᵀ W Φ (W = s σ(f) σ(−f))
@@ -1365,7 +1393,7 @@ fn nystrom_start(
                 .zip(y)
                 .map(|((&fi, &si), &yi)| sc * yi * (si * sigmoid(fi) * sigmoid(-fi)).sqrt())
                 .collect();
-            let h = Precond::new(lt, &t, scratch);
+            let h = Precond::build(lt, &t, scratch, true);
             h.solve_small(&mut step);
             dec = dotv(&grad, &step); // squared Newton decrement: 2 × the predicted decrease
             hess = Some(h);
@@ -1461,7 +1489,7 @@ impl<'x> PathEngine<'x> {
         let mut states: Vec<Option<LamSolve<'a>>> = (0..opts.len()).map(|_| None).collect();
         let mut last: Option<usize> = None;
         for k in order {
-            let prev = last.and_then(|j| states[j].as_ref()).map(|p| (p.c, &p.w[..]));
+            let prev = last.and_then(|j| states[j].as_ref()).map(|p| (p.c, &p.w[..], p.nystrom_hessian.as_ref()));
             let st = LamSolve::new(&self.ops, &self.piv, y, sw, diag, &opts[k], defer, ticker, &mut scratch, prev);
             if ticker.stopped {
                 return None;
@@ -1469,7 +1497,13 @@ impl<'x> PathEngine<'x> {
             states[k] = Some(st);
             last = Some(k);
         }
-        Some(PathSolves { states: states.into_iter().map(|s| s.expect("every λ started")).collect(), scratch })
+        let mut states: Vec<LamSolve<'a>> = states.into_iter().map(|s| s.expect("every λ started")).collect();
+        for st in &mut states {
+            if let Some(h) = st.nystrom_hessian.as_mut() {
+                h.gram = None; // only the next λ's start needed it
+            }
+        }
+        Some(PathSolves { states, scratch })
     }
 
     /// Runs the unfinished solves **in lock-step** ([`run_lock_step`]): every pass over the kernel
@@ -1705,6 +1739,8 @@ struct LamSolve<'a> {
     /// The last Hessian factor of the Nyström warm start, until the first Newton step after it
     /// ([`NYSTROM_PRECOND_MAX_CHANGE`]).
     nystrom_hessian: Option<Precond>,
+    /// The first Nyström step's Hessian factor (from the path's neighbour), until the warm start.
+    start_hessian: Option<Precond>,
 }
 
 impl<'a> LamSolve<'a> {
@@ -1723,7 +1759,7 @@ impl<'a> LamSolve<'a> {
         defer: bool,
         ticker: &mut Ticker<'_>,
         scratch: &mut PrecondScratch,
-        neighbour: Option<(f64, &[f64])>,
+        neighbour: Option<(f64, &[f64], Option<&Precond>)>,
     ) -> Self {
         let n = y.len();
         let c = 1.0 / (opts.lam * n as f64);
@@ -1757,12 +1793,16 @@ impl<'a> LamSolve<'a> {
             deferred: false,
             deferred_target: f64::NAN,
             nystrom_hessian: None,
+            start_hessian: None,
         };
         // the Nyström solve starts from the neighbour's optimum w' (at C'), scaled to the same
         // latent values Φw = C^{½} diag(y) L w
-        if let Some((c0, w0)) = neighbour {
+        if let Some((c0, w0, h)) = neighbour {
             let f = (c0 / c).sqrt();
             s.w = w0.iter().map(|v| v * f).collect();
+            // ... and its first step from the neighbour's last Hessian, rescaled to this C (the
+            // same latent values, so the same curvature W)
+            s.start_hessian = h.and_then(|h| h.rescaled(c / c0));
         }
         // warm start: the dual candidate of the Nyström optimum, checked exactly; its product
         // makes the state (u, v) = (Q̃ a₀, a₀) exact
@@ -1783,7 +1823,8 @@ impl<'a> LamSolve<'a> {
         self.phase = Phase::Done;
         let lt = piv.lt.slice(s![..self.r, ..]);
         self.nystrom_hessian = None;
-        if let Some((f0, w, h)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, ticker, scratch) {
+        let h0 = self.start_hessian.take();
+        if let Some((f0, w, h)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, h0, ticker, scratch) {
             let (a, b) = half(&f0, self.sw);
             self.w = w;
             self.nystrom_hessian = h;
@@ -2391,10 +2432,10 @@ pub(crate) mod tests {
         let lt = piv.lt.view();
         let mut scratch = PrecondScratch::default();
         let (c0, c1, tol) = (1.0, 10.0, 1e-12);
-        let (_, w0, _) = nystrom_start(lt, &yv, &sw, c0, tol, &[], &mut t, &mut scratch).unwrap();
-        let (f_cold, w_cold, _) = nystrom_start(lt, &yv, &sw, c1, tol, &[], &mut t, &mut scratch).unwrap();
+        let (_, w0, h0) = nystrom_start(lt, &yv, &sw, c0, tol, &[], None, &mut t, &mut scratch).unwrap();
+        let (f_cold, w_cold, _) = nystrom_start(lt, &yv, &sw, c1, tol, &[], None, &mut t, &mut scratch).unwrap();
         let scaled: Vec<f64> = w0.iter().map(|v| v * (c0 / c1).sqrt()).collect();
-        let (f_warm, w_warm, _) = nystrom_start(lt, &yv, &sw, c1, tol, &scaled, &mut t, &mut scratch).unwrap();
+        let (f_warm, w_warm, _) = nystrom_start(lt, &yv, &sw, c1, tol, &scaled, None, &mut t, &mut scratch).unwrap();
         // both optima of the same strongly convex problem, to a squared decrement of 2 n tol
         for (a, b) in w_cold.iter().zip(&w_warm) {
             assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
@@ -2402,9 +2443,15 @@ pub(crate) mod tests {
         for (a, b) in f_cold.iter().zip(&f_warm) {
             assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
         }
+        // the same from the neighbour's last Hessian rescaled to C (the path's first step)
+        let h = h0.expect("a Hessian was built").rescaled(c1 / c0).expect("its Gram is kept");
+        let (f_h, _, _) = nystrom_start(lt, &yv, &sw, c1, tol, &scaled, Some(h), &mut t, &mut scratch).unwrap();
+        for (a, b) in f_cold.iter().zip(&f_h) {
+            assert!((a - b).abs() <= 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+        }
         // a start worse than w = 0 is not taken: the cold solve's result, bit for bit
         let bad: Vec<f64> = w_cold.iter().map(|v| -50.0 * v).collect();
-        let (f_bad, _, _) = nystrom_start(lt, &yv, &sw, c1, tol, &bad, &mut t, &mut scratch).unwrap();
+        let (f_bad, _, _) = nystrom_start(lt, &yv, &sw, c1, tol, &bad, None, &mut t, &mut scratch).unwrap();
         assert_eq!(f_bad, f_cold);
     }
 
