@@ -152,13 +152,12 @@
 //! The Nyström warm starts are solved **along the path**: by increasing `C`, each from the
 //! optimum `w'` of the one before (at `C'`), scaled by `(C'/C)^{½}` so that it has the same
 //! latent values `Φw` (unless that start is worse than `w = 0`), and with chord steps
-//! ([`nystrom_start`]). Measured (Adult, n = 20,000, 10 candidates, 2 threads): 45 → 35 Hessian
+//! ([`nystrom_start`]). Measured (Adult, n = 20,000, 10 candidates, 2 threads): 45 → 15 Hessian
 //! builds of the Nyström solves, 1.58 → 0.63 s, and the same products for every `λ`. At the same
 //! latent values the curvature `W` is the same, so the Hessian `I + C LᵀWL` of the start is the
 //! neighbour's last one rescaled, `I + (C/C')(H' − I)` ([`Precond::rescaled`]: an `r × r`
 //! Cholesky, no `O(n r²)` build; exact when that Hessian was built at the neighbour's optimum, a
-//! chord step otherwise): the path's Nyström Hessian builds about 15 → 9 (the path 6.05 → 5.84 s). So the
-//! solve of a `λ` in a path is not bit for bit its single fit (except the smallest `C`, whose
+//! chord step otherwise): 15 → 9 builds (the path 6.05 → 5.84 s). So the solve of a `λ` in a path is not bit for bit its single fit (except the smallest `C`, whose
 //! start is the single fit's): its Nyström start is the same optimum only to the Nyström solve's
 //! tolerance. Each `λ` is still solved to its own `tol` and certified from its own dual point
 //! alone, which is all a fit's guarantee (and the privacy proof of a release) uses; its iterates
@@ -1317,7 +1316,7 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 /// unless that start is worse than `w = 0`. A step reuses the last Hessian factor (a chord step,
 /// `O(n r)`) when the squared decrement it gives is at most [`NYSTROM_CHORD_RATIO`] times the last
 /// step's, or below the stopping test (measured, Adult n = 20,000, 10-candidate path: 45 Hessian
-/// builds, 1.58 s → 35 with the neighbour's start and chord steps, 0.63 s; one fit 5 → 4 builds;
+/// builds, 1.58 s → 15 with the neighbour's start and chord steps, 0.63 s; one fit 5 → 4 builds;
 /// the products of every solve unchanged). No kernel product. Returns `(u₀, w*)` and the last
 /// Hessian factor (for the first Newton step: [`NYSTROM_PRECOND_MAX_CHANGE`]); `None` when
 /// cancelled.
