@@ -157,9 +157,9 @@
 //! latent values the curvature `W` is the same, so the Hessian `I + C LᵀWL` of the start is the
 //! neighbour's last one rescaled, `I + (C/C')(H' − I)` ([`Precond::rescaled`]: an `r × r`
 //! Cholesky, no `O(n r²)` build; exact when that Hessian was built at the neighbour's optimum, a
-//! chord step otherwise): 15 → 9 builds (the path 6.05 → 5.84 s). So the solve of a `λ` in a path is not bit for bit its single fit (except the smallest `C`, whose
-//! start is the single fit's): its Nyström start is the same optimum only to the Nyström solve's
-//! tolerance. Each `λ` is still solved to its own `tol` and certified from its own dual point
+//! chord step otherwise): 15 → 9 builds (the path 6.05 → 5.84 s). So the solve of a `λ` in a
+//! path is not bit for bit its single fit (except the smallest `C`, whose start is the single
+//! fit's): its Nyström start is the same optimum only to the Nyström solve's tolerance. Each `λ` is still solved to its own `tol` and certified from its own dual point
 //! alone, which is all a fit's guarantee (and the privacy proof of a release) uses; its iterates
 //! do not depend on which other `λ` are still iterating (lock-step), only on the path's `C`.
 //!
