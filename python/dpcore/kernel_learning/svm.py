@@ -470,10 +470,10 @@ def fit_logistic_path(models: list, X: ArrayLike, y: ArrayLike) -> list:
     the symmetric kernel pass, each kernel tile evaluated once, with the fused engine's pass again for a model its
     larger float slack may have cost ``tol``; with a float32 Gram a model whose certificate misses its ``tol`` goes
     on from that candidate's exact check, as a fit that never defers). The Nyström warm starts are solved along the
-    path, by increasing ``C``, each from the optimum of the one before (Rust ``klr_newton``, "Paths"; measured on
-    Adult, n = 20,000, 10 models: 45 → 35 Hessian builds, 1.6 → 0.6 s): the model of the smallest ``C`` is its own
-    fit's bit for bit (:meth:`fit` is this call with one model), the others are other dual points certified to the
-    same ``tol``. Every certificate is computed from its model's dual point alone, so ``duality_gap_ <= tol_``
+    path, by increasing ``C``, each from the optimum (and the Hessian) of the one before (Rust ``klr_newton``,
+    "Paths"; measured on Adult, n = 20,000, 10 models: 45 → 9 Hessian builds of the Nyström solves): the model of
+    the smallest ``C`` is its own fit's bit for bit (:meth:`fit` is this call with one model), the others are other
+    dual points certified to the same ``tol``. Every certificate is computed from its model's dual point alone, so ``duality_gap_ <= tol_``
     certifies each model exactly as :meth:`fit` does, and a private release calibrated from ``tol_`` covers it.
 
     Returns the list of fitted models. Raises ``ValueError`` if the models differ in anything but
