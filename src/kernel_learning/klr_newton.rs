@@ -61,9 +61,10 @@
 //! at the selection's C, highdim rbf) do not grow. After 4 Newton steps rather than 8 (measured,
 //! 1 thread: highdim poly C = 1, n = 20,000: 57 → 41 products, 33.0 → 31.0 s; Adult n = 6,000 rbf
 //! C = 10 5.57 → 5.04 s, poly C = 10 43.6 → 26.5 s; the other highdim n = 6,000 and Adult rows
-//! and the selection unchanged). In a path the shared run is resumed for the
-//! longest request and each `λ` takes its own prefix (the factor a single fit would grow). Four times rather than twice (measured, highdim poly C = 1, n = 20,000, 1 thread: the
-//! damped phase at 800 pivots was as slow as at 400; 400 → 1,600 directly: 86 → 57 products).
+//! and the selection unchanged). In a path the shared run is resumed for the longest request and
+//! each `λ` takes its own prefix (the factor a single fit would grow). Four times rather than
+//! twice (measured, highdim poly C = 1, n = 20,000, 1 thread: the damped phase at 800 pivots was
+//! as slow as at 400; 400 → 1,600 directly: 86 → 57 products).
 //! At most [`MAX_GROWN_PIVOTS`] = 1,200 (measured on that fit after the `f32` preconditioner Grams
 //! and growth after 4 Newton steps, 1 thread: 1,600 pivots 41 products, 30.4 s; 1,200: 49, 27.8 s;
 //! 1,000: 65, 29.0 s — each preconditioner build costs `O(n r²)`, about 8 products at 1,600).
@@ -159,9 +160,10 @@
 //! Cholesky, no `O(n r²)` build; exact when that Hessian was built at the neighbour's optimum, a
 //! chord step otherwise): 15 → 9 builds (the path 6.05 → 5.84 s). So the solve of a `λ` in a
 //! path is not bit for bit its single fit (except the smallest `C`, whose start is the single
-//! fit's): its Nyström start is the same optimum only to the Nyström solve's tolerance. Each `λ` is still solved to its own `tol` and certified from its own dual point
-//! alone, which is all a fit's guarantee (and the privacy proof of a release) uses; its iterates
-//! do not depend on which other `λ` are still iterating (lock-step), only on the path's `C`.
+//! fit's): its Nyström start is the same optimum only to the Nyström solve's tolerance. Each `λ`
+//! is still solved to its own `tol` and certified from its own dual point alone, which is all a
+//! fit's guarantee (and the privacy proof of a release) uses; its iterates do not depend on which
+//! other `λ` are still iterating (lock-step), only on the path's `C`.
 //!
 //! Deterministic: every product has fixed blocks and summation order, the pivots depend on the
 //! data only.
@@ -2350,7 +2352,9 @@ pub(crate) mod tests {
     fn assert_within_certified_distance(
         sol: &crate::kernel_learning::erm::ErmSolution,
         alone: &crate::kernel_learning::erm::ErmSolution,
-        lam: f64, diag: &[f64]) {
+        lam: f64,
+        diag: &[f64],
+    ) {
         let radius = (2.0 * sol.cert.gap.max(0.0) / lam).sqrt() + (2.0 * alone.cert.gap.max(0.0) / lam).sqrt();
         for (i, &d) in diag.iter().enumerate() {
             let diff = (sol.cert.decision[i] - alone.cert.decision[i]).abs();
