@@ -1309,8 +1309,8 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 }
 
 /// Warm start (module docs): the latent values `u₀ = Φ w*` of the optimum of the Nyström model
-/// `K ≈ L Lᵀ`, an `r`-dimensional weighted logistic regression `min_w Σ_i s_i log(1 + e^{−(Φw)_i})
-/// + ½‖w‖²` with features `Φ = C^{½} diag(y) L`, solved by damped Newton (Hessian `I + ΦᵀWΦ`:
+/// `K ≈ L Lᵀ`, an `r`-dimensional weighted logistic regression
+/// `min_w Σ_i s_i log(1 + e^{−(Φw)_i}) + ½‖w‖²` with features `Φ = C^{½} diag(y) L`, solved by damped Newton (Hessian `I + ΦᵀWΦ`:
 /// the preconditioner's `r × r` system, `O(n r²)` per step) until its Newton decrement is below
 /// `n · tol`, from the coefficients `w0` (a shorter factor's optimum, padded with zeros: a resumed
 /// run's factor starts with the same columns, so the model is the same; or, in a path, the
@@ -1354,7 +1354,7 @@ fn nystrom_start(
         // a start worse than w = 0 (another λ's optimum, scaled) is not taken
         let zero = vec![0.0f64; n];
         let cold = obj(&zero, &vec![0.0f64; r]);
-        if !(cur <= cold) {
+        if cur.is_nan() || cur > cold {
             w.iter_mut().for_each(|v| *v = 0.0);
             f = zero;
             cur = cold;
