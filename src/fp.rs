@@ -129,8 +129,8 @@ pub fn sym_tiles_sum_terms(n: usize, tile: usize, rows: usize) -> f64 {
 ///   with `k` = [`sym_tiles_sum_terms`]`(n, tile, rows)`.
 ///
 /// Total: `E + γ_k (1 + E)` (`1.031e-12` at `n = 6,000`, `1.037e-12` at `n = 20,000` for `512 ×
-/// 512` tiles of 256-row blocks, the engine's shape; `1.018e-12` and `1.043e-12` with 64-row blocks): above [`KERNEL_SUM_REL_ERROR`], so a certificate summed this way
-/// uses this bound. `+inf` where `γ_k` has no first-order bound.
+/// 512` tiles of 256-row blocks, the engine's shape; `1.018e-12` and `1.043e-12` with 64-row
+/// blocks): above [`KERNEL_SUM_REL_ERROR`], so a certificate summed this way uses this bound. `+inf` where `γ_k` has no first-order bound.
 #[inline]
 pub fn sym_kernel_sum_rel_error(n: usize, tile: usize, rows: usize) -> f64 {
     KERNEL_SUM_REL_ERROR + gamma_k(sym_tiles_sum_terms(n, tile, rows)) * (1.0 + KERNEL_SUM_REL_ERROR)

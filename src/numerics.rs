@@ -12,6 +12,8 @@
 //!   ([`crate::kernels::evaluation`]) and the kernel rows of
 //!   [`crate::kernel_learning::kernel_cache`] use it.
 //! * `ipow`: `b^p` by binary exponentiation (polynomial kernels).
+//! * `lanes8_reduce`: the fixed reduction tree of the 8-lane dot products (the kernel engine's and
+//!   `kernel_learning::klr_newton`'s), whose depth [`crate::fp::lanes8_sum_terms`] counts.
 //!
 //! Nothing here depends on the thread count; the FMA flavour is fixed by the CPU, so results are
 //! identical across runs on one machine and may differ in the last bits between machines (see
@@ -413,4 +415,13 @@ mod tests {
         assert!(ulp_diff(v[0], (-1.0f64).exp()) as f64 <= EXP_FAST_ULPS);
         assert!(ulp_diff(v[2], 1.0f64.exp()) as f64 <= EXP_FAST_ULPS);
     }
+}
+
+/// The 8 lane sums and the tail of an 8-lane dot product reduced by the fixed tree `((a₀ + a₁) +
+/// (a₂ + a₃)) + ((a₄ + a₅) + (a₆ + a₇)) + tail`: one definition for every such product, so that
+/// they share its bits and the rounding depth [`crate::fp::lanes8_sum_terms`] counts (3 levels and
+/// the tail).
+#[inline(always)]
+pub(crate) fn lanes8_reduce(a: &[f64; 8], tail: f64) -> f64 {
+    ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail
 }

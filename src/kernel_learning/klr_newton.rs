@@ -180,7 +180,7 @@ use crate::kernel_learning::erm::{
 };
 use crate::kernel_learning::kernel_cache::{RowCache, RowRef};
 use crate::kernels::evaluation::{self, Kernel};
-use crate::numerics::{simd_dispatch, simd_dispatch_fma};
+use crate::numerics::{lanes8_reduce, simd_dispatch, simd_dispatch_fma};
 
 /// Largest number of pivots of the preconditioner's incomplete Cholesky factor (to begin with:
 /// a solve still far after [`NEWTON_STEPS_GROW`] Newton steps grows it up to [`MAX_GROWN_PIVOTS`]).
@@ -252,7 +252,7 @@ fn dot8<T: Copy + Into<f64>>(row: &[T], v: &[f64]) -> f64 {
     for (r, w) in row[split..].iter().zip(&v[split..]) {
         tail += (*r).into() * w;
     }
-    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+    lanes8_reduce(&acc, tail)
 }
 
 /// The rows `r0..r0 + rows` of a dense row-major Gram times every vector of `vs`: `out[i · nv + k]
@@ -317,8 +317,7 @@ macro_rules! gram_rows {
                         for (r, w) in row.iter().zip(&v[split..]) {
                             tail += (*r as f64) * w;
                         }
-                        let a = &acc[i * nv + k];
-                        o[k] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
+                        o[k] = lanes8_reduce(&acc[i * nv + k], tail);
                     }
                 }
             }
@@ -388,7 +387,6 @@ simd_dispatch_fma! {
         let ((r0, rows), (c0, cols), mut cs) = (rs, cs_, cs);
         let split = cols - cols % 8;
         let row = |i: usize| &g[(r0 + i) * n + c0..(r0 + i) * n + c0 + cols];
-        let finish = |a: &[f64; 8], tail: f64| ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + tail;
         let mut i = 0;
         while i < rows {
             let q = (rows - i).min(4);
@@ -415,7 +413,7 @@ simd_dispatch_fma! {
                     for j in split..cols {
                         tail = A::madd(gs[t][j] as f64, w[j], tail);
                     }
-                    oi[k * rows + i + t] += finish(&a[t], tail);
+                    oi[k * rows + i + t] += lanes8_reduce(&a[t], tail);
                 }
                 if let Some(cs) = cs.as_deref_mut() {
                     let c = &mut cs[k * cols..(k + 1) * cols];
@@ -1275,7 +1273,7 @@ fn dot8_scaled(row: &[f64], t: &[f64], v: &[f64]) -> f64 {
     for ((r, s), w) in row[split..].iter().zip(&t[split..]).zip(&v[split..]) {
         tail += (r * s) * w;
     }
-    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+    lanes8_reduce(&acc, tail)
 }
 
 fn dotv(a: &[f64], b: &[f64]) -> f64 {
@@ -1310,18 +1308,18 @@ fn nystrom_latent(lt: ArrayView2<'_, f64>, y: &[f64], sc: f64, w: &[f64]) -> Vec
 
 /// Warm start (module docs): the latent values `u₀ = Φ w*` of the optimum of the Nyström model
 /// `K ≈ L Lᵀ`, an `r`-dimensional weighted logistic regression
-/// `min_w Σ_i s_i log(1 + e^{−(Φw)_i}) + ½‖w‖²` with features `Φ = C^{½} diag(y) L`, solved by damped Newton (Hessian `I + ΦᵀWΦ`:
-/// the preconditioner's `r × r` system, `O(n r²)` per step) until its Newton decrement is below
-/// `n · tol`, from the coefficients `w0` (a shorter factor's optimum, padded with zeros: a resumed
+/// `min_w Σ_i s_i log(1 + e^{−(Φw)_i}) + ½‖w‖²` with features `Φ = C^{½} diag(y) L`, solved by
+/// damped Newton (Hessian `I + ΦᵀWΦ`: the preconditioner's `r × r` system, `O(n r²)` per step)
+/// until its Newton decrement is below `n · tol`, from the coefficients `w0` (a shorter factor's optimum, padded with zeros: a resumed
 /// run's factor starts with the same columns, so the model is the same; or, in a path, the
 /// optimum of the next smaller `C`, scaled to the same latent values: "Paths" in the module docs),
 /// unless that start is worse than `w = 0`. A step reuses the last Hessian factor (a chord step,
 /// `O(n r)`) when the squared decrement it gives is at most [`NYSTROM_CHORD_RATIO`] times the last
 /// step's, or below the stopping test (measured, Adult n = 20,000, 10-candidate path: 45 Hessian
 /// builds, 1.58 s → 15 with the neighbour's start and chord steps, 0.63 s; one fit 5 → 4 builds;
-/// the products of every solve unchanged). No kernel product. Returns `(u₀, w*)` and the last
-/// Hessian factor (for the first Newton step: [`NYSTROM_PRECOND_MAX_CHANGE`]); `None` when
-/// cancelled.
+/// the products of every solve unchanged); the first step with the factor `h0` when given (the
+/// path's neighbour's, rescaled). No kernel product. Returns `(u₀, w*)` and the last Hessian
+/// factor (for the first Newton step: [`NYSTROM_PRECOND_MAX_CHANGE`]); `None` when cancelled.
 #[allow(clippy::too_many_arguments)]
 fn nystrom_start(
     lt: ArrayView2<'_, f64>,
@@ -1376,29 +1374,30 @@ fn nystrom_start(
             .collect();
         // a chord step with the last Hessian factor while the last step converged fast (also the
         // stopping test: no O(n r²) build only to find the decrement below tol); else Newton's
-        let mut step = grad.clone();
-        let mut dec = f64::NAN;
-        if let Some(h) = &hess {
+        // (step, squared decrement: 2 × the predicted decrease) with the factor `h`
+        let solve = |h: &Precond| {
+            let mut step = grad.clone();
             h.solve_small(&mut step);
-            let d = dotv(&grad, &step);
-            if d <= 2.0 * tol * n as f64 || d <= NYSTROM_CHORD_RATIO * dec_last {
-                dec = d;
-            } else {
-                step.copy_from_slice(&grad);
+            let dec = dotv(&grad, &step);
+            (step, dec)
+        };
+        let chord = hess
+            .as_ref()
+            .map(solve)
+            .filter(|&(_, d)| d <= 2.0 * tol * n as f64 || d <= NYSTROM_CHORD_RATIO * dec_last);
+        let (step, dec) = match chord {
+            Some(sd) => sd,
+            None => {
+                let t: Vec<f64> = f
+                    .iter()
+                    .zip(sw)
+                    .zip(y)
+                    .map(|((&fi, &si), &yi)| sc * yi * (si * sigmoid(fi) * sigmoid(-fi)).sqrt())
+                    .collect();
+                let h = hess.insert(Precond::build(lt, &t, scratch, true));
+                solve(h)
             }
-        }
-        if dec.is_nan() {
-            let t: Vec<f64> = f
-                .iter()
-                .zip(sw)
-                .zip(y)
-                .map(|((&fi, &si), &yi)| sc * yi * (si * sigmoid(fi) * sigmoid(-fi)).sqrt())
-                .collect();
-            let h = Precond::build(lt, &t, scratch, true);
-            h.solve_small(&mut step);
-            dec = dotv(&grad, &step); // squared Newton decrement: 2 × the predicted decrease
-            hess = Some(h);
-        }
+        };
         dec_last = dec;
         if dec.is_nan() || dec <= 2.0 * tol * n as f64 {
             break;
@@ -1601,7 +1600,7 @@ fn run_lock_step(
             }
             for s in states.iter_mut() {
                 if s.wants_pivots().is_some() {
-                    s.regrow(piv, ticker, scratch);
+                    s.regrow(piv, ticker, scratch, None);
                 }
             }
             if ticker.stopped {
@@ -1740,14 +1739,12 @@ struct LamSolve<'a> {
     /// The last Hessian factor of the Nyström warm start, until the first Newton step after it
     /// ([`NYSTROM_PRECOND_MAX_CHANGE`]).
     nystrom_hessian: Option<Precond>,
-    /// The first Nyström step's Hessian factor (from the path's neighbour), until the warm start.
-    start_hessian: Option<Precond>,
 }
 
 impl<'a> LamSolve<'a> {
     /// Prepares the solve of `opts.lam`: the Nyström warm start (no kernel product; the hook is
-    /// polled), its Newton iteration started from `neighbour = (C', w')`, the Nyström optimum of
-    /// another `λ` of the path, when given. Cancelled: `Done` at the cold start `a = s/2` (the
+    /// polled), its Newton iteration started from `neighbour = (C', w', H')`, the Nyström optimum
+    /// of another `λ` of the path and its last Hessian factor (rescaled to this `C`), when given. Cancelled: `Done` at the cold start `a = s/2` (the
     /// caller sees `ticker.stopped`).
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -1794,27 +1791,28 @@ impl<'a> LamSolve<'a> {
             deferred: false,
             deferred_target: f64::NAN,
             nystrom_hessian: None,
-            start_hessian: None,
         };
         // the Nyström solve starts from the neighbour's optimum w' (at C'), scaled to the same
         // latent values Φw = C^{½} diag(y) L w
+        let mut h0 = None;
         if let Some((c0, w0, h)) = neighbour {
             let f = (c0 / c).sqrt();
             s.w = w0.iter().map(|v| v * f).collect();
             // ... and its first step from the neighbour's last Hessian, rescaled to this C (the
             // same latent values, so the same curvature W)
-            s.start_hessian = h.and_then(|h| h.rescaled(c / c0));
+            h0 = h.and_then(|h| h.rescaled(c / c0));
         }
         // warm start: the dual candidate of the Nyström optimum, checked exactly; its product
         // makes the state (u, v) = (Q̃ a₀, a₀) exact
-        s.regrow(piv, ticker, scratch);
+        s.regrow(piv, ticker, scratch, h0);
         s
     }
 
     /// The Nyström warm start on the first `r` pivots of `piv` (`r` the pivots asked for by
     /// [`Phase::Grow`], else the current ones), within this `λ`'s own run ([`Pivots::cut`]); next:
-    /// its exact check. Cancelled: `Done`.
-    fn regrow(&mut self, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut PrecondScratch) {
+    /// its exact check; its first step with the factor `h0` when given ([`nystrom_start`]).
+    /// Cancelled: `Done`.
+    fn regrow(&mut self, piv: &Pivots, ticker: &mut Ticker<'_>, scratch: &mut PrecondScratch, h0: Option<Precond>) {
         let r = match self.phase {
             Phase::Grow { r } => r,
             _ => self.r,
@@ -1824,7 +1822,6 @@ impl<'a> LamSolve<'a> {
         self.phase = Phase::Done;
         let lt = piv.lt.slice(s![..self.r, ..]);
         self.nystrom_hessian = None;
-        let h0 = self.start_hessian.take();
         if let Some((f0, w, h)) = nystrom_start(lt, self.y, self.sw, self.c, self.opts.tol, &self.w, h0, ticker, scratch) {
             let (a, b) = half(&f0, self.sw);
             self.w = w;

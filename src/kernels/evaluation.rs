@@ -534,7 +534,7 @@ simd_dispatch! {
         for (x, y) in at.iter().zip(bt) {
             tail += x * y;
         }
-        ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+        crate::numerics::lanes8_reduce(&acc, tail)
     }
 }
 
